@@ -1,0 +1,25 @@
+/**
+ * llama-swap simulator: a real HTTP server that behaves like llama-swap (contract §10) in front
+ * of fake llama-servers. See README.md in this folder.
+ */
+import { LlamaSwapSimulator } from './simulator.js';
+import type { Simulator, SimulatorOptions } from './types.js';
+
+export async function startSimulator(options: SimulatorOptions = {}): Promise<Simulator> {
+  return LlamaSwapSimulator.start(options);
+}
+
+export { DEMO_CONFIG } from './demo-config.js';
+export { DEFAULT_KNOBS } from './knobs.js';
+export {
+  countPromptTokens,
+  completionTokens,
+  completionText,
+  completionPieces,
+  completionWords,
+  embedding,
+  PROMPT_TOKEN_OVERHEAD,
+  EMBEDDING_DIMS,
+} from './generate.js';
+export { loadConfig, ConfigError } from './config.js';
+export type { Knobs, ModelState, RecordedRequest, ReloadResult, RunningEntry, Simulator, SimulatorOptions, LogSourceId } from './types.js';

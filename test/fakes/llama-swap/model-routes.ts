@@ -1,0 +1,157 @@
+/**
+ * Model routes (§1.1) and the `/upstream` passthrough (§1.2): find the model, resolve it to a
+ * local process or a peer, wait for the process (swap/queue/429), then let the fake llama-server
+ * answer. Peers are answered in-process by the same fake (no network).
+ */
+import { resolveModel, type ResolvedModel, type SimConfig } from './config.js';
+import type { RequestContext } from './context.js';
+import { goRedirect } from './go-mux.js';
+import { serveInference } from './llama-server.js';
+import { extractModel } from './model-request.js';
+import type { Lease } from './processes.js';
+import { SimHttpError } from './responses.js';
+import { cutResponse, type ResponderContext } from './stream.js';
+import { sleep } from './timing.js';
+
+const NEVER = new AbortController().signal;
+
+/** POST/GET model routes: extract, resolve, forward. */
+export async function handleModelRoute(ctx: RequestContext): Promise<void> {
+  const extracted = extractModel(ctx.req.method ?? 'GET', ctx.req.headers['content-type'] ?? '', ctx.query, ctx.body);
+  if (!extracted) return ctx.sendError(404, 'no model id could be identified');
+  ctx.rec.model = extracted.model;
+  const target = resolveModel(ctx.inst.cfg, extracted.model);
+  if (!target) return ctx.sendError(404, 'no router for requested model');
+  await forward(ctx, target, upstreamPathFor(ctx.path), true);
+}
+
+/** `/v/...` loses its `/v`, `/audioapi/...` its `/audioapi` (server.go:211-248). */
+function upstreamPathFor(path: string): string {
+  if (path.startsWith('/v/')) return path.slice(2);
+  if (path.startsWith('/audioapi/')) return path.slice('/audioapi'.length);
+  return path;
+}
+
+/** `ANY /upstream/{path...}`: longest model-name match, trailing-slash redirect, ignorePaths 409. */
+export async function handleUpstream(ctx: RequestContext): Promise<void> {
+  const found = findModelInPath(ctx.inst.cfg, ctx.escapedPath.slice('/upstream/'.length));
+  if (!found) return ctx.sendError(404, 'model not found');
+  ctx.rec.model = found.searchName;
+  if (found.rest === undefined) {
+    const location = `/upstream/${found.escapedName}/${ctx.rawQuery ? `?${ctx.rawQuery}` : ''}`;
+    const method = ctx.req.method ?? 'GET';
+    return goRedirect(ctx.res, method, location, method === 'GET' || method === 'HEAD' ? 301 : 308);
+  }
+  const remaining = safeDecode(`/${found.rest}`);
+  if (found.target.kind === 'local') {
+    const state = ctx.inst.processes.state(found.target.id);
+    if (state !== 'ready' && ctx.inst.cfg.ignorePaths.test(remaining)) {
+      return ctx.sendError(409, `model ${found.searchName} is not loaded; path matches upstream.ignorePaths`);
+    }
+  }
+  await forward(ctx, found.target, remaining, false);
+}
+
+/** `/comfyui[/...]`: fixed model `comfyui_auto`; only `/comfyui/` may start it. */
+export async function handleComfy(ctx: RequestContext): Promise<void> {
+  const id = 'comfyui_auto';
+  if (!ctx.inst.cfg.models.has(id)) return ctx.sendError(404, 'model not found');
+  ctx.rec.model = id;
+  const rest = ctx.path.slice('/comfyui'.length) || '/';
+  if (rest !== '/' && ctx.inst.processes.state(id) !== 'ready') return ctx.sendError(409, `model ${id} is not loaded`);
+  await forward(ctx, { kind: 'local', id }, rest, false);
+}
+
+interface PathMatch {
+  searchName: string;
+  escapedName: string;
+  target: ResolvedModel;
+  /** Escaped remainder after `<model>/`; undefined when nothing (not even a slash) follows. */
+  rest: string | undefined;
+}
+
+function findModelInPath(cfg: SimConfig, escaped: string): PathMatch | undefined {
+  const segs = escaped.split('/');
+  const nameParts: string[] = [];
+  const escapedParts: string[] = [];
+  let best: PathMatch | undefined;
+  segs.forEach((seg, i) => {
+    if (seg === '') return;
+    nameParts.push(safeDecode(seg));
+    escapedParts.push(seg);
+    const name = nameParts.join('/');
+    const target = resolveModel(cfg, name);
+    if (target) {
+      best = { searchName: name, escapedName: escapedParts.join('/'), target, rest: i + 1 < segs.length ? segs.slice(i + 1).join('/') : undefined };
+    }
+  });
+  return best;
+}
+
+async function forward(ctx: RequestContext, target: ResolvedModel, upstreamPath: string, modelRoute: boolean): Promise<void> {
+  const { sim, req, res } = ctx;
+  const method = req.method ?? 'GET';
+  const call = (modelId: string, modelOverride: string | undefined, cut: AbortSignal) => {
+    const rctx: ResponderContext = { req, res, rec: ctx.rec, knobs: sim.knobs, clientGone: ctx.clientGone, cut };
+    return serveThroughKnobs(rctx, () =>
+      serveInference({ ctx: rctx, method, path: upstreamPath, modelId, modelOverride, rawBody: ctx.body, contentType: req.headers['content-type'] ?? '' }),
+    );
+  };
+
+  if (target.kind === 'peer') {
+    if (sim.knobs.peerUnreachable) {
+      const peer = ctx.inst.cfg.peers.get(target.peerId);
+      const host = peer ? new URL(peer.proxy).host : target.peerId;
+      return ctx.sendError(502, `peer proxy error: dial tcp ${host}: connect: connection refused`);
+    }
+    // llama-swap rewrites the FQN to the peer's own model ID in JSON bodies (router/peer.go).
+    return call(target.modelId, modelRoute ? target.modelId : undefined, NEVER);
+  }
+
+  const model = ctx.inst.cfg.models.get(target.id)!;
+  const inflight = modelRoute ? ctx.inst.trackInflight(req, target.id, ctx.path, ctx.remoteIp) : undefined;
+  let lease: Lease;
+  try {
+    lease = await ctx.inst.processes.acquire(target.id, ctx.clientGone);
+  } catch (err) {
+    inflight?.done();
+    if (!(err instanceof SimHttpError)) throw err;
+    if (err.status === 499) return; // the client left while queued; nothing to answer
+    return ctx.sendError(err.status, err.message, err.opts);
+  }
+  try {
+    const cut = inflight ? AbortSignal.any([lease.cut, inflight.cancelled]) : lease.cut;
+    await call(target.id, model.useModelName || undefined, cut);
+    ctx.inst.modelLog(target.id, `srv  log_server_r: request: ${method} ${upstreamPath} ${ctx.remoteIp} ${res.statusCode}\n`);
+  } finally {
+    lease.release();
+    inflight?.done();
+  }
+}
+
+/** Knobs that act before the fake llama-server writes anything. */
+async function serveThroughKnobs(rctx: ResponderContext, serve: () => Promise<void>): Promise<void> {
+  const { knobs, res } = rctx;
+  if (knobs.emptyBody502) {
+    // Go's ReverseProxy default error handler: status only, no body.
+    res.writeHead(502, { 'Content-Length': '0' });
+    res.end();
+    return;
+  }
+  if (knobs.headersDelayMs > 0) {
+    const waited = await sleep(knobs.headersDelayMs, AbortSignal.any([rctx.clientGone, rctx.cut]));
+    if (!waited) {
+      if (!rctx.clientGone.aborted) cutResponse(rctx);
+      return;
+    }
+  }
+  await serve();
+}
+
+function safeDecode(s: string): string {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return s;
+  }
+}
