@@ -1,0 +1,192 @@
+import { createServer } from 'node:net';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createLlamaSwapClient, encodeModelPath, type LlamaSwapClient } from '../../src/upstream/llama-swap-client.js';
+import { UpstreamError } from '../../src/upstream/errors.js';
+import { startSimulator, type Simulator } from '../fakes/llama-swap/index.js';
+
+const CONFIG = {
+  models: {
+    qwen: { cmd: 'llama-server --port ${PORT}', name: 'Qwen', aliases: ['gpt-4o-mini'] },
+    'org/model a': { cmd: 'llama-server --port ${PORT}' },
+  },
+  peers: { box: { proxy: 'http://192.0.2.10:8080', models: ['remote'] } },
+};
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const srv = createServer().listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as { port: number }).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+async function rejection(promise: Promise<unknown>): Promise<UpstreamError> {
+  try {
+    await promise;
+  } catch (err) {
+    expect(err).toBeInstanceOf(UpstreamError);
+    return err as UpstreamError;
+  }
+  throw new Error('expected the call to fail');
+}
+
+describe('llama-swap client against the simulator', () => {
+  let sim: Simulator;
+  let client: LlamaSwapClient;
+  beforeAll(async () => {
+    sim = await startSimulator({ config: CONFIG });
+    client = createLlamaSwapClient({ baseUrl: new URL(sim.url), timeoutMs: 2000 });
+  });
+  afterAll(async () => {
+    await client.close();
+    await sim.close();
+  });
+  afterEach(async () => {
+    sim.knobs.legacyRoutes = false;
+    sim.knobs.errorShape = 'envelope';
+    sim.knobs.loadDelayMs = 0;
+    await sim.unload();
+  });
+
+  it('reports health without throwing', async () => {
+    expect(await client.health()).toEqual({ ok: true, status: 200 });
+  });
+
+  it('always sends Accept: application/json', async () => {
+    sim.clearReceived();
+    await client.running();
+    expect(sim.received[0]?.headers.accept).toBe('application/json');
+    expect(sim.received[0]?.headers.authorization).toBeUndefined();
+  });
+
+  it('reads the version, and null from an old llama-swap without /api/version', async () => {
+    expect(await client.version()).toEqual(sim.knobs.version);
+    sim.knobs.legacyRoutes = true;
+    expect(await client.version()).toBeNull();
+  });
+
+  it('lists running models with their state', async () => {
+    await sim.load('qwen');
+    const running = await client.running();
+    expect(running).toEqual([
+      { model: 'qwen', state: 'ready', cmd: 'llama-server --port 5801', proxy: 'http://localhost:5801', ttl: 0, name: 'Qwen', description: '' },
+    ]);
+  });
+
+  it('lists models with status, aliases and peers', async () => {
+    const models = await client.models();
+    expect(models.map((m) => m.id)).toEqual(['box/remote', 'org/model a', 'qwen']);
+    const qwen = models.find((m) => m.id === 'qwen')!;
+    expect(qwen.status).toEqual({ value: 'unloaded' });
+    expect(qwen.meta?.llamaswap?.aliases).toEqual(['gpt-4o-mini']);
+    expect(models[0]!.meta?.llamaswap).toEqual({ type: 'peer', peerID: 'box' });
+  });
+
+  it('loads a model through /upstream/<id>/, encoding each path segment but keeping slashes', async () => {
+    expect(encodeModelPath('org/model a')).toBe('org/model%20a');
+    expect(await client.load('org/model a')).toEqual({ status: 200 });
+    expect(sim.state('org/model a')).toBe('ready');
+    expect(sim.received.at(-1)?.path).toBe('/upstream/org/model%20a/');
+  });
+
+  it('fails a load of an unknown model with a typed 404 carrying llama-swap’s message', async () => {
+    const err = await rejection(client.load('nope'));
+    expect(err).toMatchObject({ kind: 'http', status: 404, upstreamMessage: 'model not found', fromLlamaSwap: true, code: 'not_found' });
+  });
+
+  it('fails a load with 500 when the model cannot start', async () => {
+    sim.knobs.loadError = 'upstream command exited prematurely';
+    try {
+      const err = await rejection(client.load('qwen'));
+      expect(err).toMatchObject({ kind: 'http', status: 500, upstreamMessage: 'unspecific error: upstream command exited prematurely' });
+    } finally {
+      sim.knobs.loadError = null;
+    }
+  });
+
+  it('unloads one model by ID or alias and waits until it stopped', async () => {
+    await sim.load('qwen');
+    expect(await client.unload('gpt-4o-mini')).toEqual({ unloaded: true, via: 'api' });
+    expect(sim.state('qwen')).toBe('stopped');
+  });
+
+  it('rejects unloading an unknown model with 404 in both error shapes', async () => {
+    const envelope = await rejection(client.unload('nope'));
+    expect(envelope).toMatchObject({ kind: 'http', status: 404, upstreamMessage: 'model not found', routeMissing: false });
+    sim.knobs.errorShape = 'legacy';
+    const legacy = await rejection(client.unload('nope'));
+    expect(legacy).toMatchObject({ kind: 'http', status: 404, upstreamMessage: 'model not found', fromLlamaSwap: true });
+  });
+
+  it('unloads everything through POST /api/models/unload', async () => {
+    await sim.load('qwen');
+    expect(await client.unloadAll()).toEqual({ unloaded: true, via: 'api' });
+    expect(sim.running()).toEqual([]);
+  });
+
+  it('falls back to GET /unload on an old llama-swap', async () => {
+    await sim.load('qwen');
+    sim.knobs.legacyRoutes = true;
+    sim.clearReceived();
+    expect(await client.unloadAll()).toEqual({ unloaded: true, via: 'legacy-unload' });
+    expect(sim.received.map((r) => `${r.method} ${r.path}`)).toEqual(['POST /api/models/unload', 'GET /unload']);
+    expect(sim.running()).toEqual([]);
+  });
+
+  it('reports a single-model unload as unsupported on an old llama-swap instead of unloading everything', async () => {
+    await sim.load('qwen');
+    sim.knobs.legacyRoutes = true;
+    const result = await client.unload('qwen');
+    expect(result).toMatchObject({ unloaded: false, unsupported: true });
+    expect(sim.state('qwen')).toBe('ready');
+  });
+
+  it('times out with kind "timeout" when llama-swap does not answer in time', async () => {
+    sim.knobs.loadDelayMs = 500;
+    const err = await rejection(client.load('qwen', { timeoutMs: 100 }));
+    expect(err.kind).toBe('timeout');
+  });
+
+  it('rethrows the caller’s abort as-is', async () => {
+    sim.knobs.loadDelayMs = 500;
+    const controller = new AbortController();
+    const pending = client.load('qwen', { signal: controller.signal });
+    setTimeout(() => controller.abort(new Error('caller gave up')), 20);
+    await expect(pending).rejects.toThrow('caller gave up');
+  });
+});
+
+describe('llama-swap client failure modes', () => {
+  it('reports an unreachable llama-swap as kind "unreachable" and unhealthy', async () => {
+    const port = await freePort();
+    const client = createLlamaSwapClient({ baseUrl: new URL(`http://127.0.0.1:${port}`), timeoutMs: 1000 });
+    try {
+      const health = await client.health();
+      expect(health.ok).toBe(false);
+      expect(health.error).toMatch(/ECONNREFUSED/);
+      const err = await rejection(client.running());
+      expect(err.kind).toBe('unreachable');
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('sends the API key as a Bearer token and surfaces 401s', async () => {
+    const sim = await startSimulator({ config: { ...CONFIG, apiKeys: ['sk-upstream'] } });
+    const good = createLlamaSwapClient({ baseUrl: new URL(sim.url), apiKey: 'sk-upstream' });
+    const bad = createLlamaSwapClient({ baseUrl: new URL(sim.url), apiKey: 'wrong' });
+    try {
+      expect(await good.running()).toEqual([]);
+      expect(sim.received.at(-1)?.headers.authorization).toBe('Bearer sk-upstream');
+      const err = await rejection(bad.models());
+      expect(err).toMatchObject({ kind: 'http', status: 401, upstreamMessage: 'unauthorized: invalid or missing API key' });
+      // /health needs no key.
+      expect((await bad.health()).ok).toBe(true);
+    } finally {
+      await good.close();
+      await bad.close();
+      await sim.close();
+    }
+  });
+});
