@@ -1,0 +1,60 @@
+/**
+ * `npm run demo`: the bundled llama-swap simulator plus the gateway in front of it, so a
+ * newcomer can try every feature without a GPU. Settings come from the environment as for
+ * `npm start`, except that the upstream is the simulator.
+ */
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { startGateway } from '../src/main.js';
+import { loadSettings, SettingsError } from '../src/settings.js';
+import { DEMO_CONFIG } from '../test/fakes/llama-swap/demo-config.js';
+import { startSimulator } from '../test/fakes/llama-swap/index.js';
+
+async function demo(): Promise<void> {
+  const simulator = await startSimulator({
+    host: '127.0.0.1',
+    port: Number(process.env.DEMO_SIMULATOR_PORT ?? 0),
+    config: DEMO_CONFIG as Record<string, unknown>,
+    // Slow enough to watch a model load and tokens stream, fast enough not to bore.
+    knobs: { loadDelayMs: 1500, firstTokenDelayMs: 150, tokensPerSecond: 25, tokens: 24 },
+  });
+
+  const dataDir = process.env.GATEHOUSE_DATA_DIR ?? join(process.cwd(), 'data', 'demo');
+  mkdirSync(dataDir, { recursive: true });
+  const env: NodeJS.ProcessEnv = { ...process.env, GATEHOUSE_UPSTREAM_URL: simulator.url, GATEHOUSE_DATA_DIR: dataDir };
+  const settings = loadSettings(env);
+  const gateway = await startGateway(settings);
+  const local = gateway.url.replace('0.0.0.0', 'localhost');
+
+  process.stdout.write(`
+  Gatehouse demo is running (no GPU needed: llama-swap is simulated).
+
+    Gateway (OpenAI base URL)     ${local}/v1
+    Gateway (Anthropic base URL)  ${local}
+    llama-swap simulator          ${simulator.url}
+
+  Try:
+    curl ${local}/v1/models
+    curl ${local}/v1/chat/completions -H 'Content-Type: application/json' \\
+      -d '{"model":"qwen","stream":true,"messages":[{"role":"user","content":"Hello"}]}'
+
+  Ctrl-C stops both.
+`);
+
+  let stopping = false;
+  const stop = () => {
+    if (stopping) process.exit(1);
+    stopping = true;
+    void gateway
+      .stop()
+      .then(() => simulator.close())
+      .then(() => process.exit(0));
+  };
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
+}
+
+demo().catch((error: unknown) => {
+  process.stderr.write(`demo: ${error instanceof SettingsError ? error.message : String((error as Error)?.stack ?? error)}\n`);
+  process.exit(1);
+});

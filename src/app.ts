@@ -1,0 +1,208 @@
+/**
+ * buildApp(deps) wires the modules together and returns a server that is not yet listening
+ * (tests call it and listen on port 0; main.ts adds signals). Nothing here reads process.env.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import fastifyCookie from '@fastify/cookie';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import { GatewayError, isGatewayError } from './http/errors.js';
+import { errorBody } from './http/render-error.js';
+import { registerRoutes, type RouteTable } from './http/routes.js';
+import type { KeyIndex, KeyVerifier } from './auth/key-index.js';
+import type { KeyUseRecorder } from './auth/client-auth-steps.js';
+import type { ListModels } from './proxy/models-list.js';
+import type { Store } from './store/store.js';
+import type { ConfigEditor } from './config-editor/config-editor.js';
+import type { LineBuffer } from './logging/line-buffer.js';
+import type { LlamaSwapClient } from './upstream/llama-swap-client.js';
+import { wireFormatForPath } from './http/wire-format.js';
+import type { ProxyContext } from './proxy/context.js';
+import { createForwarder, type Forwarder, type TapFactory } from './proxy/forward.js';
+import type { Settings } from './settings.js';
+import { createUsageAccounting, type UsageAccounting, type UsageAccountingOptions } from './usage/usage-accounting.js';
+
+export interface UpstreamHealthProbe {
+  health(): Promise<{ ok: boolean; status?: number; error?: string }>;
+}
+
+export interface AppDeps {
+  settings: Readonly<Settings>;
+  logger: Logger;
+  forwarder: Forwarder;
+  upstream: UpstreamHealthProbe;
+  /** API keys as the `/v1` chain sees them. */
+  keys: KeyVerifier & KeyUseRecorder;
+  /** llama-swap's model list, for answers the gateway must filter or reshape. */
+  listModels: ListModels;
+  /** The admin API's data; without it no `/api/*` route exists. */
+  admin?: {
+    store: Store;
+    index: KeyIndex;
+    /** llama-swap's own API, for the Models and Logs pages. */
+    llamaSwap: LlamaSwapClient;
+    /** Gatehouse's recent log lines, for the Logs page. */
+    gatewayLog: LineBuffer;
+  };
+  /** llama-swap's config.yaml editor (`/api/config*`, inside the admin API); off when unconfigured. */
+  configEditor?: ConfigEditor;
+  /** Usage records, per-key limits and metrics (`src/usage`). */
+  usage: UsageAccounting;
+  /** An extra response tap, beside the usage tap (tests). */
+  tap?: TapFactory;
+  onProxyStart?: (ctx: ProxyContext) => void;
+  /** The clock for admin sessions and the login rate limit (tests move it). Default `Date.now`. */
+  now?: () => number;
+}
+
+/** Open mode: no key records, everyone may call. For tests and tools without a store. */
+export const NO_KEYS: KeyVerifier & KeyUseRecorder = { hasAnyKeys: () => false, verify: () => undefined, markUsed: () => undefined };
+
+export interface App {
+  server: Server;
+  fastify: FastifyInstance;
+  /** Requests (including streams) not yet finished. */
+  inFlight(): number;
+  /** Usage records, limits and metrics of this app. */
+  readonly usage: UsageAccounting;
+  listen(port: number, host: string): Promise<string>;
+  /** Stops accepting, lets in-flight work finish for up to `graceMs`, then closes everything. */
+  shutdown(graceMs: number): Promise<{ drained: boolean }>;
+}
+
+export interface BuildAppInput extends Omit<AppDeps, 'forwarder' | 'keys' | 'listModels' | 'usage'> {
+  forwarder?: Forwarder;
+  /** Default: built from the settings and the admin store (`createUsageAccounting`). */
+  usage?: UsageAccounting;
+  /** Options for the default usage subsystem (tests shorten its timers, move its clock). */
+  usageOptions?: Partial<Omit<UsageAccountingOptions, 'settings' | 'store' | 'logger'>>;
+  keys?: AppDeps['keys'];
+  listModels?: ListModels;
+  /** Closed after the server on shutdown (store, key index, usage writer...). */
+  closeables?: Array<{ close(): unknown }>;
+}
+
+export async function buildApp(input: BuildAppInput): Promise<App> {
+  const { settings, logger } = input;
+  const forwarder =
+    input.forwarder ??
+    createForwarder({
+      url: settings.upstreamUrl,
+      apiKey: settings.upstreamApiKey,
+      connectTimeoutMs: settings.connectTimeoutMs,
+      headersTimeoutMs: settings.headersTimeoutMs,
+      idleTimeoutMs: settings.idleTimeoutMs,
+    });
+  const usage = input.usage ?? createUsageAccounting({ ...input.usageOptions, settings, store: input.admin?.store, logger });
+  // With GATEHOUSE_REDIS_URL: the first calls already count in Redis (waits ~1 s at most when it is down).
+  await usage.ready();
+  const deps: AppDeps = {
+    ...input,
+    usage,
+    forwarder,
+    keys: input.keys ?? input.admin?.index ?? NO_KEYS,
+    listModels: input.listModels ?? (() => Promise.reject(Object.assign(new Error('no model lister configured'), { kind: 'unreachable' }))),
+  };
+
+  let inFlight = 0;
+  let draining = false;
+  let drained: (() => void) | undefined;
+  const track = (res: ServerResponse) => {
+    inFlight++;
+    if (draining) res.shouldKeepAlive = false;
+    res.once('close', () => {
+      inFlight--;
+      if (draining && inFlight === 0) drained?.();
+    });
+  };
+
+  let routes: RouteTable | undefined;
+  const fastify = Fastify({
+    loggerInstance: logger as FastifyBaseLogger,
+    // We write our own access line (onResponse below); Fastify's two lines per request would double it.
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: settings.bodyLimitBytes,
+    // Node 20's http server closes idle keep-alive sockets after 5 s; keep the default.
+    serverFactory: (fastifyHandler) =>
+      createServer({ noDelay: true }, (req: IncomingMessage, res: ServerResponse) => {
+        track(res);
+        const raw = routes?.raw(req.url ?? '/');
+        if (raw) raw(req, res);
+        else fastifyHandler(req, res);
+      }),
+  }) as unknown as FastifyInstance;
+
+  fastify.setErrorHandler((error: FastifyError, request, reply) => {
+    const format = wireFormatForPath(request.url);
+    let gatewayError: GatewayError;
+    if (isGatewayError(error)) gatewayError = error;
+    else if (error.validation) gatewayError = new GatewayError('validation_failed', { message: error.message, details: error.validation });
+    else if (error.statusCode === 413) gatewayError = new GatewayError('body_too_large');
+    else if (error.statusCode === 415) gatewayError = new GatewayError('unsupported_media_type', { message: error.message });
+    else if (error.statusCode === 400) gatewayError = new GatewayError('bad_request', { message: error.message });
+    else {
+      request.log.error({ err: error }, 'unexpected error');
+      gatewayError = new GatewayError('internal_error');
+    }
+    void reply.code(gatewayError.status).headers(gatewayError.headers).send(errorBody(gatewayError, format));
+  });
+  fastify.setNotFoundHandler((request, reply) => {
+    const error = new GatewayError('not_found', { message: `No route for ${request.method} ${request.url.split('?')[0]}.` });
+    void reply.code(404).send(errorBody(error, wireFormatForPath(request.url)));
+  });
+  fastify.addHook('onResponse', (request, reply, done) => {
+    const url = request.url;
+    const q = url.indexOf('?');
+    request.log.info({ req_id: request.id, method: request.method, path: q < 0 ? url : url.slice(0, q), status: reply.statusCode, ms: Math.round(reply.elapsedTime * 100) / 100 }, 'request');
+    done();
+  });
+
+  // Parses `Cookie` for the admin API's session cookie (`gatehouse_session`) and writes `Set-Cookie`.
+  await fastify.register(fastifyCookie);
+  routes = registerRoutes(fastify, deps);
+  await fastify.ready();
+
+  const server = fastify.server;
+  return {
+    server,
+    fastify,
+    usage,
+    inFlight: () => inFlight,
+    async listen(port, host) {
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(port, host, () => {
+          server.off('error', reject);
+          resolve();
+        });
+      });
+      const address = server.address();
+      if (address === null || typeof address === 'string') throw new Error('server has no TCP address');
+      const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+      return `http://${shownHost}:${address.port}`;
+    },
+    async shutdown(graceMs) {
+      draining = true;
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      let wasDrained = inFlight === 0;
+      if (!wasDrained) {
+        wasDrained = await new Promise<boolean>((resolve) => {
+          const timer = setTimeout(() => resolve(false), graceMs);
+          drained = () => {
+            clearTimeout(timer);
+            resolve(true);
+          };
+        });
+      }
+      server.closeAllConnections();
+      await closed;
+      await fastify.close();
+      await forwarder.close();
+      // Before the store closes: the calls that just ended are written.
+      await usage.close();
+      for (const closeable of input.closeables ?? []) await closeable.close();
+      return { drained: wasDrained };
+    },
+  };
+}

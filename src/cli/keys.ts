@@ -1,0 +1,363 @@
+/**
+ * `gatehouse keys ...`: manage API keys from a shell, also while the server runs (the store
+ * tolerates concurrent processes; the server notices changes within a second).
+ *
+ * Exit codes: 0 done, 1 refused or failed (unknown key, no confirmation, store error),
+ * 2 usage error.
+ */
+import { createInterface } from 'node:readline';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import {
+  API_KEY_LENGTH,
+  API_KEY_PREFIX,
+  hashApiKey,
+  newKeyRecord,
+  parseIsoTimestamp,
+  toKeyView,
+  type KeyView,
+  type NewKeyInput,
+} from '../auth/api-keys.js';
+import { parseDuration } from '../settings.js';
+import { AmbiguousKeyReferenceError, openStore, type KeyLimits, type KeyRecord, type Store, type StoreSettings } from '../store/store.js';
+
+export interface KeysCliIo {
+  stdout: NodeJS.WritableStream;
+  stderr: NodeJS.WritableStream;
+  /** Where a confirmation is read from; without it nothing can be confirmed interactively. */
+  stdin?: NodeJS.ReadableStream;
+  /** Whether a person is at the terminal; only then `delete` asks instead of refusing. */
+  isTTY?: boolean;
+}
+
+class UsageError extends Error {}
+class Refused extends Error {}
+
+const HELP = `Usage: gatehouse keys <command> [options]
+
+Manage the API keys clients use to call the gateway. While no key exists at all, the API is
+open: every client is let in without a key.
+
+Commands:
+  create --name NAME [options]   Create a key and print it once
+      --models a,b               Model ids the key may use (default: every model)
+      --expires 30d|ISO-DATE     Expiry as a duration from now (30d, 12h, 90m) or an ISO date
+      --note TEXT                Free text for operators
+      --rpm N --tpm N --concurrent N
+                                 Limits: requests/minute, tokens/minute, requests in flight
+      --quiet                    Print only the key (for scripts)
+  list [--json]                  List keys (never their secrets)
+  limits ID|PREFIX [--rpm N|none] [--tpm N|none] [--concurrent N|none]
+                                 Change a key's limits (none = no limit); a running
+                                 server applies them within a second
+  revoke ID|PREFIX               Revoke a key: clients using it get 401 from now on
+  delete ID|PREFIX [--yes]       Delete a key (asks on a terminal; --yes otherwise)
+
+ID is a key id (key_...); PREFIX is its display prefix (sk-...) or the start of either.
+A whole key (e.g. one found in a log) also identifies it.
+Settings (data dir, database URL) come from the same environment as the server.
+`;
+
+const COMMAND_OPTIONS = {
+  create: {
+    name: { type: 'string' },
+    models: { type: 'string' },
+    expires: { type: 'string' },
+    note: { type: 'string' },
+    rpm: { type: 'string' },
+    tpm: { type: 'string' },
+    concurrent: { type: 'string' },
+    quiet: { type: 'boolean', short: 'q' },
+    help: { type: 'boolean', short: 'h' },
+  },
+  list: { json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
+  limits: { rpm: { type: 'string' }, tpm: { type: 'string' }, concurrent: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+  revoke: { help: { type: 'boolean', short: 'h' } },
+  delete: { yes: { type: 'boolean', short: 'y' }, help: { type: 'boolean', short: 'h' } },
+} as const satisfies Record<string, ParseArgsConfig['options']>;
+
+type Command = keyof typeof COMMAND_OPTIONS;
+
+/** Runs `gatehouse keys <argv...>` (argv is what follows `keys`) and returns the exit code. */
+export async function runKeysCommand(
+  argv: string[],
+  io: KeysCliIo,
+  settings: StoreSettings,
+): Promise<number> {
+  const [command, ...rest] = argv;
+  if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
+    (command === undefined ? io.stderr : io.stdout).write(HELP);
+    return command === undefined ? 2 : 0;
+  }
+  if (!(command in COMMAND_OPTIONS)) {
+    io.stderr.write(`gatehouse keys: unknown command "${command}"\n\n${HELP}`);
+    return 2;
+  }
+
+  let store: Store | undefined;
+  try {
+    const parsed = parseCommand(command as Command, rest);
+    if (parsed.values.help) {
+      io.stdout.write(HELP);
+      return 0;
+    }
+    // Arguments are checked before the store opens: a typo must not create a data dir.
+    const run = prepare(command as Command, parsed, io);
+    store = await openStore(settings);
+    await run(store);
+    return 0;
+  } catch (error) {
+    if (error instanceof UsageError) {
+      io.stderr.write(`gatehouse keys ${command}: ${error.message}\nRun "gatehouse keys --help" for usage.\n`);
+      return 2;
+    }
+    if (error instanceof Refused || error instanceof AmbiguousKeyReferenceError) {
+      io.stderr.write(`${error.message}\n`);
+      return 1;
+    }
+    io.stderr.write(`gatehouse keys ${command} failed: ${error instanceof Error ? error.message : String(error)}\n`);
+    return 1;
+  } finally {
+    await store?.close();
+  }
+}
+
+interface Parsed {
+  values: Record<string, string | boolean | undefined>;
+  positionals: string[];
+}
+
+function parseCommand(command: Command, args: string[]): Parsed {
+  try {
+    const { values, positionals } = parseArgs({ args, options: COMMAND_OPTIONS[command], allowPositionals: true, strict: true });
+    return { values: values as Parsed['values'], positionals };
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+}
+
+function prepare(command: Command, { values, positionals }: Parsed, io: KeysCliIo): (store: Store) => Promise<void> {
+  const now = Date.now();
+  switch (command) {
+    case 'create': {
+      noPositionals(positionals);
+      const input = createInput(values, now);
+      return (store) => createKey(store, input, values.quiet === true, io, now);
+    }
+    case 'list':
+      noPositionals(positionals);
+      return (store) => listKeys(store, values.json === true, io);
+    case 'limits': {
+      const reference = onePositional(positionals);
+      const limits = limitsPatch(values);
+      return (store) => setLimits(store, reference, limits, io);
+    }
+    case 'revoke':
+      return (store) => revokeKey(store, onePositional(positionals), io);
+    case 'delete':
+      return (store) => deleteKey(store, onePositional(positionals), values.yes === true, io);
+  }
+}
+
+function noPositionals(positionals: string[]): void {
+  if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"`);
+}
+
+function onePositional(positionals: string[]): string {
+  if (positionals.length !== 1) throw new UsageError('expects exactly one key id or prefix');
+  return positionals[0]!;
+}
+
+function createInput(values: Parsed['values'], nowMs: number): NewKeyInput {
+  const name = typeof values.name === 'string' ? values.name.trim() : '';
+  if (!name) throw new UsageError('--name NAME is required');
+  if (name.length > 100) throw new UsageError('--name must be at most 100 characters');
+  const input: NewKeyInput = { name, limits: {} };
+  if (typeof values.models === 'string') {
+    input.models = values.models.split(',').map((m) => m.trim()).filter(Boolean);
+  }
+  if (typeof values.expires === 'string') input.expiresAt = parseExpires(values.expires, nowMs);
+  if (typeof values.note === 'string') input.note = values.note;
+  for (const limit of ['rpm', 'tpm', 'concurrent'] as const) {
+    const raw = values[limit];
+    if (typeof raw !== 'string') continue;
+    input.limits![limit] = parseLimit(limit, raw, false)!;
+  }
+  return input;
+}
+
+function parseLimit(limit: keyof KeyLimits, raw: string, noneAllowed: boolean): number | null {
+  if (noneAllowed && raw === 'none') return null;
+  const n = Number(raw);
+  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(n) || n < 1) throw new UsageError(`--${limit} must be a whole number >= 1${noneAllowed ? ' or "none"' : ''}`);
+  return n;
+}
+
+function limitsPatch(values: Parsed['values']): Partial<KeyLimits> {
+  const patch: Partial<KeyLimits> = {};
+  for (const limit of ['rpm', 'tpm', 'concurrent'] as const) {
+    const raw = values[limit];
+    if (typeof raw === 'string') patch[limit] = parseLimit(limit, raw, true);
+  }
+  if (Object.keys(patch).length === 0) throw new UsageError('give at least one of --rpm, --tpm, --concurrent (a number, or "none")');
+  return patch;
+}
+
+async function setLimits(store: Store, reference: string, limits: Partial<KeyLimits>, io: KeysCliIo): Promise<void> {
+  const key = await resolveKey(store, reference);
+  const updated = await store.keys.update(key.id, { limits });
+  if (!updated) throw new Refused(`${describe(key)} was deleted meanwhile.`);
+  const text = (['rpm', 'tpm', 'concurrent'] as const).map((k) => `${k} ${updated.limits[k] ?? 'none'}`).join(', ');
+  io.stdout.write(`Limits of ${describe(updated)}: ${text}.\n`);
+}
+
+function parseExpires(raw: string, nowMs: number): number {
+  let at: number | undefined;
+  if (/^\d+(?:\.\d+)?\s*[a-z]+$/i.test(raw.trim())) {
+    try {
+      at = nowMs + parseDuration(raw, '--expires');
+    } catch {
+      at = undefined;
+    }
+  } else {
+    at = parseIsoTimestamp(raw);
+  }
+  if (at === undefined) throw new UsageError(`--expires "${raw}" is neither a duration (30d, 12h, 90m) nor an ISO date (2030-01-31, 2030-01-31T12:00Z)`);
+  if (at <= nowMs) throw new UsageError(`--expires "${raw}" is in the past`);
+  return at;
+}
+
+async function createKey(store: Store, input: NewKeyInput, quiet: boolean, io: KeysCliIo, nowMs: number): Promise<void> {
+  const { record, secret } = newKeyRecord(input, nowMs);
+  await store.keys.create(record);
+  if (quiet) {
+    io.stdout.write(`${secret}\n`);
+    return;
+  }
+  const view = toKeyView(record, nowMs);
+  io.stdout.write(
+    [
+      `Created API key ${view.id} "${view.name}"`,
+      `  prefix   ${view.prefix}`,
+      `  models   ${modelsText(view)}`,
+      `  expires  ${view.expiresAt ?? 'never'}`,
+      ...limitsLines(view),
+      '',
+      `  ${secret}`,
+      '',
+      'Store it now: it will not be shown again.',
+      '',
+    ].join('\n'),
+  );
+}
+
+function limitsLines(view: KeyView): string[] {
+  const parts = (['rpm', 'tpm', 'concurrent'] as const).filter((k) => view.limits[k] !== null).map((k) => `${k} ${view.limits[k]}`);
+  return parts.length ? [`  limits   ${parts.join(', ')}`] : [];
+}
+
+async function listKeys(store: Store, json: boolean, io: KeysCliIo): Promise<void> {
+  const nowMs = Date.now();
+  const views = (await store.keys.list()).map((key) => toKeyView(key, nowMs));
+  if (json) {
+    io.stdout.write(`${JSON.stringify({ keys: views }, null, 2)}\n`);
+    return;
+  }
+  if (views.length === 0) {
+    io.stdout.write('No API keys: the API is open, every client is let in without a key.\nCreate one with: gatehouse keys create --name NAME\n');
+    return;
+  }
+  const header = ['ID', 'PREFIX', 'NAME', 'STATUS', 'CREATED', 'LAST USED', 'EXPIRES', 'MODELS'];
+  const rows = views.map((v) => [
+    v.id,
+    v.prefix,
+    truncate(v.name, 32),
+    v.status,
+    shortTime(v.createdAt),
+    shortTime(v.lastUsedAt) ?? 'never',
+    shortTime(v.expiresAt) ?? 'never',
+    truncate(modelsText(v), 48),
+  ]);
+  io.stdout.write(formatTable([header, ...rows]));
+}
+
+async function revokeKey(store: Store, reference: string, io: KeysCliIo): Promise<void> {
+  const key = await resolveKey(store, reference);
+  if (key.revokedAt !== null) {
+    io.stdout.write(`${describe(key)} was already revoked at ${new Date(key.revokedAt).toISOString()}.\n`);
+    return;
+  }
+  await store.keys.update(key.id, { revokedAt: Date.now() });
+  io.stdout.write(`Revoked ${describe(key)}. Clients using it are refused from now on.\n`);
+}
+
+async function deleteKey(store: Store, reference: string, yes: boolean, io: KeysCliIo): Promise<void> {
+  const key = await resolveKey(store, reference);
+  const isLast = (await store.keys.count()) <= 1;
+  if (isLast) {
+    io.stderr.write(
+      `Warning: ${key.id} is the last API key. Once it is deleted the API is OPEN: every client is let in without a key.\n` +
+        `(To stop this key but keep the API closed, use "gatehouse keys revoke ${key.id}" instead.)\n`,
+    );
+  }
+  if (!yes) {
+    if (!io.isTTY || !io.stdin) {
+      throw new Refused(`Not deleting ${describe(key)}: not on a terminal, so nobody can confirm. Add --yes to delete it.`);
+    }
+    const answer = await ask(io, `Delete ${describe(key)}${isLast ? ' and open the API' : ''}? [y/N] `);
+    if (!/^y(es)?$/i.test(answer.trim())) throw new Refused('Not deleted.');
+  }
+  await store.keys.delete(key.id);
+  const remaining = await store.keys.count();
+  io.stdout.write(`Deleted ${describe(key)}. ${remaining} key${remaining === 1 ? '' : 's'} remain${remaining === 1 ? 's' : ''}.\n`);
+  if (remaining === 0) io.stderr.write('Warning: no API keys remain: the API is now open, every client is let in without a key.\n');
+}
+
+async function resolveKey(store: Store, reference: string): Promise<KeyRecord> {
+  // A whole key pasted from a leak report: find it by hash, the only way it can be found.
+  if (reference.length === API_KEY_LENGTH && reference.startsWith(API_KEY_PREFIX)) {
+    const hash = hashApiKey(reference);
+    const leaked = (await store.keys.list()).find((key) => key.hash === hash);
+    if (leaked) return leaked;
+  }
+  const key = await store.keys.findByIdOrPrefix(reference);
+  if (!key) throw new Refused(`No API key matches "${reference}". "gatehouse keys list" shows ids and prefixes.`);
+  return key;
+}
+
+async function ask(io: KeysCliIo, prompt: string): Promise<string> {
+  const rl = createInterface({ input: io.stdin!, output: io.stdout, terminal: false });
+  try {
+    // An input that ends before answering is a "no", not a hang. The callback form answers
+    // synchronously on the line, before the input's end closes the interface.
+    return await new Promise<string>((resolve) => {
+      rl.once('close', () => resolve(''));
+      rl.question(prompt, resolve);
+    });
+  } finally {
+    rl.close();
+  }
+}
+
+function describe(key: KeyRecord): string {
+  return `${key.id} (${key.prefix}, "${key.name}")`;
+}
+
+function modelsText(view: KeyView): string {
+  return view.models.length === 0 ? 'all' : view.models.join(',');
+}
+
+/** `2030-01-31 12:00Z`: minutes are enough in a table; `--json` has full timestamps. */
+function shortTime(iso: string): string;
+function shortTime(iso: string | null): string | undefined;
+function shortTime(iso: string | null): string | undefined {
+  return iso === null ? undefined : `${iso.slice(0, 10)} ${iso.slice(11, 16)}Z`;
+}
+
+function truncate(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
+}
+
+function formatTable(rows: string[][]): string {
+  const widths = rows[0]!.map((_, col) => Math.max(...rows.map((row) => row[col]!.length)));
+  return rows.map((row) => row.map((cell, col) => cell.padEnd(widths[col]!)).join('  ').trimEnd()).join('\n') + '\n';
+}

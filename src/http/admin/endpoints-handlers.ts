@@ -1,0 +1,34 @@
+/**
+ * Admin API for the dashboard's Endpoints page: `GET /api/endpoints`. The route and its admin
+ * chain are in the route table; this is only the handler.
+ *
+ * The page builds every base URL and snippet itself (src/snippets, in the browser); all it
+ * needs from the server is what the browser cannot know: the public address clients use
+ * (`GATEHOUSE_PUBLIC_URL`) and whether `/v1` is in open mode.
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { KeyVerifier } from '../../auth/key-index.js';
+
+export interface EndpointsHandlerDeps {
+  /** `GATEHOUSE_PUBLIC_URL`, already validated and without a trailing slash. */
+  publicUrl: string | undefined;
+  /** The keys `/v1` authenticates with: open mode is exactly "no key record at all". */
+  keys: Pick<KeyVerifier, 'hasAnyKeys'>;
+}
+
+export interface EndpointsView {
+  /** Where clients reach the gateway; null: the page uses the address the browser used. */
+  publicUrl: string | null;
+  /** No key record exists, so `/v1` accepts requests without a key. */
+  apiOpen: boolean;
+}
+
+type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<EndpointsView>;
+
+export function createEndpointsHandler({ publicUrl, keys }: EndpointsHandlerDeps): Handler {
+  return async (_request, reply) => {
+    // apiOpen flips when the first key is created: never a cached answer.
+    void reply.header('cache-control', 'no-store');
+    return { publicUrl: publicUrl ?? null, apiOpen: !keys.hasAnyKeys() };
+  };
+}

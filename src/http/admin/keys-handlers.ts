@@ -1,0 +1,222 @@
+/**
+ * Admin API for API keys: `GET/POST /api/keys`, `PATCH/DELETE /api/keys/:id`. Routes and the
+ * admin-session chain are declared in the route table; these are only the handlers.
+ *
+ * Responses never carry a key's hash; the raw key appears once, in the answer to the POST
+ * that created it. After every write the key index reloads before the handler answers, so the
+ * next `/v1` request already sees the change.
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { newKeyRecord, parseIsoTimestamp, toKeyView, type NewKeyInput } from '../../auth/api-keys.js';
+import type { KeyIndex } from '../../auth/key-index.js';
+import type { KeyLimits, KeyPatch, Store } from '../../store/store.js';
+import { GatewayError } from '../errors.js';
+
+export interface KeysHandlerDeps {
+  store: Store;
+  index: Pick<KeyIndex, 'reload' | 'flush'>;
+  now?: () => number;
+}
+
+type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
+
+export interface KeysHandlers {
+  list: Handler;
+  create: Handler;
+  update: Handler;
+  remove: Handler;
+}
+
+export function createKeyHandlers({ store, index, now = Date.now }: KeysHandlerDeps): KeysHandlers {
+  const findOr404 = async (request: FastifyRequest) => {
+    const id = (request.params as { id?: unknown } | undefined)?.id;
+    const key = typeof id === 'string' ? await store.keys.get(id) : undefined;
+    if (!key) throw new GatewayError('not_found', { message: `No API key with id ${JSON.stringify(id ?? '')}.` });
+    return key;
+  };
+
+  return {
+    async list() {
+      // Opportunistic: lets the list show uses from the last few seconds. A failure here is
+      // reported by the index's periodic flush; the list must not fail because of it.
+      await index.flush().catch(() => {});
+      const at = now();
+      return { keys: (await store.keys.list()).map((key) => toKeyView(key, at)) };
+    },
+
+    async create(request, reply) {
+      const at = now();
+      const input = parseCreateBody(request.body, at);
+      const { record, secret } = newKeyRecord(input, at);
+      await store.keys.create(record);
+      await index.reload();
+      reply.code(201);
+      return { key: toKeyView(record, at), secret };
+    },
+
+    async update(request) {
+      const at = now();
+      const { patch, revoke } = parsePatchBody(request.body);
+      const existing = await findOr404(request);
+      // Revoking twice keeps the first revocation time.
+      if (revoke) patch.revokedAt = existing.revokedAt ?? at;
+      const updated = await store.keys.update(existing.id, patch);
+      if (!updated) throw new GatewayError('not_found', { message: `No API key with id ${JSON.stringify(existing.id)}.` });
+      await index.reload();
+      return { key: toKeyView(updated, at) };
+    },
+
+    async remove(request) {
+      const key = await findOr404(request);
+      const count = await store.keys.count();
+      if (count <= 1 && !lastKeyConfirmed(request)) {
+        throw new GatewayError('conflict', {
+          message:
+            `${key.id} is the last API key. Deleting it reopens the API: every client will be let in without a key. ` +
+            'Repeat the request with ?confirm=last (or header "x-confirm: last") to delete it anyway, or revoke it instead.',
+          details: [{ path: '/confirm', message: 'required to delete the last key: "last"' }],
+        });
+      }
+      await store.keys.delete(key.id);
+      await index.reload();
+      const remaining = await store.keys.count();
+      return remaining === 0
+        ? { deleted: true, remaining, warning: 'That was the last API key: the API is now open, every client is let in without a key.' }
+        : { deleted: true, remaining };
+    },
+  };
+}
+
+function lastKeyConfirmed(request: FastifyRequest): boolean {
+  const query = request.query as Record<string, unknown> | undefined;
+  const header = request.headers['x-confirm'];
+  return query?.confirm === 'last' || header === 'last';
+}
+
+// ---------------------------------------------------------------------------------------
+// Body validation. Every problem is reported at once, with JSON-pointer paths.
+
+interface Issue {
+  path: string;
+  message: string;
+}
+
+const NAME_MAX = 100;
+const NOTE_MAX = 2000;
+const MODELS_MAX = 500;
+const MODEL_ID_MAX = 256;
+const LIMIT_MAX = 1_000_000_000;
+const LIMIT_FIELDS = ['rpm', 'tpm', 'concurrent'] as const;
+
+class Issues {
+  readonly list: Issue[] = [];
+  add(path: string, message: string): undefined {
+    this.list.push({ path, message });
+    return undefined;
+  }
+  throwIfAny(): void {
+    if (this.list.length > 0) throw new GatewayError('validation_failed', { details: this.list });
+  }
+}
+
+function asObject(body: unknown, allowed: readonly string[], issues: Issues): Record<string, unknown> {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    issues.add('', 'expected a JSON object');
+    issues.throwIfAny();
+  }
+  const object = body as Record<string, unknown>;
+  for (const field of Object.keys(object)) {
+    if (!allowed.includes(field)) issues.add(`/${field}`, `unknown field; expected one of ${allowed.join(', ')}`);
+  }
+  return object;
+}
+
+function parseCreateBody(body: unknown, nowMs: number): NewKeyInput {
+  const issues = new Issues();
+  const object = asObject(body, ['name', 'models', 'expiresAt', 'note', 'limits'], issues);
+  const input: NewKeyInput = { name: '' };
+  if (object.name === undefined) issues.add('/name', 'required');
+  else input.name = parseName(object.name, issues) ?? '';
+  if (object.models !== undefined) input.models = parseModels(object.models, issues);
+  if (object.expiresAt !== undefined) {
+    const expiresAt = parseExpiresAt(object.expiresAt, issues);
+    if (typeof expiresAt === 'number' && expiresAt <= nowMs) issues.add('/expiresAt', 'must be in the future');
+    input.expiresAt = expiresAt ?? null;
+  }
+  if (object.note !== undefined) input.note = parseNote(object.note, issues);
+  if (object.limits !== undefined) input.limits = parseLimits(object.limits, issues);
+  issues.throwIfAny();
+  return input;
+}
+
+function parsePatchBody(body: unknown): { patch: KeyPatch; revoke: boolean } {
+  const issues = new Issues();
+  const object = asObject(body, ['name', 'models', 'expiresAt', 'note', 'limits', 'revoked'], issues);
+  const patch: KeyPatch = {};
+  if (object.name !== undefined) patch.name = parseName(object.name, issues);
+  if (object.models !== undefined) patch.models = parseModels(object.models, issues);
+  if (object.expiresAt !== undefined) patch.expiresAt = parseExpiresAt(object.expiresAt, issues);
+  if (object.note !== undefined) patch.note = parseNote(object.note, issues);
+  if (object.limits !== undefined) patch.limits = parseLimits(object.limits, issues);
+  const revoke = object.revoked === true;
+  if (object.revoked !== undefined && object.revoked !== true) {
+    issues.add('/revoked', 'only true is accepted: a revoked key cannot be reinstated; create a new one');
+  }
+  if (Object.keys(object).length === 0) issues.add('', 'nothing to change');
+  issues.throwIfAny();
+  return { patch, revoke };
+}
+
+function parseName(value: unknown, issues: Issues): string | undefined {
+  if (typeof value !== 'string') return issues.add('/name', 'must be a string');
+  const name = value.trim();
+  if (name.length === 0) return issues.add('/name', 'must not be empty');
+  if (name.length > NAME_MAX) return issues.add('/name', `must be at most ${NAME_MAX} characters`);
+  if (/[\u0000-\u001f\u007f]/.test(name)) return issues.add('/name', 'must not contain control characters');
+  return name;
+}
+
+function parseModels(value: unknown, issues: Issues): string[] | undefined {
+  if (!Array.isArray(value)) return issues.add('/models', 'must be an array of model ids ([] allows every model)');
+  if (value.length > MODELS_MAX) return issues.add('/models', `at most ${MODELS_MAX} models`);
+  const models: string[] = [];
+  value.forEach((item: unknown, i) => {
+    if (typeof item !== 'string' || item.trim() === '') issues.add(`/models/${i}`, 'must be a non-empty string');
+    else if (item.length > MODEL_ID_MAX) issues.add(`/models/${i}`, `must be at most ${MODEL_ID_MAX} characters`);
+    else models.push(item.trim());
+  });
+  return [...new Set(models)];
+}
+
+/** `null` clears the expiry; `undefined` means the value was invalid (an issue was added). */
+function parseExpiresAt(value: unknown, issues: Issues): number | null | undefined {
+  if (value === null) return null;
+  const ms = typeof value === 'string' ? parseIsoTimestamp(value) : undefined;
+  if (ms === undefined) return issues.add('/expiresAt', 'must be an ISO 8601 date-time (e.g. 2030-01-31T00:00:00Z) or null');
+  return ms;
+}
+
+function parseNote(value: unknown, issues: Issues): string | undefined {
+  if (typeof value !== 'string') return issues.add('/note', 'must be a string');
+  if (value.length > NOTE_MAX) return issues.add('/note', `must be at most ${NOTE_MAX} characters`);
+  return value;
+}
+
+function parseLimits(value: unknown, issues: Issues): Partial<KeyLimits> | undefined {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    return issues.add('/limits', 'must be an object like {"rpm": 60, "tpm": null, "concurrent": 2}');
+  }
+  const limits: Partial<KeyLimits> = {};
+  for (const [field, raw] of Object.entries(value)) {
+    if (!(LIMIT_FIELDS as readonly string[]).includes(field)) {
+      issues.add(`/limits/${field}`, `unknown limit; expected one of ${LIMIT_FIELDS.join(', ')}`);
+    } else if (raw === null) {
+      limits[field as keyof KeyLimits] = null;
+    } else if (typeof raw !== 'number' || !Number.isInteger(raw) || raw < 1 || raw > LIMIT_MAX) {
+      issues.add(`/limits/${field}`, `must be a whole number from 1 to ${LIMIT_MAX}, or null for no limit`);
+    } else {
+      limits[field as keyof KeyLimits] = raw;
+    }
+  }
+  return limits;
+}

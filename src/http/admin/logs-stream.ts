@@ -1,0 +1,82 @@
+/**
+ * `GET /api/logs/stream?source=...`: llama-swap's log streams (and Gatehouse's own access
+ * log) relayed to the browser as Server-Sent Events.
+ *
+ * llama-swap closes every log stream on each config reload (contract §7). A relay that just
+ * forwards would leave the browser hanging on a dead stream (the closest peer's Logs page
+ * freezes exactly so); this one tells the page with a `gap` event and reconnects to llama-swap
+ * by itself, without history (the page already has it), on the same response.
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { LineBuffer } from '../../logging/line-buffer.js';
+import type { LlamaSwapClient } from '../../upstream/llama-swap-client.js';
+import type { LogSource } from '../../upstream/types.js';
+import { GatewayError } from '../errors.js';
+
+const PING_MS = 15_000;
+const RETRY_MIN_MS = 250;
+const RETRY_MAX_MS = 5_000;
+
+export function createLogStreamHandler(deps: { upstream: LlamaSwapClient; gatewayLog: LineBuffer }) {
+  return async function logStream(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const query = request.query as { source?: string; history?: string };
+    const source = parseSource(query.source);
+    const withHistory = query.history !== '0';
+
+    reply.hijack();
+    const res = reply.raw;
+    res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache',
+      'x-accel-buffering': 'no',
+      'x-content-type-options': 'nosniff',
+    });
+    res.flushHeaders();
+    const send = (event: string, data: unknown) => {
+      if (!res.destroyed) res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+    };
+    const closed = new AbortController();
+    res.once('close', () => closed.abort());
+    const ping = setInterval(() => res.write(': ping\n\n'), PING_MS);
+    closed.signal.addEventListener('abort', () => clearInterval(ping));
+
+    if (source === 'gateway') {
+      if (withHistory) send('history', deps.gatewayLog.history().join('\n') + '\n');
+      const unsubscribe = deps.gatewayLog.subscribe((line) => send('log', `${line}\n`));
+      closed.signal.addEventListener('abort', unsubscribe);
+      return;
+    }
+
+    let first = true;
+    let retryMs = RETRY_MIN_MS;
+    while (!closed.signal.aborted) {
+      const history = first && withHistory;
+      try {
+        const stream = await deps.upstream.logStream(source, { noHistory: !history, signal: closed.signal, timeoutMs: 10_000 });
+        retryMs = RETRY_MIN_MS;
+        let firstChunk = history;
+        for await (const text of stream) {
+          // llama-swap writes its whole history in one flush first.
+          send(firstChunk ? 'history' : 'log', text);
+          firstChunk = false;
+        }
+        if (closed.signal.aborted) break;
+        send('gap', { reason: 'llama-swap closed the log stream (a config reload does this); reconnected.' });
+      } catch (error) {
+        if (closed.signal.aborted) break;
+        send('gap', { reason: `llama-swap log stream unavailable: ${(error as Error).message}; retrying.` });
+        retryMs = Math.min(retryMs * 2, RETRY_MAX_MS);
+      }
+      first = false;
+      await new Promise((resolve) => setTimeout(resolve, retryMs));
+    }
+    res.end();
+  };
+}
+
+function parseSource(raw: string | undefined): LogSource | 'gateway' {
+  if (raw === undefined || raw === 'proxy') return 'proxy';
+  if (raw === 'upstream' || raw === 'gateway') return raw;
+  if (raw.startsWith('model:') && raw.length > 'model:'.length) return { model: raw.slice('model:'.length) };
+  throw new GatewayError('bad_request', { message: 'source must be proxy, upstream, gateway or model:<id>.', details: [{ path: '/source', message: `unknown source ${JSON.stringify(raw)}` }] });
+}

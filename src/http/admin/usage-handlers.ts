@@ -1,0 +1,168 @@
+/**
+ * Admin API for usage: `GET /api/usage/summary`, `GET /api/usage/requests` (the request log,
+ * filtered server-side, keyset-paginated) and `GET /api/usage/requests/:id` (one call with its
+ * captured bodies). Routes and the admin chain are in the route table.
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { UsageListRow, UsageCursor, UsageRecord, UsageStore } from '../../store/store.js';
+import { SUMMARY_RANGES, type SummaryGroupBy, type SummaryRange } from '../../usage/summary.js';
+import type { UsageAccounting } from '../../usage/usage-accounting.js';
+import { GatewayError } from '../errors.js';
+
+type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
+
+export const REQUESTS_DEFAULT_LIMIT = 100;
+export const REQUESTS_MAX_LIMIT = 500;
+
+export interface UsageHandlerDeps {
+  usage: Pick<UsageAccounting, 'summary' | 'flush'>;
+  store: UsageStore;
+}
+
+export function createUsageHandlers({ usage, store }: UsageHandlerDeps): { summary: Handler; requests: Handler; request: Handler } {
+  return {
+    async summary(request) {
+      const query = request.query as Record<string, unknown>;
+      const issues = new Issues();
+      checkKnown(query, ['range', 'groupBy'], issues);
+      const range = query.range ?? '24h';
+      if (typeof range !== 'string' || !(range in SUMMARY_RANGES)) issues.add('/range', `must be one of ${Object.keys(SUMMARY_RANGES).join(', ')}`);
+      const groupBy = query.groupBy;
+      if (groupBy !== undefined && groupBy !== 'key' && groupBy !== 'model') issues.add('/groupBy', 'must be key or model');
+      issues.throwIfAny();
+      // So the calls of the last half second are in (rows are written in batches).
+      await usage.flush();
+      return usage.summary(range as SummaryRange, (groupBy ?? null) as SummaryGroupBy | null);
+    },
+
+    async requests(request) {
+      const query = request.query as Record<string, unknown>;
+      const issues = new Issues();
+      checkKnown(query, ['key', 'model', 'status', 'from', 'to', 'cursor', 'limit'], issues);
+      const keyId = optionalString(query, 'key', issues);
+      const model = optionalString(query, 'model', issues);
+      const status = parseStatus(query.status, issues);
+      const from = parseTime(query, 'from', issues);
+      const to = parseTime(query, 'to', issues);
+      const after = parseCursor(query.cursor, issues);
+      const limit = parseLimit(query.limit, issues);
+      issues.throwIfAny();
+      await usage.flush();
+      // One row more than asked tells whether there is a next page.
+      const rows = await store.list({ keyId, model, status, from, to, after, limit: limit + 1 });
+      const page = rows.slice(0, limit);
+      const last = page.at(-1);
+      return { requests: page.map(toRequestView), nextCursor: rows.length > limit && last ? encodeCursor({ at: last.at, id: last.id }) : null };
+    },
+
+    async request(request) {
+      const id = (request.params as { id?: unknown } | undefined)?.id;
+      const record = typeof id === 'string' ? await store.get(id) : undefined;
+      if (!record) throw new GatewayError('not_found', { message: `No usage record with id ${JSON.stringify(id ?? '')}.` });
+      return { request: { ...toRequestView({ ...record, captured: record.requestBody !== null || record.responseBody !== null }), requestBody: record.requestBody, responseBody: record.responseBody } };
+    },
+  };
+}
+
+export type RequestView = ReturnType<typeof toRequestView>;
+
+function toRequestView(row: UsageListRow | (UsageRecord & { captured: boolean })) {
+  return {
+    id: row.id,
+    at: new Date(row.at).toISOString(),
+    requestId: row.requestId,
+    key: row.keyId === null ? null : { id: row.keyId, name: row.keyName },
+    model: row.model,
+    method: row.method,
+    endpoint: row.endpoint,
+    status: row.status,
+    streamed: row.streamed,
+    inputTokens: row.inputTokens,
+    outputTokens: row.outputTokens,
+    cachedTokens: row.cachedTokens,
+    tokensSource: row.tokensSource,
+    ttfbMs: row.ttfbMs,
+    ttftMs: row.ttftMs,
+    durationMs: row.durationMs,
+    bytesIn: row.bytesIn,
+    bytesOut: row.bytesOut,
+    clientAborted: row.clientAborted,
+    errorClass: row.errorClass,
+    captured: row.captured,
+  };
+}
+
+/** Opaque to clients: base64url of `<at>.<id>`. */
+export function encodeCursor(cursor: UsageCursor): string {
+  return Buffer.from(`${cursor.at}.${cursor.id}`, 'utf8').toString('base64url');
+}
+
+function parseCursor(raw: unknown, issues: Issues): UsageCursor | undefined {
+  if (raw === undefined || raw === '') return undefined;
+  const text = typeof raw === 'string' ? Buffer.from(raw, 'base64url').toString('utf8') : '';
+  const match = /^(\d{1,16})\.([\w-]{1,64})$/.exec(text);
+  if (!match) {
+    issues.add('/cursor', 'is not a cursor from a previous page (nextCursor)');
+    return undefined;
+  }
+  return { at: Number(match[1]), id: match[2]! };
+}
+
+function parseStatus(raw: unknown, issues: Issues): { min: number; max: number } | undefined {
+  if (raw === undefined || raw === '') return undefined;
+  const text = typeof raw === 'string' ? raw.trim().toLowerCase() : '';
+  if (/^[1-5]\d\d$/.test(text)) return { min: Number(text), max: Number(text) };
+  if (/^[1-5]xx$/.test(text)) {
+    const base = Number(text[0]) * 100;
+    return { min: base, max: base + 99 };
+  }
+  issues.add('/status', 'must be a status code (429) or a class (2xx, 4xx, 5xx)');
+  return undefined;
+}
+
+function parseTime(query: Record<string, unknown>, name: string, issues: Issues): number | undefined {
+  const raw = query[name];
+  if (raw === undefined || raw === '') return undefined;
+  const ms = typeof raw === 'string' && /^\d{4}-\d{2}-\d{2}/.test(raw) ? Date.parse(raw) : Number.NaN;
+  if (Number.isNaN(ms)) {
+    issues.add(`/${name}`, 'must be an ISO 8601 date-time, e.g. 2030-01-31T12:00:00Z');
+    return undefined;
+  }
+  return ms;
+}
+
+function parseLimit(raw: unknown, issues: Issues): number {
+  if (raw === undefined || raw === '') return REQUESTS_DEFAULT_LIMIT;
+  const n = typeof raw === 'string' && /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
+  if (!Number.isInteger(n) || n < 1 || n > REQUESTS_MAX_LIMIT) {
+    issues.add('/limit', `must be a whole number from 1 to ${REQUESTS_MAX_LIMIT}`);
+    return REQUESTS_DEFAULT_LIMIT;
+  }
+  return n;
+}
+
+function optionalString(query: Record<string, unknown>, name: string, issues: Issues): string | undefined {
+  const raw = query[name];
+  if (raw === undefined || raw === '') return undefined;
+  if (typeof raw !== 'string') {
+    issues.add(`/${name}`, 'must be given once');
+    return undefined;
+  }
+  return raw;
+}
+
+function checkKnown(query: Record<string, unknown>, known: string[], issues: Issues): void {
+  for (const name of Object.keys(query)) if (!known.includes(name)) issues.add(`/${name}`, `unknown parameter; expected one of ${known.join(', ')}`);
+}
+
+class Issues {
+  readonly #list: Array<{ path: string; message: string }> = [];
+  add(path: string, message: string): void {
+    this.#list.push({ path, message });
+  }
+  throwIfAny(): void {
+    if (this.#list.length > 0) {
+      throw new GatewayError('validation_failed', { message: `Invalid query: ${this.#list.map((i) => `${i.path.slice(1)} ${i.message}`).join('; ')}.`, details: this.#list });
+    }
+  }
+}

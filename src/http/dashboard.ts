@@ -1,0 +1,163 @@
+/**
+ * The operator dashboard: the Vite build in web/dist, served on the gateway's own port.
+ *
+ *   GET /assets/*        hashed build output, cached for a year (immutable)
+ *   GET /<file>          other files of the build (favicon, theme script), revalidated
+ *   GET /, /keys, ...    index.html for any other path that accepts text/html (history
+ *                        routing in the browser); never for /api/* or /v1/*
+ *
+ * HTML carries a strict Content-Security-Policy: the dashboard loads nothing from anywhere
+ * but this origin. Without a build, GET / answers 503 with a page that says how to build.
+ */
+import { existsSync } from 'node:fs';
+import { readFile, stat } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import fastifyStatic from '@fastify/static';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+
+export interface DashboardOptions {
+  /** The build output directory (web/dist). */
+  root: string;
+}
+
+export const DASHBOARD_CSP = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; connect-src 'self'; frame-ancestors 'none'";
+
+const HTML_HEADERS = {
+  'content-type': 'text/html; charset=utf-8',
+  'content-security-policy': DASHBOARD_CSP,
+  'x-content-type-options': 'nosniff',
+  'referrer-policy': 'no-referrer',
+} as const;
+
+const IMMUTABLE_MAX_AGE_MS = 365 * 24 * 3600 * 1000;
+
+const NOT_BUILT_PAGE = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Gatehouse: dashboard not built</title>
+<style>
+  body { margin: 0; min-height: 100vh; display: grid; place-items: center; font: 15px/1.5 system-ui, sans-serif; background: #f5f6f8; color: #17202b; }
+  main { max-width: 460px; margin: 24px; padding: 32px; background: #fff; border: 1px solid #e2e6ec; border-radius: 12px; }
+  h1 { margin: 0 0 8px; font-size: 20px; }
+  code { padding: 1px 5px; border-radius: 4px; background: #eef0f3; }
+  @media (prefers-color-scheme: dark) {
+    body { background: #0e1115; color: #e5e9ee; } main { background: #15191f; border-color: #262c35; } code { background: #232932; }
+  }
+</style>
+</head>
+<body>
+<main>
+  <h1>The dashboard is not built</h1>
+  <p>Gatehouse is running, but its dashboard has not been built yet. Run <code>npm run build</code> in the Gatehouse directory, then reload this page.</p>
+  <p>The API under <code>/v1</code> and <code>/api</code> works without it.</p>
+</main>
+</body>
+</html>
+`;
+
+/**
+ * web/dist of this checkout: found by walking up from this file to the directory holding
+ * web/index.html, so it is the same from src/ (tests) and from dist/src/ (compiled).
+ */
+export function defaultDashboardRoot(): string {
+  let dir = path.dirname(fileURLToPath(import.meta.url));
+  for (let i = 0; i < 5; i++) {
+    if (existsSync(path.join(dir, 'web', 'index.html'))) return path.join(dir, 'web', 'dist');
+    dir = path.dirname(dir);
+  }
+  return path.resolve('web', 'dist');
+}
+
+export function registerDashboard(app: FastifyInstance, options: DashboardOptions): void {
+  const root = path.resolve(options.root);
+  const index = indexLoader(path.join(root, 'index.html'));
+
+  // Encapsulated: reply.sendFile stays local to these routes, and the app's not-found
+  // handler (admin/OpenAI error shapes) still answers what the dashboard does not serve.
+  void app.register(async (scope) => {
+    await scope.register(fastifyStatic, { serve: false, decorateReply: true });
+
+    const sendIndex = async (reply: FastifyReply) => {
+      const html = await index();
+      if (html === undefined) return reply.code(503).headers(HTML_HEADERS).header('cache-control', 'no-store').send(NOT_BUILT_PAGE);
+      return reply.code(200).headers(HTML_HEADERS).header('cache-control', 'no-cache').send(html);
+    };
+
+    scope.get('/*', async (request: FastifyRequest, reply: FastifyReply) => {
+      const pathname = requestPath(request.url);
+      if (pathname === undefined || isApiPath(pathname)) return notFound(reply);
+      if (pathname === '/' || pathname === '/index.html') return sendIndex(reply);
+
+      const file = await buildFile(root, pathname);
+      if (file !== undefined) {
+        reply.header('x-content-type-options', 'nosniff');
+        // Vite names everything under /assets by content hash: a new build means new names.
+        if (file.startsWith('assets/')) return reply.sendFile(`/${file}`, root, { maxAge: IMMUTABLE_MAX_AGE_MS, immutable: true });
+        reply.header('cache-control', 'no-cache');
+        return reply.sendFile(`/${file}`, root, { cacheControl: false });
+      }
+      // A missing hashed asset must not turn into HTML (the browser would report a MIME error).
+      if (!pathname.startsWith('/assets/') && acceptsHtml(request)) return sendIndex(reply);
+      return notFound(reply);
+    });
+  });
+}
+
+/** The app's own 404 (its not-found handler renders the right error shape for the path). */
+function notFound(reply: FastifyReply): FastifyReply {
+  reply.callNotFound();
+  return reply;
+}
+
+function isApiPath(pathname: string): boolean {
+  return pathname === '/api' || pathname.startsWith('/api/') || pathname === '/v1' || pathname.startsWith('/v1/');
+}
+
+function acceptsHtml(request: FastifyRequest): boolean {
+  const accept = request.headers.accept;
+  return typeof accept === 'string' && accept.toLowerCase().includes('text/html');
+}
+
+/** The decoded path without query; undefined when it cannot be decoded or holds a NUL. */
+function requestPath(url: string): string | undefined {
+  const raw = url.split('?', 1)[0] ?? '/';
+  try {
+    const decoded = decodeURIComponent(raw);
+    return decoded.includes('\0') ? undefined : decoded;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The build file for a request path (relative to root), if it exists; never a dotfile or a directory. */
+async function buildFile(root: string, pathname: string): Promise<string | undefined> {
+  const relative = path.posix.normalize(pathname).replace(/^\/+/, '');
+  if (relative === '' || relative.split('/').some((segment) => segment.startsWith('.'))) return undefined;
+  const absolute = path.join(root, relative);
+  if (!absolute.startsWith(root + path.sep)) return undefined;
+  try {
+    return (await stat(absolute)).isFile() ? relative : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** index.html, re-read when the build changes (a rebuild must not need a restart). */
+function indexLoader(file: string): () => Promise<string | undefined> {
+  let cached: { mtimeMs: number; size: number; html: string } | undefined;
+  return async () => {
+    try {
+      const info = await stat(file);
+      if (!cached || cached.mtimeMs !== info.mtimeMs || cached.size !== info.size) {
+        cached = { mtimeMs: info.mtimeMs, size: info.size, html: await readFile(file, 'utf8') };
+      }
+      return cached.html;
+    } catch {
+      cached = undefined;
+      return undefined;
+    }
+  };
+}

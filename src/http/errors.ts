@@ -1,0 +1,94 @@
+/**
+ * The one catalogue of errors the gateway itself produces. Handlers and middleware throw
+ * `GatewayError`; `render-error.ts` turns it into the caller's wire format. Nothing else in
+ * the code base builds error JSON.
+ */
+
+export type ErrorCode = keyof typeof CATALOGUE;
+
+interface CatalogueEntry {
+  status: number;
+  /** OpenAI `error.type` */
+  openaiType: string;
+  /** Anthropic `error.type` */
+  anthropicType: string;
+  message: string;
+}
+
+/**
+ * Status → OpenAI/Anthropic types follow llama-swap's `httperror.go` mapping and Anthropic's
+ * published error types, so clients that branch on them behave as they would against either.
+ */
+export const CATALOGUE = {
+  bad_request: { status: 400, openaiType: 'invalid_request_error', anthropicType: 'invalid_request_error', message: 'Bad request.' },
+  invalid_json: { status: 400, openaiType: 'invalid_request_error', anthropicType: 'invalid_request_error', message: 'The request body is not valid JSON.' },
+  missing_api_key: { status: 401, openaiType: 'authentication_error', anthropicType: 'authentication_error', message: 'Missing API key. Send it as "Authorization: Bearer <key>" or "x-api-key: <key>".' },
+  invalid_api_key: { status: 401, openaiType: 'authentication_error', anthropicType: 'authentication_error', message: 'Invalid API key.' },
+  revoked_api_key: { status: 401, openaiType: 'authentication_error', anthropicType: 'authentication_error', message: 'This API key has been revoked.' },
+  expired_api_key: { status: 401, openaiType: 'authentication_error', anthropicType: 'authentication_error', message: 'This API key has expired.' },
+  model_not_allowed: { status: 403, openaiType: 'permission_error', anthropicType: 'permission_error', message: 'This API key may not use the requested model.' },
+  admin_unauthorized: { status: 401, openaiType: 'authentication_error', anthropicType: 'authentication_error', message: 'Admin authentication required.' },
+  metrics_unauthorized: { status: 401, openaiType: 'authentication_error', anthropicType: 'authentication_error', message: 'GET /metrics needs "Authorization: Bearer <GATEHOUSE_METRICS_TOKEN>".' },
+  admin_forbidden: { status: 403, openaiType: 'permission_error', anthropicType: 'permission_error', message: 'Forbidden.' },
+  csrf_rejected: { status: 403, openaiType: 'permission_error', anthropicType: 'permission_error', message: 'Cross-site request refused.' },
+  not_found: { status: 404, openaiType: 'invalid_request_error', anthropicType: 'not_found_error', message: 'Not found.' },
+  method_not_allowed: { status: 405, openaiType: 'invalid_request_error', anthropicType: 'invalid_request_error', message: 'Method not allowed.' },
+  conflict: { status: 409, openaiType: 'invalid_request_error', anthropicType: 'invalid_request_error', message: 'Conflict.' },
+  body_too_large: { status: 413, openaiType: 'invalid_request_error', anthropicType: 'request_too_large', message: 'The request body is too large.' },
+  unsupported_media_type: { status: 415, openaiType: 'invalid_request_error', anthropicType: 'invalid_request_error', message: 'Unsupported content type.' },
+  validation_failed: { status: 422, openaiType: 'invalid_request_error', anthropicType: 'invalid_request_error', message: 'Validation failed.' },
+  rate_limited: { status: 429, openaiType: 'rate_limit_error', anthropicType: 'rate_limit_error', message: 'Rate limit exceeded.' },
+  internal_error: { status: 500, openaiType: 'server_error', anthropicType: 'api_error', message: 'Internal gateway error.' },
+  upstream_error: { status: 500, openaiType: 'server_error', anthropicType: 'api_error', message: 'The upstream returned an error.' },
+  upstream_unreachable: { status: 502, openaiType: 'server_error', anthropicType: 'api_error', message: 'The upstream (llama-swap) could not be reached.' },
+  upstream_bad_gateway: { status: 502, openaiType: 'server_error', anthropicType: 'api_error', message: 'The upstream (llama-swap) failed to produce a response.' },
+  service_unavailable: { status: 503, openaiType: 'server_error', anthropicType: 'overloaded_error', message: 'Service unavailable.' },
+  shutting_down: { status: 503, openaiType: 'server_error', anthropicType: 'overloaded_error', message: 'The gateway is shutting down.' },
+  upstream_timeout: { status: 504, openaiType: 'server_error', anthropicType: 'timeout_error', message: 'The upstream did not answer in time.' },
+  upstream_idle_timeout: { status: 504, openaiType: 'server_error', anthropicType: 'timeout_error', message: 'The upstream stream went idle for too long.' },
+  upstream_stream_failed: { status: 502, openaiType: 'server_error', anthropicType: 'api_error', message: 'The upstream stream failed.' },
+  // Config editor (llama-swap's config.yaml; src/config-editor).
+  config_disabled: { status: 409, openaiType: 'invalid_request_error', anthropicType: 'invalid_request_error', message: 'The config editor is off.' },
+  config_conflict: { status: 409, openaiType: 'invalid_request_error', anthropicType: 'invalid_request_error', message: 'The config file changed on disk since it was loaded; nothing was written.' },
+  config_read_only: { status: 403, openaiType: 'permission_error', anthropicType: 'permission_error', message: 'The config file is read-only; nothing was written.' },
+  config_invalid: { status: 422, openaiType: 'invalid_request_error', anthropicType: 'invalid_request_error', message: 'The config is not valid; nothing was written.' },
+  config_write_failed: { status: 500, openaiType: 'server_error', anthropicType: 'api_error', message: 'Writing the config file failed.' },
+  schema_unavailable: { status: 503, openaiType: 'server_error', anthropicType: 'api_error', message: "No llama-swap config schema is available, so the config cannot be validated; nothing was written." },
+} as const satisfies Record<string, CatalogueEntry>;
+
+export interface GatewayErrorOptions {
+  /** Overrides the catalogue's message with something more specific. */
+  message?: string;
+  /** OpenAI `param`. */
+  param?: string | null;
+  /** Extra headers to send with the error (e.g. `Retry-After`). */
+  headers?: Record<string, string>;
+  /** Machine-readable details for the admin API shape (field errors, YAML positions...). */
+  details?: unknown;
+  /** Overrides the catalogue status (used when relaying an upstream error status). */
+  status?: number;
+  cause?: unknown;
+}
+
+export class GatewayError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly param: string | null;
+  readonly headers: Record<string, string>;
+  readonly details: unknown;
+
+  constructor(code: ErrorCode, options: GatewayErrorOptions = {}) {
+    const entry: CatalogueEntry = CATALOGUE[code];
+    super(options.message ?? entry.message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'GatewayError';
+    this.code = code;
+    this.status = options.status ?? entry.status;
+    this.param = options.param ?? null;
+    this.headers = options.headers ?? {};
+    this.details = options.details;
+  }
+}
+
+export function isGatewayError(error: unknown): error is GatewayError {
+  return error instanceof GatewayError;
+}

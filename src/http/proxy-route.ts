@@ -1,0 +1,124 @@
+/**
+ * The `/v1/*` handler: runs the middleware chain given by the route table, then forwards.
+ * It works on Node's raw request/response instead of Fastify's wrappers because this is the
+ * hot path (see docs/architecture.md, "Why /v1 bypasses Fastify's router").
+ */
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
+import type { ProxyContext } from '../proxy/context.js';
+import type { Forwarder, TapFactory } from '../proxy/forward.js';
+import { saneRequestId } from '../proxy/headers.js';
+import { discardRest } from '../proxy/request-body.js';
+import { isGatewayError } from './errors.js';
+import { sendError } from './send-error.js';
+import { wireFormatForPath } from './wire-format.js';
+
+/**
+ * One link of the chain: enforces one thing, throws a `GatewayError` to stop the call, or
+ * returns `'handled'` when it answered the call itself (nothing is forwarded then).
+ */
+export type ProxyStep = (ctx: ProxyContext) => StepResult | Promise<StepResult>;
+export type StepResult = void | 'handled';
+
+export interface ProxyRouteOptions {
+  steps: readonly ProxyStep[];
+  forwarder: Forwarder;
+  logger: Logger;
+  tap?: TapFactory;
+  /** Told when a call starts and ends (in-flight tracking for graceful shutdown, metrics). */
+  onStart?: (ctx: ProxyContext) => void;
+}
+
+/** How much of an unwanted body is read and dropped before answering (see discardRest). */
+const DISCARD_MAX_BYTES = 64 * 1024 * 1024;
+
+export function createProxyRoute(options: ProxyRouteOptions): (req: IncomingMessage, res: ServerResponse) => void {
+  const { steps, forwarder, logger } = options;
+
+  async function run(ctx: ProxyContext): Promise<void> {
+    try {
+      for (const step of steps) {
+        if ((await step(ctx)) === 'handled') return;
+      }
+      await forwarder.forward(ctx, options.tap);
+    } catch (error) {
+      if (ctx.clientAborted) {
+        ctx.errorClass ??= 'client_abort';
+        return;
+      }
+      // A client still sending its body (a 401 or 413 before the end) first gets to finish,
+      // then reads the answer; one that sends far too much is answered and cut off.
+      const drained = ctx.req.complete || (await discardRest(ctx.req, DISCARD_MAX_BYTES));
+      if (!drained) ctx.res.shouldKeepAlive = false;
+      const rendered = sendError(ctx.res, error, ctx.format, ctx.requestId);
+      ctx.status = rendered.status;
+      ctx.errorClass ??= rendered.code;
+      if (!isGatewayError(error)) logger.error({ err: error, req_id: ctx.requestId }, 'unexpected error in the proxy path');
+      if (!drained) ctx.res.once('finish', () => ctx.req.destroy());
+    }
+  }
+
+  return function proxyRoute(req, res) {
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const ctx: ProxyContext = {
+      req,
+      res,
+      requestId: saneRequestId(req.headers['x-request-id']) ?? randomUUID(),
+      format: wireFormatForPath(url),
+      method: req.method ?? 'GET',
+      path: q < 0 ? url : url.slice(0, q),
+      url,
+      startedAt: performance.now(),
+      clientAddress: req.socket.remoteAddress ?? '',
+      caller: undefined,
+      body: undefined,
+      model: undefined,
+      status: 0,
+      bytesOut: 0,
+      firstByteMs: undefined,
+      streamed: false,
+      clientAborted: false,
+      errorClass: undefined,
+      usage: undefined,
+      requestBody: undefined,
+      onDone: [],
+    };
+    res.once('close', () => finish(ctx, logger));
+    options.onStart?.(ctx);
+    void run(ctx);
+  };
+}
+
+function finish(ctx: ProxyContext, logger: Logger): void {
+  if (!ctx.res.writableFinished && !ctx.clientAborted) {
+    ctx.clientAborted = true;
+    ctx.errorClass ??= 'client_abort';
+  }
+  const durationMs = performance.now() - ctx.startedAt;
+  // The one access-log line: named fields only, never headers, so no credential can leak.
+  logger.info(
+    {
+      req_id: ctx.requestId,
+      method: ctx.method,
+      path: ctx.path,
+      status: ctx.clientAborted && ctx.status === 0 ? 499 : ctx.status,
+      model: ctx.model,
+      key: ctx.caller?.keyName,
+      ms: Math.round(durationMs * 100) / 100,
+      bytes_in: ctx.body?.received() ?? 0,
+      bytes_out: ctx.bytesOut,
+      stream: ctx.streamed || undefined,
+      error: ctx.errorClass,
+    },
+    'request',
+  );
+  for (const done of ctx.onDone) {
+    try {
+      done(ctx);
+    } catch (error) {
+      logger.error({ err: error, req_id: ctx.requestId }, 'request completion hook failed');
+    }
+  }
+}

@@ -1,0 +1,233 @@
+/**
+ * The route table: every path the gateway serves, with its middleware chain, on one screen.
+ *
+ *   /v1/*              client API → llama-swap   clientAuth → keyLimits → readModel → [captureRequestBody] →
+ *                                                modelAllowList → modelsListing → forward (+ usage tap)
+ *                      every call, whichever way it ends, is recorded once (usage/call-recorder.ts)
+ *   HEAD /             liveness probe (Claude Code sends it before anything else)
+ *   GET  /healthz      the process is alive
+ *   GET  /readyz       llama-swap's /health answers
+ *   GET  /metrics      Prometheus text format        metricsToken (when GATEHOUSE_METRICS_TOKEN is set) → handler
+ *
+ * Admin API (`/api/*`): `open` = sameOrigin → jsonContentType; `admin` = open → adminSession.
+ * sameOrigin acts on every method but GET/HEAD/OPTIONS; jsonContentType on requests with a body
+ * (always POST/PUT/PATCH). loginRateLimit also settles in onResponse (it counts 401s).
+ *   GET  /api/session   public: signed in? first run?           open → handler
+ *   POST /api/setup     public: first password + setup token    open → handler
+ *   POST /api/login     public: password → session cookie       open → loginRateLimit → handler
+ *   POST /api/logout    end this session                        admin → handler
+ *   POST /api/password  change password, end other sessions     admin → loginRateLimit → handler
+ *   GET  /api/keys      list keys                               admin → handler
+ *   POST /api/keys      create a key (shown once)               admin → handler
+ *   PATCH/DELETE /api/keys/:id                                  admin → handler
+ *   GET  /api/limits    are per-key limits shared (Redis) or per replica?   admin → handler
+ *   GET  /api/upstream  llama-swap reachable? version            admin → handler
+ *   GET  /api/models    models with their state                  admin → handler
+ *   POST /api/models/:id/load | /api/models/:id/unload | /api/models/unload-all   admin → handler
+ *   GET  /api/logs/stream?source=…  relayed log stream (SSE)     admin → handler
+ *   GET  /api/endpoints public URL + open mode, for the Endpoints page   admin → handler
+ *   GET  /api/config    llama-swap's config.yaml + version      admin → handler
+ *   PUT  /api/config    save (version-checked, validated)       admin → handler
+ *   POST /api/config/validate   YAML + schema + loader checks   admin → handler
+ *   POST /api/config/format     re-print; never saves           admin → handler
+ *   GET  /api/config/reload-status  did llama-swap reload?      admin → handler
+ *   GET  /api/usage/summary?range=&groupBy=   totals + series   admin → handler
+ *   GET  /api/usage/requests?key=&model=&status=&from=&to=&cursor=&limit=   request log   admin → handler
+ *   GET  /api/usage/requests/:id   one call + captured bodies   admin → handler
+ *
+ *   GET  /*            dashboard (web/dist): /assets immutable, SPA fallback for HTML; never /api or /v1
+ *
+ * Every `/api/*` route must carry the admin chain or be listed in PUBLIC_ADMIN_ROUTES: an
+ * onRoute check refuses to start otherwise, so a new route cannot be left open by mistake.
+ *
+ * `/v1/*` is dispatched before Fastify's router, on Node's raw objects: it is the hot path
+ * and needs nothing Fastify adds (see docs/architecture.md).
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { FastifyInstance, RouteOptions } from 'fastify';
+import type { AppDeps } from '../app.js';
+import { AdminAccount } from '../auth/admin-account.js';
+import { createAdminIdentifier } from '../auth/admin-identity.js';
+import { adminSession } from '../auth/admin-session.js';
+import { AdminSessions } from '../auth/admin-sessions.js';
+import { clientAuth, modelAllowList } from '../auth/client-auth-steps.js';
+import { jsonContentType } from '../auth/json-content-type.js';
+import { loginRateLimit } from '../auth/login-rate-limit.js';
+import { metricsToken } from '../auth/metrics-token.js';
+import { sameOrigin } from '../auth/same-origin.js';
+import { modelsListing } from '../proxy/models-list.js';
+import type { TapFactory } from '../proxy/forward.js';
+import { readModel } from '../proxy/read-model.js';
+import { createConfigHandlers } from './admin/config-handlers.js';
+import { createEndpointsHandler } from './admin/endpoints-handlers.js';
+import { createKeyHandlers } from './admin/keys-handlers.js';
+import { createLimitsHandler } from './admin/limits-handlers.js';
+import { createLogStreamHandler } from './admin/logs-stream.js';
+import { createModelHandlers } from './admin/models-handlers.js';
+import { sessionCookie } from './admin/session-cookie.js';
+import { createSessionHandlers } from './admin/session-handlers.js';
+import { createUsageHandlers } from './admin/usage-handlers.js';
+import { defaultDashboardRoot, registerDashboard } from './dashboard.js';
+import { createProxyRoute } from './proxy-route.js';
+import { createProxyTrust } from './proxy-trust.js';
+
+/** The only `/api/*` routes reachable without an admin session or token. */
+export const PUBLIC_ADMIN_ROUTES: ReadonlySet<string> = new Set(['/api/session', '/api/setup', '/api/login']);
+
+/** Wrong passwords allowed per client address within `LOGIN_WINDOW_MS` before `429`. */
+export const LOGIN_MAX_FAILURES = 5;
+export const LOGIN_WINDOW_MS = 15 * 60_000;
+
+export type RawHandler = (req: IncomingMessage, res: ServerResponse) => void;
+
+export interface RouteTable {
+  /** The handler for a raw fast-path route, or undefined to let Fastify route it. */
+  raw(url: string): RawHandler | undefined;
+}
+
+export function registerRoutes(app: FastifyInstance, deps: AppDeps): RouteTable {
+  const usage = deps.usage;
+  const v1 = createProxyRoute({
+    steps: [
+      clientAuth(deps.keys),
+      usage.limitStep,
+      readModel(deps.settings.bodyLimitBytes),
+      ...(usage.captureStep ? [usage.captureStep] : []),
+      modelAllowList,
+      modelsListing(deps.listModels),
+    ],
+    forwarder: deps.forwarder,
+    logger: deps.logger,
+    tap: bothTaps(usage.tap, deps.tap),
+    onStart: deps.onProxyStart
+      ? (ctx) => {
+          usage.onStart(ctx);
+          deps.onProxyStart!(ctx);
+        }
+      : usage.onStart,
+  });
+
+  app.head('/', async (_request, reply) => reply.code(200).send());
+  app.get('/healthz', async () => ({ status: 'ok' }));
+  app.get('/readyz', async (_request, reply) => {
+    const health = await deps.upstream.health();
+    return reply.code(health.ok ? 200 : 503).send({ status: health.ok ? 'ready' : 'upstream unavailable', upstream: health });
+  });
+  // Not under /api: scrapers are neither browsers nor admins. Counters come from memory, never the store.
+  app.get('/metrics', { onRequest: [metricsToken(deps.settings.metricsToken)] }, async (_request, reply) => {
+    const { contentType, body } = await usage.metrics.exposition();
+    return reply.header('content-type', contentType).header('cache-control', 'no-store').send(body);
+  });
+
+  if (deps.admin) {
+    const { store, index } = deps.admin;
+    const now = deps.now ?? Date.now;
+    const trust = createProxyTrust(deps.settings.trustedProxies);
+    const sessions = new AdminSessions({ store: store.sessions, ttlMs: deps.settings.sessionTtlMs, now });
+    const identifier = createAdminIdentifier({ sessions, adminToken: deps.settings.adminToken });
+    const loginLimit = loginRateLimit({
+      maxFailures: LOGIN_MAX_FAILURES,
+      windowMs: LOGIN_WINDOW_MS,
+      clientAddress: (request) => trust.clientAddress(request.raw),
+      now,
+    });
+    const checks = [sameOrigin(trust), jsonContentType()];
+    const session = adminSession(identifier);
+    guardAdminRoutes(app, session, checks);
+    app.decorateRequest('adminIdentity', null);
+
+    const open = { onRequest: checks };
+    const admin = { onRequest: [...checks, session] };
+
+    const s = createSessionHandlers({
+      account: new AdminAccount(store.meta),
+      sessions,
+      identifier,
+      cookie: sessionCookie(trust),
+      passwordFromSettings: deps.settings.adminPassword !== undefined,
+    });
+    app.get('/api/session', open, s.session);
+    app.post('/api/setup', open, s.setup);
+    app.post('/api/login', { onRequest: [...checks, loginLimit.check], onResponse: loginLimit.settle }, s.login);
+    app.post('/api/logout', admin, s.logout);
+    app.post('/api/password', { onRequest: [...checks, session, loginLimit.check], onResponse: loginLimit.settle }, s.changePassword);
+
+    const keys = createKeyHandlers({ store, index });
+    app.get('/api/keys', admin, keys.list);
+    app.post('/api/keys', admin, keys.create);
+    app.patch('/api/keys/:id', admin, keys.update);
+    app.delete('/api/keys/:id', admin, keys.remove);
+    app.get('/api/limits', admin, createLimitsHandler(usage.limits));
+
+    const models = createModelHandlers({ upstream: deps.admin.llamaSwap, logger: deps.logger });
+    app.get('/api/upstream', admin, models.upstreamStatus);
+    app.get('/api/models', admin, models.list);
+    app.post('/api/models/unload-all', admin, models.unloadAll);
+    app.post('/api/models/:id/load', admin, models.load);
+    app.post('/api/models/:id/unload', admin, models.unload);
+    app.get('/api/logs/stream', admin, createLogStreamHandler({ upstream: deps.admin.llamaSwap, gatewayLog: deps.admin.gatewayLog }));
+    app.get('/api/endpoints', admin, createEndpointsHandler({ publicUrl: deps.settings.publicUrl, keys: deps.keys }));
+
+    if (deps.configEditor) {
+      const config = createConfigHandlers({ editor: deps.configEditor });
+      app.get('/api/config', admin, config.load);
+      app.put('/api/config', admin, config.save);
+      app.post('/api/config/validate', admin, config.validate);
+      app.post('/api/config/format', admin, config.format);
+      app.get('/api/config/reload-status', admin, config.reloadStatus);
+    }
+
+    const usageApi = createUsageHandlers({ usage, store: store.usage });
+    app.get('/api/usage/summary', admin, usageApi.summary);
+    app.get('/api/usage/requests', admin, usageApi.requests);
+    app.get('/api/usage/requests/:id', admin, usageApi.request);
+  }
+
+  registerDashboard(app, { root: defaultDashboardRoot() });
+
+  return {
+    raw(url) {
+      return url.startsWith('/v1/') || url === '/v1' || url.startsWith('/v1?') ? v1 : undefined;
+    },
+  };
+}
+
+/** One tap from two optional ones (the usage tap and an extra one from tests). */
+function bothTaps(a: TapFactory | undefined, b: TapFactory | undefined): TapFactory | undefined {
+  if (!a || !b) return a ?? b;
+  return (ctx, status, contentType) => {
+    const first = a(ctx, status, contentType);
+    const second = b(ctx, status, contentType);
+    if (!first || !second) return first ?? second;
+    return {
+      onChunk(chunk) {
+        first.onChunk(chunk);
+        second.onChunk(chunk);
+      },
+      onEnd(outcome) {
+        first.onEnd(outcome);
+        second.onEnd(outcome);
+      },
+    };
+  };
+}
+
+type Hook = (...args: never[]) => unknown;
+
+/**
+ * Refuses, at start, an `/api/*` route without the cross-site checks, or without the admin
+ * session step unless it is in PUBLIC_ADMIN_ROUTES.
+ */
+export function guardAdminRoutes(app: FastifyInstance, session: Hook, checks: readonly Hook[]): void {
+  app.addHook('onRoute', (route: RouteOptions) => {
+    if (route.url !== '/api' && !route.url.startsWith('/api/')) return;
+    const hooks: unknown[] = route.onRequest === undefined ? [] : Array.isArray(route.onRequest) ? route.onRequest : [route.onRequest];
+    const what = `${String(route.method)} ${route.url}`;
+    if (!checks.every((check) => hooks.includes(check))) {
+      throw new Error(`route table: ${what} lacks the sameOrigin/jsonContentType checks every /api route needs`);
+    }
+    if (!PUBLIC_ADMIN_ROUTES.has(route.url) && !hooks.includes(session)) {
+      throw new Error(`route table: ${what} has no adminSession step; add it or list the route in PUBLIC_ADMIN_ROUTES`);
+    }
+  });
+}

@@ -1,0 +1,63 @@
+/**
+ * `GET /v1/models` answered by the gateway when it must change the list: a key restricted to
+ * some models sees only those, and a caller sending `anthropic-version` (Anthropic SDKs,
+ * Claude Code discovery) gets Anthropic's list shape. Everyone else gets llama-swap's answer
+ * passed through untouched.
+ */
+import { GatewayError } from '../http/errors.js';
+import type { ProxyStep } from '../http/proxy-route.js';
+
+export interface ListedModel {
+  id: string;
+  created?: number;
+  name?: string;
+  [field: string]: unknown;
+}
+
+/** What the step needs from the llama-swap client. Errors carry `kind` and `status`. */
+export type ListModels = () => Promise<ListedModel[]>;
+
+export function modelsListing(listModels: ListModels): ProxyStep {
+  return async function modelsListingStep(ctx) {
+    if (ctx.method !== 'GET' || (ctx.path !== '/v1/models' && ctx.path !== '/v1/models/')) return;
+    const restricted = (ctx.caller?.allowedModels.length ?? 0) > 0;
+    const anthropic = ctx.req.headers['anthropic-version'] !== undefined;
+    if (!restricted && !anthropic) return; // pass through, byte for byte
+
+    let models: ListedModel[];
+    try {
+      models = await listModels();
+    } catch (error) {
+      throw upstreamListError(error);
+    }
+    if (restricted) {
+      const allowed = new Set(ctx.caller!.allowedModels);
+      models = models.filter((m) => allowed.has(m.id));
+    }
+    const body = anthropic ? anthropicList(models) : { object: 'list', data: models };
+    const payload = JSON.stringify(body);
+    ctx.status = 200;
+    ctx.bytesOut = Buffer.byteLength(payload);
+    ctx.res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': ctx.bytesOut, 'x-request-id': ctx.requestId });
+    ctx.res.end(payload);
+    return 'handled';
+  };
+}
+
+/** Anthropic's `GET /v1/models` shape (what its SDKs and Claude Code parse). */
+function anthropicList(models: ListedModel[]) {
+  const data = models.map((m) => ({
+    type: 'model',
+    id: m.id,
+    display_name: typeof m.name === 'string' && m.name !== '' ? m.name : m.id,
+    created_at: new Date((typeof m.created === 'number' ? m.created : 0) * 1000).toISOString(),
+  }));
+  return { data, has_more: false, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null };
+}
+
+function upstreamListError(error: unknown): GatewayError {
+  const { kind, status, message } = error as { kind?: string; status?: number; message?: string };
+  if (kind === 'timeout') return new GatewayError('upstream_timeout', { message: 'llama-swap did not list its models in time.', cause: error });
+  if (kind === 'http' && typeof status === 'number') return new GatewayError('upstream_error', { status, message: message ?? `llama-swap answered ${status}.`, cause: error });
+  return new GatewayError('upstream_unreachable', { message: 'llama-swap could not be reached to list models.', cause: error });
+}

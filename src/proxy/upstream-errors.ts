@@ -1,0 +1,69 @@
+/**
+ * llama-swap's own error answers come in four shapes (contract §3): the JSON envelope
+ * `{"src":"llama-swap","error":{...}}`, the legacy `{"error":"<string>"}` of v250 and older,
+ * Go's plain-text mux 404/405 (or `llama-swap: <msg>` when text was negotiated), and an
+ * empty-bodied 502 when a local model server died. They become a proper error in the caller's
+ * wire format with the same status. A model server's own JSON error passes through unchanged.
+ */
+import { GatewayError } from '../http/errors.js';
+
+/** Error bodies larger than this cannot be llama-swap's and are streamed through untouched. */
+export const MAX_TRANSLATABLE_ERROR_BYTES = 64 * 1024;
+
+export interface UpstreamErrorResponse {
+  status: number;
+  contentType: string | undefined;
+  body: Buffer;
+  retryAfter: string | undefined;
+  allow: string | undefined;
+  method: string;
+  path: string;
+}
+
+/** A `GatewayError` to render instead of the upstream body, or `undefined` to pass it through. */
+export function translateUpstreamError(res: UpstreamErrorResponse): GatewayError | undefined {
+  const text = res.body.toString('utf8').trim();
+  const type = (res.contentType ?? '').toLowerCase();
+  const headers: Record<string, string> = {};
+  if (res.retryAfter) headers['retry-after'] = res.retryAfter;
+  if (res.allow) headers.allow = res.allow;
+
+  if (text === '') {
+    if (res.status === 502) return new GatewayError('upstream_bad_gateway', { message: 'llama-swap could not reach the model server (it may have crashed or still be starting).', headers });
+    return new GatewayError('upstream_error', { status: res.status, message: `llama-swap answered ${res.status} with an empty body.`, headers });
+  }
+
+  if (type.includes('json') || text.startsWith('{')) {
+    const message = llamaSwapJsonMessage(text);
+    if (message === undefined) return undefined; // a model server's error: pass through
+    return new GatewayError('upstream_error', { status: res.status, message, headers });
+  }
+
+  if (type.startsWith('text/plain') || type === '') {
+    if (res.status === 404 && text === '404 page not found') {
+      return new GatewayError('upstream_error', { status: 404, message: `llama-swap has no route for ${res.method} ${res.path}.`, headers });
+    }
+    if (res.status === 405) {
+      return new GatewayError('upstream_error', { status: 405, message: `llama-swap does not allow ${res.method} on ${res.path}${res.allow ? ` (allowed: ${res.allow})` : ''}.`, headers });
+    }
+    return new GatewayError('upstream_error', { status: res.status, message: text.replace(/^llama-swap:\s*/, ''), headers });
+  }
+  return undefined;
+}
+
+function llamaSwapJsonMessage(text: string): string | undefined {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (typeof parsed !== 'object' || parsed === null) return undefined;
+  const record = parsed as { src?: unknown; error?: unknown };
+  if (typeof record.error === 'string') return record.error; // legacy shape, with or without src
+  if (record.src === 'llama-swap' && typeof record.error === 'object' && record.error !== null) {
+    const message = (record.error as { message?: unknown }).message;
+    return typeof message === 'string' ? message : JSON.stringify(record.error);
+  }
+  return undefined;
+}

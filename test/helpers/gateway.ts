@@ -1,0 +1,90 @@
+/**
+ * Starts a real gateway on port 0 in this process, with its log lines captured in memory.
+ * With `withStore`, it opens a real SQLite store in a fresh temp dir (or `dataDir`), prepares
+ * the admin account and opens the key index, as `gatehouse serve` does, and prints the
+ * first-run setup link to the captured log when the store has no admin password yet.
+ */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { buildApp, type App, type BuildAppInput } from '../../src/app.js';
+import { announceSetupLink, prepareAdminAccess } from '../../src/auth/admin-bootstrap.js';
+import { KeyIndex } from '../../src/auth/key-index.js';
+import { createLogger } from '../../src/logger.js';
+import { LineBuffer } from '../../src/logging/line-buffer.js';
+import { createLlamaSwapClient, type LlamaSwapClient } from '../../src/upstream/llama-swap-client.js';
+import { settingsFor, type Settings } from '../../src/settings.js';
+import { openStore, type Store } from '../../src/store/store.js';
+
+export interface TestGateway {
+  url: string;
+  app: App;
+  settings: Readonly<Settings>;
+  store: Store | undefined;
+  index: KeyIndex | undefined;
+  dataDir: string;
+  /** Every log line written so far, raw. */
+  logText(): string;
+  logLines(): Array<Record<string, unknown>>;
+  close(): Promise<void>;
+}
+
+export interface TestGatewayOptions {
+  withStore?: boolean;
+  dataDir?: string;
+}
+
+export async function startTestGateway(
+  upstreamUrl: string,
+  overrides: Partial<Settings> = {},
+  extra: Partial<BuildAppInput> = {},
+  options: TestGatewayOptions = {},
+): Promise<TestGateway> {
+  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'gh-test-'));
+  const settings = settingsFor({ host: '127.0.0.1', port: 0, upstreamUrl: new URL(upstreamUrl), logLevel: 'info', dataDir, ...overrides });
+  let text = '';
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, cb) {
+      text += chunk.toString('utf8');
+      cb();
+    },
+  });
+  const gatewayLog = new LineBuffer(1000);
+  const logger = createLogger(settings.logLevel, sink, gatewayLog);
+  let store: Store | undefined;
+  let index: KeyIndex | undefined;
+  let llamaSwap: LlamaSwapClient | undefined;
+  let setupToken: string | undefined;
+  if (options.withStore) {
+    store = await openStore(settings);
+    ({ setupToken } = await prepareAdminAccess({ store, adminPassword: settings.adminPassword, logger }));
+    index = await KeyIndex.open(store, { flushIntervalMs: 200 });
+    llamaSwap = createLlamaSwapClient({ baseUrl: new URL(upstreamUrl) });
+  }
+  const app = await buildApp({
+    settings,
+    logger,
+    upstream: { health: async () => ({ ok: true }) },
+    ...(store && index && llamaSwap ? { admin: { store, index, llamaSwap, gatewayLog }, closeables: [index, store, llamaSwap] } : {}),
+    ...extra,
+  });
+  const url = await app.listen(0, '127.0.0.1');
+  if (setupToken) announceSetupLink(logger, url, setupToken);
+  let closed = false;
+  return {
+    url,
+    app,
+    settings,
+    store,
+    index,
+    dataDir,
+    logText: () => text,
+    logLines: () => text.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>),
+    async close() {
+      if (closed) return;
+      closed = true;
+      await app.shutdown(100);
+    },
+  };
+}

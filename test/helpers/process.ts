@@ -1,0 +1,55 @@
+/**
+ * Runs the real `gatehouse` CLI (compiled, as `npm start` does) as a child process.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+export const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
+export const CLI = fileURLToPath(new URL('../../bin/gatehouse', import.meta.url));
+
+export interface GatewayProcess {
+  child: ChildProcess;
+  url: string;
+  output(): string;
+  exited: Promise<number | null>;
+}
+
+/** Starts `gatehouse serve` on a free port and resolves once it logs its URL. */
+export function spawnGateway(env: Record<string, string>, args: string[] = []): Promise<GatewayProcess> {
+  const child = spawn(process.execPath, [CLI, 'serve', '--host', '127.0.0.1', '--port', '0', ...args], {
+    cwd: REPO_ROOT,
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`gateway did not start:\n${output}`)), 10_000);
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString('utf8');
+      const match = /"url":"(http:\/\/[^"]+)"/.exec(output);
+      if (match) {
+        clearTimeout(timer);
+        resolve({ child, url: match[1]!, output: () => output, exited });
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`gateway exited with ${code} before starting:\n${output}`));
+    });
+  });
+}
+
+/** Runs `gatehouse <args>` to completion and returns its exit code and output. */
+export function runCli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [CLI, ...args], { cwd: REPO_ROOT, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout!.on('data', (c: Buffer) => (stdout += c.toString()));
+    child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
+    child.once('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}
