@@ -1,0 +1,304 @@
+/**
+ * The store's queries, written once for every dialect. Only portable SQL lives here; what
+ * differs between SQLite and PostgreSQL (opening, locking, change notification) is passed in
+ * as `DialectHooks` by `sqlite.ts` / `postgres.ts`.
+ */
+import { sql, type Insertable, type Kysely, type Selectable, type Updateable } from 'kysely';
+import type { AdminSessionsTable, ApiKeysTable, Database } from './schema.js';
+import { createUsageStore, type WriteBatch } from './usage-queries.js';
+import {
+  AmbiguousKeyReferenceError,
+  type AdminSessionRecord,
+  type AdminSessionStore,
+  type KeyPatch,
+  type KeyRecord,
+  type KeyStore,
+  type MetaStore,
+  type Store,
+} from './store.js';
+
+export interface DialectHooks {
+  kind: Store['kind'];
+  migrationsApplied: readonly string[];
+  /**
+   * Runs a write to `api_keys` whose change other processes must hear about. PostgreSQL wraps
+   * it in a transaction that also NOTIFYs; SQLite needs nothing (other connections see the
+   * commit through `PRAGMA data_version`).
+   */
+  writeKeys<T>(db: Kysely<Database>, write: (db: Kysely<Database>) => Promise<T>): Promise<T>;
+  watchKeys(onChange: () => void): () => void;
+  /** Runs the usage writes (batches of precompiled statements) in one transaction. */
+  writeBatch: WriteBatch;
+  /** Stops watchers; the shared code destroys the Kysely instance afterwards. */
+  stop(): Promise<void>;
+}
+
+/** How many characters of a reference are needed before it is matched as a prefix. */
+const MIN_PREFIX_REFERENCE = { 'sk-': 4, key_: 5 } as const;
+
+export function createKyselyStore(db: Kysely<Database>, hooks: DialectHooks): Store {
+  const keys: KeyStore = {
+    async create(record) {
+      await hooks.writeKeys(db, (w) => w.insertInto('api_keys').values(toRow(record)).execute());
+      return structuredClone(record);
+    },
+
+    async list() {
+      const rows = await db.selectFrom('api_keys').selectAll().orderBy('created_at').orderBy('id').execute();
+      return rows.map(toRecord);
+    },
+
+    async get(id) {
+      const row = await db.selectFrom('api_keys').selectAll().where('id', '=', id).executeTakeFirst();
+      return row && toRecord(row);
+    },
+
+    async findByIdOrPrefix(reference) {
+      const exact = await keys.get(reference);
+      if (exact) return exact;
+      const column = reference.startsWith('sk-') ? 'prefix' : reference.startsWith('key_') ? 'id' : undefined;
+      if (!column || reference.length < MIN_PREFIX_REFERENCE[column === 'prefix' ? 'sk-' : 'key_']) return undefined;
+      // substr rather than LIKE: LIKE is case-insensitive in SQLite and keys are base62.
+      const rows = await db
+        .selectFrom('api_keys')
+        .selectAll()
+        .where(sql<string>`substr(${sql.ref(column)}, 1, ${reference.length})`, '=', reference)
+        .orderBy('created_at')
+        .limit(10)
+        .execute();
+      if (rows.length > 1) throw new AmbiguousKeyReferenceError(reference, rows.map(toRecord));
+      return rows[0] && toRecord(rows[0]);
+    },
+
+    async update(id, patch) {
+      const values = toUpdate(patch);
+      if (Object.keys(values).length === 0) return keys.get(id);
+      const row = await hooks.writeKeys(db, (w) =>
+        w.updateTable('api_keys').set(values).where('id', '=', id).returningAll().executeTakeFirst(),
+      );
+      return row && toRecord(row);
+    },
+
+    async delete(id) {
+      const result = await hooks.writeKeys(db, (w) => w.deleteFrom('api_keys').where('id', '=', id).executeTakeFirst());
+      return Number(result.numDeletedRows) > 0;
+    },
+
+    async count() {
+      const row = await db
+        .selectFrom('api_keys')
+        .select((eb) => eb.fn.countAll().as('n'))
+        .executeTakeFirstOrThrow();
+      return Number(row.n);
+    },
+
+    async touchLastUsed(lastUsed) {
+      if (lastUsed.size === 0) return;
+      // Not a `writeKeys`: last-use times do not change what a key may do, so other
+      // processes need not reload for them.
+      await db.transaction().execute(async (trx) => {
+        for (const [id, at] of lastUsed) {
+          await trx
+            .updateTable('api_keys')
+            .set({ last_used_at: at })
+            .where('id', '=', id)
+            .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<', at)]))
+            .execute();
+        }
+      });
+    },
+  };
+
+  const meta: MetaStore = {
+    async get(key) {
+      const row = await db.selectFrom('meta').select('value').where('key', '=', key).executeTakeFirst();
+      return row?.value;
+    },
+    async set(key, value) {
+      await db
+        .insertInto('meta')
+        .values({ key, value })
+        .onConflict((oc) => oc.column('key').doUpdateSet({ value }))
+        .execute();
+    },
+    async delete(key) {
+      await db.deleteFrom('meta').where('key', '=', key).execute();
+    },
+    async deleteIfEquals(key, value) {
+      const result = await db.deleteFrom('meta').where('key', '=', key).where('value', '=', value).executeTakeFirst();
+      return Number(result.numDeletedRows) > 0;
+    },
+  };
+
+  const sessions: AdminSessionStore = {
+    async create(record) {
+      await db
+        .insertInto('admin_sessions')
+        .values({
+          id: record.id,
+          token_hash: record.tokenHash,
+          created_at: record.createdAt,
+          last_seen_at: record.lastSeenAt,
+          expires_at: record.expiresAt,
+        })
+        .execute();
+    },
+    async findByTokenHash(tokenHash) {
+      const row = await db.selectFrom('admin_sessions').selectAll().where('token_hash', '=', tokenHash).executeTakeFirst();
+      return row && toSessionRecord(row);
+    },
+    async touch(id, at) {
+      await db.updateTable('admin_sessions').set({ last_seen_at: at }).where('id', '=', id).where('last_seen_at', '<', at).execute();
+    },
+    async delete(id) {
+      const result = await db.deleteFrom('admin_sessions').where('id', '=', id).executeTakeFirst();
+      return Number(result.numDeletedRows) > 0;
+    },
+    async deleteAllExcept(keepId) {
+      let query = db.deleteFrom('admin_sessions');
+      if (keepId !== null) query = query.where('id', '<>', keepId);
+      const result = await query.executeTakeFirst();
+      return Number(result.numDeletedRows);
+    },
+    async deleteExpired(now, idleBefore) {
+      const result = await db
+        .deleteFrom('admin_sessions')
+        .where((eb) => eb.or([eb('expires_at', '<=', now), eb('last_seen_at', '<', idleBefore)]))
+        .executeTakeFirst();
+      return Number(result.numDeletedRows);
+    },
+    async count() {
+      const row = await db
+        .selectFrom('admin_sessions')
+        .select((eb) => eb.fn.countAll().as('n'))
+        .executeTakeFirstOrThrow();
+      return Number(row.n);
+    },
+  };
+
+  let closing: Promise<void> | undefined;
+  return {
+    kind: hooks.kind,
+    migrationsApplied: Object.freeze([...hooks.migrationsApplied]),
+    keys,
+    meta,
+    sessions,
+    usage: createUsageStore(db, hooks.writeBatch),
+    watchKeys: (onChange) => hooks.watchKeys(onChange),
+    close() {
+      closing ??= (async () => {
+        await hooks.stop();
+        await db.destroy();
+      })();
+      return closing;
+    },
+  };
+}
+
+function toRow(record: KeyRecord): Insertable<ApiKeysTable> {
+  return {
+    id: record.id,
+    name: record.name,
+    prefix: record.prefix,
+    hash: record.hash,
+    created_at: record.createdAt,
+    last_used_at: record.lastUsedAt,
+    expires_at: record.expiresAt,
+    revoked_at: record.revokedAt,
+    allowed_models: JSON.stringify(record.models),
+    note: record.note,
+    rpm: record.limits.rpm,
+    tpm: record.limits.tpm,
+    max_concurrent: record.limits.concurrent,
+  };
+}
+
+function toUpdate(patch: KeyPatch): Updateable<ApiKeysTable> {
+  const values: Updateable<ApiKeysTable> = {};
+  if (patch.name !== undefined) values.name = patch.name;
+  if (patch.models !== undefined) values.allowed_models = JSON.stringify(patch.models);
+  if (patch.expiresAt !== undefined) values.expires_at = patch.expiresAt;
+  if (patch.revokedAt !== undefined) values.revoked_at = patch.revokedAt;
+  if (patch.note !== undefined) values.note = patch.note;
+  if (patch.limits?.rpm !== undefined) values.rpm = patch.limits.rpm;
+  if (patch.limits?.tpm !== undefined) values.tpm = patch.limits.tpm;
+  if (patch.limits?.concurrent !== undefined) values.max_concurrent = patch.limits.concurrent;
+  return values;
+}
+
+function toRecord(row: Selectable<ApiKeysTable>): KeyRecord {
+  return {
+    id: row.id,
+    name: row.name,
+    prefix: row.prefix,
+    hash: row.hash,
+    createdAt: Number(row.created_at),
+    lastUsedAt: nullableNumber(row.last_used_at),
+    expiresAt: nullableNumber(row.expires_at),
+    revokedAt: nullableNumber(row.revoked_at),
+    models: parseModels(row.id, row.allowed_models),
+    note: row.note,
+    limits: { rpm: nullableNumber(row.rpm), tpm: nullableNumber(row.tpm), concurrent: nullableNumber(row.max_concurrent) },
+  };
+}
+
+function toSessionRecord(row: Selectable<AdminSessionsTable>): AdminSessionRecord {
+  return {
+    id: row.id,
+    tokenHash: row.token_hash,
+    createdAt: Number(row.created_at),
+    lastSeenAt: Number(row.last_seen_at),
+    expiresAt: Number(row.expires_at),
+  };
+}
+
+function nullableNumber(value: number | string | null): number | null {
+  return value === null ? null : Number(value);
+}
+
+/**
+ * A damaged list must not read as "[] = every model": that would widen the key's access.
+ * Failing loudly names the row to fix.
+ */
+function parseModels(id: string, text: string): string[] {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    parsed = undefined;
+  }
+  if (!Array.isArray(parsed) || !parsed.every((m) => typeof m === 'string')) {
+    throw new Error(`api_keys.allowed_models of ${id} is not a JSON array of strings: ${JSON.stringify(text)}`);
+  }
+  return parsed;
+}
+
+/** A set of change listeners where one throwing listener cannot starve the others. */
+export class ChangeListeners {
+  readonly #listeners = new Set<() => void>();
+
+  get size(): number {
+    return this.#listeners.size;
+  }
+
+  add(listener: () => void): () => void {
+    // A wrapper per subscription, so subscribing the same function twice needs two unsubscribes.
+    const entry = (): void => listener();
+    this.#listeners.add(entry);
+    return () => {
+      this.#listeners.delete(entry);
+    };
+  }
+
+  notify(): void {
+    for (const listener of [...this.#listeners]) {
+      try {
+        listener();
+      } catch (error) {
+        // Listeners are expected to handle their own failures; surface the bug without
+        // breaking the watcher loop.
+        process.emitWarning(`watchKeys listener threw: ${error instanceof Error ? error.message : String(error)}`);
+      }
+    }
+  }
+}

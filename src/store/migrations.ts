@@ -1,0 +1,128 @@
+/**
+ * Schema migrations, in code (no files on disk to ship or lose). Each is numbered, runs once,
+ * and is recorded in `kysely_migration`; the open of every store runs the pending ones.
+ *
+ * Rules for adding one: append, never edit or renumber a released migration; use the schema
+ * builder with portable types (`text`, `integer`, `bigint`) so SQLite and PostgreSQL share it;
+ * take `Kysely<unknown>` because a migration must not depend on today's row types.
+ */
+import { Migrator, type Kysely, type Migration, type MigrationProvider } from 'kysely';
+
+export const MIGRATIONS: Readonly<Record<string, Migration>> = {
+  '0001_api_keys_and_meta': {
+    async up(db: Kysely<unknown>): Promise<void> {
+      await db.schema
+        .createTable('api_keys')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('name', 'text', (c) => c.notNull())
+        .addColumn('prefix', 'text', (c) => c.notNull())
+        .addColumn('hash', 'text', (c) => c.notNull().unique())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('last_used_at', 'bigint')
+        .addColumn('expires_at', 'bigint')
+        .addColumn('revoked_at', 'bigint')
+        .addColumn('allowed_models', 'text', (c) => c.notNull().defaultTo('[]'))
+        .addColumn('note', 'text', (c) => c.notNull().defaultTo(''))
+        .addColumn('rpm', 'integer')
+        .addColumn('tpm', 'integer')
+        .addColumn('max_concurrent', 'integer')
+        .execute();
+      await db.schema.createIndex('api_keys_prefix_idx').on('api_keys').column('prefix').execute();
+      await db.schema
+        .createTable('meta')
+        .addColumn('key', 'text', (c) => c.primaryKey())
+        .addColumn('value', 'text', (c) => c.notNull())
+        .execute();
+    },
+  },
+  '0002_admin_sessions': {
+    async up(db: Kysely<unknown>): Promise<void> {
+      await db.schema
+        .createTable('admin_sessions')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('token_hash', 'text', (c) => c.notNull().unique())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('last_seen_at', 'bigint', (c) => c.notNull())
+        .addColumn('expires_at', 'bigint', (c) => c.notNull())
+        .execute();
+    },
+  },
+  '0003_usage': {
+    async up(db: Kysely<unknown>): Promise<void> {
+      await db.schema
+        .createTable('usage_requests')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('at', 'bigint', (c) => c.notNull())
+        .addColumn('request_id', 'text', (c) => c.notNull())
+        .addColumn('key_id', 'text')
+        .addColumn('key_name', 'text')
+        .addColumn('model', 'text')
+        .addColumn('method', 'text', (c) => c.notNull())
+        .addColumn('endpoint', 'text', (c) => c.notNull())
+        .addColumn('status', 'integer', (c) => c.notNull())
+        .addColumn('streamed', 'integer', (c) => c.notNull())
+        .addColumn('input_tokens', 'integer')
+        .addColumn('output_tokens', 'integer')
+        .addColumn('cached_tokens', 'integer')
+        .addColumn('tokens_source', 'text')
+        .addColumn('ttfb_ms', 'double precision')
+        .addColumn('ttft_ms', 'double precision')
+        .addColumn('duration_ms', 'double precision', (c) => c.notNull())
+        .addColumn('bytes_in', 'bigint', (c) => c.notNull())
+        .addColumn('bytes_out', 'bigint', (c) => c.notNull())
+        .addColumn('client_aborted', 'integer', (c) => c.notNull())
+        .addColumn('error_class', 'text')
+        .addColumn('request_body', 'text')
+        .addColumn('response_body', 'text')
+        .execute();
+      // Newest-first pages (keyset on at, id) and the retention prune; then the two filters.
+      await db.schema.createIndex('usage_requests_at_idx').on('usage_requests').columns(['at', 'id']).execute();
+      await db.schema.createIndex('usage_requests_key_idx').on('usage_requests').columns(['key_id', 'at', 'id']).execute();
+      await db.schema.createIndex('usage_requests_model_idx').on('usage_requests').columns(['model', 'at', 'id']).execute();
+      for (const table of ['usage_minutes', 'usage_hours']) {
+        let create = db.schema
+          .createTable(table)
+          .addColumn('bucket', 'bigint', (c) => c.notNull())
+          .addColumn('key_id', 'text', (c) => c.notNull())
+          .addColumn('key_name', 'text')
+          .addColumn('model', 'text', (c) => c.notNull())
+          .addColumn('requests', 'integer', (c) => c.notNull())
+          .addColumn('errors', 'integer', (c) => c.notNull())
+          .addColumn('aborted', 'integer', (c) => c.notNull())
+          .addColumn('input_tokens', 'bigint', (c) => c.notNull())
+          .addColumn('output_tokens', 'bigint', (c) => c.notNull())
+          .addColumn('cached_tokens', 'bigint', (c) => c.notNull())
+          .addColumn('duration_ms_sum', 'double precision', (c) => c.notNull());
+        // 31 latency bounds + overflow (store.ts USAGE_LATENCY_BOUNDS_MS), frozen here on purpose.
+        for (let i = 0; i < 32; i++) create = create.addColumn(`lat_${String(i).padStart(2, '0')}`, 'integer', (c) => c.notNull().defaultTo(0));
+        await create.addPrimaryKeyConstraint(`${table}_pk`, ['bucket', 'key_id', 'model']).execute();
+      }
+    },
+  },
+};
+
+const provider: MigrationProvider = {
+  getMigrations: () => Promise.resolve(MIGRATIONS),
+};
+
+export class MigrationError extends Error {
+  override name = 'MigrationError';
+}
+
+/**
+ * Brings the schema up to date and returns the names of the migrations it applied. The
+ * caller holds whatever cross-process lock its dialect needs.
+ */
+export async function migrateToLatest(
+  db: Kysely<unknown>,
+  options: { migrationTableSchema?: string; disableTransactions?: boolean } = {},
+): Promise<string[]> {
+  const migrator = new Migrator({ db, provider, ...options });
+  const { error, results = [] } = await migrator.migrateToLatest();
+  const failed = results.find((r) => r.status === 'Error');
+  if (error !== undefined || failed) {
+    const what = failed ? `migration ${failed.migrationName} failed` : 'migrating the store failed';
+    throw new MigrationError(`${what}: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+  }
+  return results.filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}

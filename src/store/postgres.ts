@@ -1,0 +1,197 @@
+/**
+ * The PostgreSQL store (`GATEHOUSE_DATABASE_URL=postgres://...`): same queries as SQLite
+ * (`kysely-store.ts`), plus what only a server database needs: an advisory lock so replicas
+ * starting together migrate once, and LISTEN/NOTIFY so every replica hears key changes.
+ */
+import { createHash, randomUUID } from 'node:crypto';
+import { Kysely, PostgresDialect, sql } from 'kysely';
+import pg from 'pg';
+import { ChangeListeners, createKyselyStore } from './kysely-store.js';
+import { migrateToLatest } from './migrations.js';
+import type { Database } from './schema.js';
+import { describePostgresUrl, type Store } from './store.js';
+
+export interface PostgresStoreOptions {
+  url: string;
+  /** Schema holding the tables (created if missing). Tests use one per run. */
+  schema?: string;
+  /** Safety-net reload interval for `watchKeys`, in case a notification was lost. */
+  resyncIntervalMs?: number;
+  poolSize?: number;
+}
+
+const SCHEMA_NAME = /^[a-z_][a-z0-9_]{0,39}$/;
+
+export async function openPostgresStore(options: PostgresStoreOptions): Promise<Store> {
+  const schema = options.schema ?? 'public';
+  if (!SCHEMA_NAME.test(schema)) {
+    throw new Error(`PostgreSQL schema "${schema}" must be lowercase letters, digits and _ (at most 40 characters)`);
+  }
+  // One channel per schema, so stores in different schemas of one database stay independent.
+  const channel = schema === 'public' ? 'gatehouse_keys' : `gatehouse_keys__${schema}`;
+  // Tags this store's own NOTIFYs so its watcher can skip them.
+  const instanceId = randomUUID();
+
+  const pool = new pg.Pool({
+    connectionString: options.url,
+    max: options.poolSize ?? 10,
+    // Unqualified table names resolve to the store's schema, in queries and migrations alike.
+    options: `-c search_path=${schema}`,
+  });
+  // An idle client losing its connection must not crash the process; the pool replaces it.
+  pool.on('error', () => {});
+  const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+
+  let migrationsApplied: string[];
+  try {
+    migrationsApplied = await migrateUnderAdvisoryLock(pool, db, schema);
+  } catch (error) {
+    await db.destroy();
+    throw new Error(`opening the PostgreSQL store at ${describePostgresUrl(options.url, schema)} failed: ${errorText(error)}`, { cause: error });
+  }
+
+  const watcher = notificationWatcher(options.url, channel, instanceId, options.resyncIntervalMs ?? 5000);
+  return createKyselyStore(db, {
+    kind: 'postgres',
+    migrationsApplied,
+    writeKeys: (conn, write) =>
+      conn.transaction().execute(async (trx) => {
+        const result = await write(trx);
+        // Delivered on commit only, so listeners never reload before the change is visible.
+        await sql`select pg_notify(${channel}, ${instanceId})`.execute(trx);
+        return result;
+      }),
+    writeBatch: (queries) =>
+      db.transaction().execute(async (trx) => {
+        const counts: number[] = [];
+        for (const query of queries) counts.push(Number((await trx.executeQuery(query)).numAffectedRows ?? 0));
+        return counts;
+      }),
+    watchKeys: watcher.watchKeys,
+    stop: watcher.stop,
+  });
+}
+
+/**
+ * A session-level advisory lock, held on its own connection for the whole migration, so the
+ * schema creation and Kysely's bookkeeping tables are serialised too (Kysely's own lock only
+ * covers running the migrations).
+ */
+async function migrateUnderAdvisoryLock(pool: pg.Pool, db: Kysely<Database>, schema: string): Promise<string[]> {
+  const lockKey = advisoryLockKey(`gatehouse:migrate:${schema}`);
+  const lockClient = await pool.connect();
+  try {
+    await lockClient.query('select pg_advisory_lock($1::bigint)', [lockKey]);
+    try {
+      // `create schema if not exists` needs CREATE on the database even when the schema
+      // exists, which a least-privilege user lacks: look first.
+      const existing = await lockClient.query('select 1 from pg_namespace where nspname = $1', [schema]);
+      if (existing.rowCount === 0) await lockClient.query(`create schema if not exists "${schema}"`);
+      return await migrateToLatest(db as Kysely<unknown>, { migrationTableSchema: schema });
+    } finally {
+      await lockClient.query('select pg_advisory_unlock($1::bigint)', [lockKey]);
+    }
+  } finally {
+    lockClient.release();
+  }
+}
+
+/** Node reports a refused dual-stack connect as an AggregateError with an empty message. */
+function errorText(error: unknown): string {
+  const e = error as Error & { code?: string; errors?: unknown[] };
+  if (e.message) return e.message;
+  const inner = e.errors?.map((x) => (x as Error).message).filter(Boolean) ?? [];
+  return inner.length > 0 ? inner.join('; ') : (e.code ?? String(error));
+}
+
+/** A stable signed 64-bit key for `pg_advisory_lock`, as a decimal string. */
+function advisoryLockKey(name: string): string {
+  return createHash('sha256').update(name).digest().readBigInt64BE(0).toString();
+}
+
+/**
+ * One dedicated LISTEN connection, opened while anyone watches. It reconnects after a
+ * failure, and every (re)connection notifies once: changes made while it was not listening
+ * would otherwise be missed. A periodic resync covers anything else.
+ */
+function notificationWatcher(url: string, channel: string, instanceId: string, resyncIntervalMs: number) {
+  const listeners = new ChangeListeners();
+  let client: pg.Client | undefined;
+  let resyncTimer: NodeJS.Timeout | undefined;
+  let retryTimer: NodeJS.Timeout | undefined;
+  let retryDelayMs = 250;
+  let stopped = false;
+
+  const active = (): boolean => !stopped && listeners.size > 0;
+
+  const drop = (c: pg.Client): void => {
+    if (client !== c) return;
+    client = undefined;
+    c.end().catch(() => {});
+    scheduleReconnect();
+  };
+
+  const scheduleReconnect = (): void => {
+    if (!active() || retryTimer) return;
+    retryTimer = setTimeout(() => {
+      retryTimer = undefined;
+      void connect();
+    }, retryDelayMs);
+    retryTimer.unref();
+    retryDelayMs = Math.min(retryDelayMs * 2, 5000);
+  };
+
+  const connect = async (): Promise<void> => {
+    const c = new pg.Client({ connectionString: url });
+    c.on('notification', (message) => {
+      if (message.channel === channel && message.payload !== instanceId) listeners.notify();
+    });
+    c.on('error', () => drop(c));
+    c.on('end', () => drop(c));
+    try {
+      await c.connect();
+      await c.query(`listen "${channel}"`);
+    } catch {
+      c.end().catch(() => {});
+      scheduleReconnect();
+      return;
+    }
+    if (!active() || client) {
+      await c.end().catch(() => {});
+      return;
+    }
+    client = c;
+    retryDelayMs = 250;
+    listeners.notify();
+  };
+
+  const shutdown = async (): Promise<void> => {
+    if (resyncTimer) clearInterval(resyncTimer);
+    if (retryTimer) clearTimeout(retryTimer);
+    resyncTimer = retryTimer = undefined;
+    const c = client;
+    client = undefined;
+    await c?.end().catch(() => {});
+  };
+
+  return {
+    watchKeys(onChange: () => void): () => void {
+      if (stopped) throw new Error('watchKeys: the store is closed');
+      const first = listeners.size === 0;
+      const remove = listeners.add(onChange);
+      if (first) {
+        resyncTimer = setInterval(() => listeners.notify(), resyncIntervalMs);
+        resyncTimer.unref();
+        void connect();
+      }
+      return () => {
+        remove();
+        if (listeners.size === 0) void shutdown();
+      };
+    },
+    async stop(): Promise<void> {
+      stopped = true;
+      await shutdown();
+    },
+  };
+}

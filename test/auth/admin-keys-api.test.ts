@@ -1,0 +1,253 @@
+/**
+ * The admin key handlers behind a minimal Fastify app: the same routes the route table will
+ * declare, errors rendered by the real admin renderer. Admin authentication is not part of
+ * these handlers and is not exercised here.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { hashApiKey } from '../../src/auth/api-keys.js';
+import { authenticateClient } from '../../src/auth/client-auth.js';
+import { KeyIndex } from '../../src/auth/key-index.js';
+import { createKeyHandlers } from '../../src/http/admin/keys-handlers.js';
+import { isGatewayError } from '../../src/http/errors.js';
+import { errorBody } from '../../src/http/render-error.js';
+import { openSqliteStore } from '../../src/store/sqlite.js';
+import type { Store } from '../../src/store/store.js';
+
+const root = mkdtempSync(join(tmpdir(), 'gatehouse-admin-keys-'));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+const NOW = Date.UTC(2030, 0, 1, 12);
+let n = 0;
+let store: Store;
+let index: KeyIndex;
+let app: FastifyInstance;
+
+beforeEach(async () => {
+  store = await openSqliteStore({ dataDir: join(root, `t${n++}`) });
+  index = await KeyIndex.open(store);
+  const handlers = createKeyHandlers({ store, index, now: () => NOW });
+  app = Fastify();
+  app.setErrorHandler((error, _request, reply) => {
+    if (isGatewayError(error)) return reply.code(error.status).send(errorBody(error, 'admin'));
+    return reply.code(500).send({ unexpected: String(error) });
+  });
+  app.get('/api/keys', handlers.list);
+  app.post('/api/keys', handlers.create);
+  app.patch('/api/keys/:id', handlers.update);
+  app.delete('/api/keys/:id', handlers.remove);
+  await app.ready();
+});
+
+afterEach(async () => {
+  await app.close();
+  await index.close();
+  await store.close();
+});
+
+async function createKey(body: Record<string, unknown> = { name: 'k' }) {
+  const res = await app.inject({ method: 'POST', url: '/api/keys', payload: body });
+  expect(res.statusCode).toBe(201);
+  return res.json<{ key: { id: string; prefix: string }; secret: string }>();
+}
+
+describe('POST /api/keys', () => {
+  it('creates a key and shows its secret once, with the record in camelCase and ISO time', async () => {
+    const res = await app.inject({
+      method: 'POST',
+      url: '/api/keys',
+      payload: { name: '  laptop  ', models: ['qwen', 'qwen', 'llama'], expiresAt: '2030-02-01T00:00:00Z', note: 'mine', limits: { rpm: 60, concurrent: 2 } },
+    });
+    expect(res.statusCode).toBe(201);
+    const body = res.json<{ key: Record<string, unknown>; secret: string }>();
+    expect(body.secret).toMatch(/^sk-[0-9A-Za-z]{43}$/);
+    expect(body.key).toEqual({
+      id: expect.stringMatching(/^key_[0-9A-Za-z]{12}$/),
+      name: 'laptop',
+      prefix: body.secret.slice(0, 9),
+      createdAt: '2030-01-01T12:00:00.000Z',
+      lastUsedAt: null,
+      expiresAt: '2030-02-01T00:00:00.000Z',
+      revokedAt: null,
+      models: ['qwen', 'llama'],
+      note: 'mine',
+      limits: { rpm: 60, tpm: null, concurrent: 2 },
+      status: 'active',
+    });
+    expect(res.body).not.toContain(hashApiKey(body.secret));
+    expect((await store.keys.get(body.key.id as string))?.hash).toBe(hashApiKey(body.secret));
+  });
+
+  it('makes the new key usable by the very next request', async () => {
+    const { secret, key } = await createKey();
+    const result = authenticateClient({ authorization: `Bearer ${secret}` }, index, NOW);
+    expect(result).toMatchObject({ mode: 'key', key: { id: key.id } });
+  });
+
+  it('reports every invalid field at once with JSON-pointer paths', async () => {
+    const res = await app.inject({
+      method: 'POST',
+      url: '/api/keys',
+      payload: { models: ['ok', 3, ''], expiresAt: 'next tuesday', note: 7, limits: { rpm: 0, tpm: 1.5, burst: 3 }, colour: 'red' },
+    });
+    expect(res.statusCode).toBe(422);
+    expect(res.json()).toEqual({
+      error: {
+        code: 'validation_failed',
+        message: 'Validation failed.',
+        details: [
+          { path: '/colour', message: 'unknown field; expected one of name, models, expiresAt, note, limits' },
+          { path: '/name', message: 'required' },
+          { path: '/models/1', message: 'must be a non-empty string' },
+          { path: '/models/2', message: 'must be a non-empty string' },
+          { path: '/expiresAt', message: 'must be an ISO 8601 date-time (e.g. 2030-01-31T00:00:00Z) or null' },
+          { path: '/note', message: 'must be a string' },
+          { path: '/limits/rpm', message: 'must be a whole number from 1 to 1000000000, or null for no limit' },
+          { path: '/limits/tpm', message: 'must be a whole number from 1 to 1000000000, or null for no limit' },
+          { path: '/limits/burst', message: 'unknown limit; expected one of rpm, tpm, concurrent' },
+        ],
+      },
+    });
+    expect(await store.keys.count()).toBe(0);
+  });
+
+  it('refuses an expiry in the past, an empty name and a body that is not an object', async () => {
+    const past = await app.inject({ method: 'POST', url: '/api/keys', payload: { name: 'x', expiresAt: '2029-12-31' } });
+    expect(past.json().error.details).toEqual([{ path: '/expiresAt', message: 'must be in the future' }]);
+    const empty = await app.inject({ method: 'POST', url: '/api/keys', payload: { name: '   ' } });
+    expect(empty.json().error.details).toEqual([{ path: '/name', message: 'must not be empty' }]);
+    const array = await app.inject({ method: 'POST', url: '/api/keys', payload: [1] });
+    expect(array.statusCode).toBe(422);
+    expect(array.json().error.details).toEqual([{ path: '', message: 'expected a JSON object' }]);
+  });
+});
+
+describe('GET /api/keys', () => {
+  it('lists keys with prefix and status, never a hash or secret', async () => {
+    const a = await createKey({ name: 'a' });
+    const b = await createKey({ name: 'b' });
+    await store.keys.update(b.key.id, { revokedAt: NOW - 1 });
+    const res = await app.inject({ method: 'GET', url: '/api/keys' });
+    expect(res.statusCode).toBe(200);
+    const { keys } = res.json<{ keys: Array<Record<string, unknown>> }>();
+    // Both were created at the same (fixed) instant, so their order is by id: compare sorted.
+    const byId = (x: unknown[], y: unknown[]) => String(x[0]).localeCompare(String(y[0]));
+    expect(keys.map((k) => [k.id, k.prefix, k.status]).sort(byId)).toEqual(
+      [
+        [a.key.id, a.secret.slice(0, 9), 'active'],
+        [b.key.id, b.secret.slice(0, 9), 'revoked'],
+      ].sort(byId),
+    );
+    for (const s of [a.secret, b.secret]) {
+      expect(res.body).not.toContain(s);
+      expect(res.body).not.toContain(hashApiKey(s));
+    }
+    expect(keys.every((k) => !('hash' in k) && !('secret' in k))).toBe(true);
+  });
+
+  it('shows last use recorded moments ago', async () => {
+    const a = await createKey();
+    index.markUsed(a.key.id, NOW - 5);
+    const { keys } = (await app.inject({ method: 'GET', url: '/api/keys' })).json<{ keys: Array<{ lastUsedAt: string }> }>();
+    expect(keys[0]?.lastUsedAt).toBe(new Date(NOW - 5).toISOString());
+  });
+});
+
+describe('PATCH /api/keys/:id', () => {
+  it('changes the given fields and answers with the updated record', async () => {
+    const { key } = await createKey({ name: 'old', models: ['a'], limits: { rpm: 5 } });
+    const res = await app.inject({
+      method: 'PATCH',
+      url: `/api/keys/${key.id}`,
+      payload: { name: 'new', models: [], expiresAt: '2031-01-01', note: 'n', limits: { tpm: 1000, rpm: null } },
+    });
+    expect(res.statusCode).toBe(200);
+    expect(res.json().key).toMatchObject({
+      id: key.id,
+      name: 'new',
+      models: [],
+      expiresAt: '2031-01-01T00:00:00.000Z',
+      note: 'n',
+      limits: { rpm: null, tpm: 1000, concurrent: null },
+      status: 'active',
+    });
+  });
+
+  it('revokes a key at once for clients, and keeps the first revocation time', async () => {
+    const { key, secret } = await createKey();
+    const first = await app.inject({ method: 'PATCH', url: `/api/keys/${key.id}`, payload: { revoked: true } });
+    expect(first.json().key).toMatchObject({ status: 'revoked', revokedAt: '2030-01-01T12:00:00.000Z' });
+    expect(authenticateClient({ 'x-api-key': secret }, index, NOW)).toEqual({ error: 'revoked_api_key' });
+    await store.keys.update(key.id, { revokedAt: NOW - 1000 });
+    const again = await app.inject({ method: 'PATCH', url: `/api/keys/${key.id}`, payload: { revoked: true } });
+    expect(again.json().key.revokedAt).toBe(new Date(NOW - 1000).toISOString());
+  });
+
+  it('refuses to reinstate a revoked key and refuses an empty patch', async () => {
+    const { key } = await createKey();
+    const reinstate = await app.inject({ method: 'PATCH', url: `/api/keys/${key.id}`, payload: { revoked: false } });
+    expect(reinstate.statusCode).toBe(422);
+    expect(reinstate.json().error.details).toEqual([{ path: '/revoked', message: 'only true is accepted: a revoked key cannot be reinstated; create a new one' }]);
+    const empty = await app.inject({ method: 'PATCH', url: `/api/keys/${key.id}`, payload: {} });
+    expect(empty.json().error.details).toEqual([{ path: '', message: 'nothing to change' }]);
+  });
+
+  it('answers not_found for an unknown id', async () => {
+    const res = await app.inject({ method: 'PATCH', url: '/api/keys/key_nope', payload: { name: 'x' } });
+    expect(res.statusCode).toBe(404);
+    expect(res.json()).toEqual({ error: { code: 'not_found', message: 'No API key with id "key_nope".' } });
+  });
+});
+
+describe('DELETE /api/keys/:id', () => {
+  it('deletes a key that is not the last and reports how many remain', async () => {
+    const a = await createKey({ name: 'a' });
+    await createKey({ name: 'b' });
+    const res = await app.inject({ method: 'DELETE', url: `/api/keys/${a.key.id}` });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({ deleted: true, remaining: 1 });
+    expect(index.verify(a.secret)).toBeUndefined();
+  });
+
+  it('refuses with 409 to delete the last key without confirmation, since that reopens the API', async () => {
+    const { key } = await createKey();
+    const res = await app.inject({ method: 'DELETE', url: `/api/keys/${key.id}` });
+    expect(res.statusCode).toBe(409);
+    const body = res.json();
+    expect(body.error.code).toBe('conflict');
+    expect(body.error.message).toContain('last API key');
+    expect(body.error.message).toContain('?confirm=last');
+    expect(await store.keys.count()).toBe(1);
+    expect(index.hasAnyKeys()).toBe(true);
+  });
+
+  it.each([
+    ['?confirm=last', { url: '?confirm=last', headers: {} }],
+    ['x-confirm: last', { url: '', headers: { 'x-confirm': 'last' } }],
+  ])('deletes the last key when confirmed with %s and warns the API is now open', async (_, how) => {
+    const { key } = await createKey();
+    const res = await app.inject({ method: 'DELETE', url: `/api/keys/${key.id}${how.url}`, headers: how.headers });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({ deleted: true, remaining: 0, warning: expect.stringContaining('the API is now open') });
+    expect(index.hasAnyKeys()).toBe(false);
+    expect(authenticateClient({}, index, NOW)).toEqual({ mode: 'open' });
+  });
+
+  it('counts revoked keys as keys: deleting the last active one does not reopen the API', async () => {
+    const a = await createKey({ name: 'a' });
+    const b = await createKey({ name: 'b' });
+    await app.inject({ method: 'PATCH', url: `/api/keys/${b.key.id}`, payload: { revoked: true } });
+    const res = await app.inject({ method: 'DELETE', url: `/api/keys/${a.key.id}` });
+    expect(res.json()).toEqual({ deleted: true, remaining: 1 });
+    expect(authenticateClient({}, index, NOW)).toEqual({ error: 'missing_api_key' });
+  });
+
+  it('answers not_found for an unknown id', async () => {
+    const res = await app.inject({ method: 'DELETE', url: '/api/keys/key_nope?confirm=last' });
+    expect(res.statusCode).toBe(404);
+    expect(res.json().error.code).toBe('not_found');
+  });
+});

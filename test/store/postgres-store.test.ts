@@ -1,0 +1,126 @@
+/**
+ * Runs the store contract against a real PostgreSQL server. It is required: when the server
+ * cannot be reached every test here FAILS with the reason; nothing is skipped.
+ *
+ * Server: GATEHOUSE_TEST_DATABASE_URL, default postgres://postgres@127.0.0.1:5432/test.
+ * Each run works in its own schemas (dropped afterwards), so parallel runs do not collide.
+ */
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { afterAll, beforeEach, describe, expect, it } from 'vitest';
+import { MIGRATIONS } from '../../src/store/migrations.js';
+import { openPostgresStore } from '../../src/store/postgres.js';
+import { describeStoreContract, keyRecord, waitFor } from './store-contract.js';
+
+const url = process.env.GATEHOUSE_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const run = `gh_test_${process.pid}_${randomBytes(4).toString('hex')}`;
+const schemas: string[] = [];
+const schemaFor = (suffix: string): string => {
+  const schema = `${run}_${suffix}`;
+  schemas.push(schema);
+  return schema;
+};
+
+/** Checked once; every open goes through it so an unreachable server fails each test clearly. */
+let reachable: Promise<void> | undefined;
+function requirePostgres(): Promise<void> {
+  reachable ??= (async () => {
+    const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000 });
+    try {
+      await client.connect();
+      await client.query('select 1');
+    } catch (error) {
+      throw new Error(
+        `PostgreSQL is required for these tests and is not reachable at ${url}: ${(error as Error).message}. ` +
+          'Start it or point GATEHOUSE_TEST_DATABASE_URL at one.',
+      );
+    } finally {
+      await client.end().catch(() => {});
+    }
+  })();
+  return reachable;
+}
+
+afterAll(async () => {
+  if (!(await requirePostgres().then(() => true, () => false))) return;
+  const client = new pg.Client({ connectionString: url });
+  try {
+    await client.connect();
+    for (const schema of schemas) await client.query(`drop schema if exists "${schema}" cascade`);
+  } finally {
+    await client.end().catch(() => {});
+  }
+});
+
+const contractSchema = schemaFor('contract');
+describeStoreContract('PostgreSQL', async () => {
+  await requirePostgres();
+  return openPostgresStore({ url, schema: contractSchema, poolSize: 3 });
+});
+
+describe('PostgreSQL store', () => {
+  beforeEach(requirePostgres);
+
+  it('is reachable (this suite fails, never skips, without it)', async () => {
+    await expect(requirePostgres()).resolves.toBeUndefined();
+  });
+
+  it('migrates a fresh schema once when several replicas open it at the same moment', async () => {
+    const schema = schemaFor('race');
+    const stores = await Promise.all(Array.from({ length: 4 }, () => openPostgresStore({ url, schema, poolSize: 2 })));
+    try {
+      const applied = stores.map((s) => s.migrationsApplied.length).sort();
+      expect(applied).toEqual([0, 0, 0, Object.keys(MIGRATIONS).length]);
+      const client = new pg.Client({ connectionString: url });
+      await client.connect();
+      try {
+        const { rows } = await client.query<{ name: string }>(`select name from "${schema}".kysely_migration order by name`);
+        expect(rows.map((r) => r.name)).toEqual(Object.keys(MIGRATIONS));
+      } finally {
+        await client.end();
+      }
+    } finally {
+      await Promise.all(stores.map((s) => s.close()));
+    }
+  });
+
+  it('keeps stores in different schemas of one database apart, notifications included', async () => {
+    const a = await openPostgresStore({ url, schema: schemaFor('apart_a'), poolSize: 2 });
+    const b = await openPostgresStore({ url, schema: schemaFor('apart_b'), poolSize: 2 });
+    const a2 = await openPostgresStore({ url, schema: schemas.at(-2)!, poolSize: 2 });
+    let bNotified = 0;
+    let aNotified = 0;
+    const stopB = b.watchKeys(() => bNotified++);
+    const stopA = a.watchKeys(() => aNotified++);
+    try {
+      await new Promise((r) => setTimeout(r, 400));
+      bNotified = aNotified = 0;
+      await a2.keys.create(keyRecord());
+      await waitFor(() => aNotified > 0, 1000, 'the same-schema store to be notified');
+      await new Promise((r) => setTimeout(r, 300));
+      expect(bNotified).toBe(0);
+      expect(await b.keys.count()).toBe(0);
+      expect(await a.keys.count()).toBe(1);
+    } finally {
+      stopA();
+      stopB();
+      await Promise.all([a.close(), b.close(), a2.close()]);
+    }
+  });
+
+  it('resyncs periodically even without notifications', async () => {
+    const store = await openPostgresStore({ url, schema: schemaFor('resync'), poolSize: 2, resyncIntervalMs: 200 });
+    let notified = 0;
+    const stop = store.watchKeys(() => notified++);
+    try {
+      await waitFor(() => notified >= 3, 2000, 'three periodic resyncs');
+    } finally {
+      stop();
+      await store.close();
+    }
+  });
+
+  it('refuses a schema name that is not a plain identifier', async () => {
+    await expect(openPostgresStore({ url, schema: 'x"; drop table y; --' })).rejects.toThrow(/schema/);
+  });
+});

@@ -1,0 +1,142 @@
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import BetterSqlite3 from 'better-sqlite3';
+import { afterAll, describe, expect, it } from 'vitest';
+import { MIGRATIONS } from '../../src/store/migrations.js';
+import { openSqliteStore, SQLITE_FILE_NAME } from '../../src/store/sqlite.js';
+import { openStore } from '../../src/store/store.js';
+import { describeStoreContract, keyRecord, waitFor } from './store-contract.js';
+
+const root = mkdtempSync(join(tmpdir(), 'gatehouse-sqlite-store-'));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+const contractDir = join(root, 'contract');
+describeStoreContract('SQLite', () => openSqliteStore({ dataDir: contractDir }));
+
+/** Runs a script in a separate Node process (same better-sqlite3), resolving with its exit. */
+function runNode(script: string): { exited: Promise<{ code: number | null; stderr: string }>; stdout: () => string } {
+  const child = spawn(process.execPath, ['-e', script], { cwd: process.cwd(), stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  return {
+    exited: new Promise((resolve) => child.on('close', (code) => resolve({ code, stderr }))),
+    stdout: () => stdout,
+  };
+}
+
+describe('SQLite store', () => {
+  it('creates a missing data directory and database on first open', async () => {
+    const dataDir = join(root, 'fresh', 'nested', 'data');
+    expect(existsSync(dataDir)).toBe(false);
+    const store = await openStore({ dataDir, databaseUrl: undefined });
+    try {
+      expect(store.kind).toBe('sqlite');
+      expect(existsSync(join(dataDir, SQLITE_FILE_NAME))).toBe(true);
+      expect(store.migrationsApplied).toEqual(Object.keys(MIGRATIONS));
+      expect(await store.keys.count()).toBe(0);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('puts the database in WAL mode with a busy timeout', async () => {
+    const file = join(root, 'wal', 'x.db');
+    const store = await openSqliteStore({ file });
+    await store.close();
+    const raw = new BetterSqlite3(file, { readonly: true });
+    try {
+      expect(raw.pragma('journal_mode', { simple: true })).toBe('wal');
+    } finally {
+      raw.close();
+    }
+  });
+
+  it('records each migration once, however often the file is opened', async () => {
+    const dataDir = join(root, 'reopen');
+    for (let i = 0; i < 3; i++) await (await openSqliteStore({ dataDir })).close();
+    const raw = new BetterSqlite3(join(dataDir, SQLITE_FILE_NAME), { readonly: true });
+    try {
+      const rows = raw.prepare('select name from kysely_migration order by name').all() as Array<{ name: string }>;
+      expect(rows.map((r) => r.name)).toEqual(Object.keys(MIGRATIONS));
+    } finally {
+      raw.close();
+    }
+  });
+
+  it('opens the same fresh file concurrently from one process without deadlocking', async () => {
+    const dataDir = join(root, 'concurrent');
+    const stores = await Promise.all([openSqliteStore({ dataDir }), openSqliteStore({ dataDir }), openSqliteStore({ dataDir })]);
+    try {
+      expect(stores.map((s) => s.migrationsApplied.length).sort()).toEqual([0, 0, Object.keys(MIGRATIONS).length]);
+    } finally {
+      await Promise.all(stores.map((s) => s.close()));
+    }
+  });
+
+  it("waits for another process's write lock instead of failing", async () => {
+    const dataDir = join(root, 'locked');
+    await (await openSqliteStore({ dataDir })).close();
+    const file = join(dataDir, SQLITE_FILE_NAME);
+    // The other process takes the write lock, says so, and holds it for 700 ms.
+    const holder = runNode(`
+      const db = require('better-sqlite3')(${JSON.stringify(file)});
+      db.exec('BEGIN IMMEDIATE');
+      process.stdout.write('locked\\n');
+      setTimeout(() => { db.exec('COMMIT'); db.close(); }, 700);
+    `);
+    await waitFor(() => holder.stdout().includes('locked'), 10_000, 'the other process to take the lock');
+    // Opening (which checks migrations under the write lock) and writing both wait.
+    const started = Date.now();
+    const store = await openSqliteStore({ dataDir });
+    try {
+      await store.keys.create(keyRecord());
+      expect(Date.now() - started).toBeGreaterThan(300);
+      expect(await store.keys.count()).toBe(1);
+    } finally {
+      await store.close();
+    }
+    expect((await holder.exited).code).toBe(0);
+  });
+
+  it('notices within a second when another process changes a key', async () => {
+    const dataDir = join(root, 'other-process');
+    const store = await openSqliteStore({ dataDir });
+    try {
+      const key = await store.keys.create(keyRecord({ name: 'before' }));
+      let notified = 0;
+      const stop = store.watchKeys(() => notified++);
+      const writer = runNode(`
+        const db = require('better-sqlite3')(${JSON.stringify(join(dataDir, SQLITE_FILE_NAME))});
+        db.pragma('busy_timeout = 5000');
+        db.prepare('update api_keys set name = ? where id = ?').run('after', ${JSON.stringify(key.id)});
+        db.close();
+      `);
+      const { code, stderr } = await writer.exited;
+      expect(stderr).toBe('');
+      expect(code).toBe(0);
+      const changedAt = Date.now();
+      await waitFor(() => notified > 0, 1000, 'the watcher to fire');
+      expect(Date.now() - changedAt).toBeLessThan(1000);
+      stop();
+      expect((await store.keys.get(key.id))?.name).toBe('after');
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('refuses to open a database that records a migration this version does not know', async () => {
+    const dataDir = join(root, 'garbage');
+    const file = join(dataDir, SQLITE_FILE_NAME);
+    await (await openSqliteStore({ dataDir })).close();
+    // Someone recorded an unknown migration: Kysely refuses to go on, and the open must fail
+    // loudly rather than run on a schema it does not understand.
+    const raw = new BetterSqlite3(file);
+    raw.prepare("insert into kysely_migration (name, timestamp) values ('9999_from_the_future', 'x')").run();
+    raw.close();
+    await expect(openSqliteStore({ dataDir })).rejects.toThrow(/9999_from_the_future/);
+  });
+});

@@ -1,0 +1,373 @@
+/**
+ * The behaviour every `Store` backend must have. A backend's test file calls
+ * `describeStoreContract(name, open)`, where each `open()` opens a NEW connection to the SAME
+ * database, and the first call meets that database empty (fresh dir, fresh schema).
+ */
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { newKeyRecord, type NewKeyInput } from '../../src/auth/api-keys.js';
+import { MIGRATIONS } from '../../src/store/migrations.js';
+import { AmbiguousKeyReferenceError, type AdminSessionRecord, type KeyRecord, type Store } from '../../src/store/store.js';
+import { describeUsageContract } from './usage-contract.js';
+
+export const T0 = Date.UTC(2030, 0, 1);
+
+let sessionSerial = 0;
+export function sessionRecord(overrides: Partial<AdminSessionRecord> = {}): AdminSessionRecord {
+  sessionSerial++;
+  return {
+    id: `ses-${process.pid}-${sessionSerial}`,
+    tokenHash: `${sessionSerial.toString(16).padStart(8, '0')}${'ab'.repeat(28)}`,
+    createdAt: T0,
+    lastSeenAt: T0,
+    expiresAt: T0 + 30 * 86_400_000,
+    ...overrides,
+  };
+}
+
+export function keyRecord(input: Partial<NewKeyInput> = {}, overrides: Partial<KeyRecord> = {}, at = T0): KeyRecord {
+  return { ...newKeyRecord({ name: 'test key', ...input }, at).record, ...overrides };
+}
+
+/** Resolves once `predicate` holds, polling every 10 ms; rejects after `timeoutMs`. */
+export async function waitFor(predicate: () => boolean, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!predicate()) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export function describeStoreContract(name: string, open: () => Promise<Store>): void {
+  describe(`Store contract: ${name}`, () => {
+    let store: Store;
+    const others: Store[] = [];
+    const openOther = async (): Promise<Store> => {
+      const other = await open();
+      others.push(other);
+      return other;
+    };
+
+    // A failed open fails every test with its reason (a failing beforeAll would only show
+    // them as skipped).
+    let openFailure: unknown;
+    beforeAll(async () => {
+      try {
+        store = await open();
+      } catch (error) {
+        openFailure = error;
+      }
+    });
+
+    afterAll(async () => {
+      await Promise.all(others.map((s) => s.close()));
+      await store?.close();
+    });
+
+    beforeEach(async () => {
+      if (openFailure !== undefined) throw openFailure;
+      for (const key of await store.keys.list()) await store.keys.delete(key.id);
+      await store.sessions.deleteAllExcept(null);
+    });
+
+    it('migrates a fresh database while opening it, with no separate step', () => {
+      expect(store.migrationsApplied).toEqual(Object.keys(MIGRATIONS));
+    });
+
+    it('applies no migration when opened again, and keeps the data', async () => {
+      const key = await store.keys.create(keyRecord());
+      await store.meta.set('contract.reopen', 'kept');
+      const again = await openOther();
+      expect(again.migrationsApplied).toEqual([]);
+      expect(await again.keys.get(key.id)).toEqual(key);
+      expect(await again.meta.get('contract.reopen')).toBe('kept');
+    });
+
+    it('stores a key and reads back every field', async () => {
+      const record = keyRecord(
+        { name: 'all fields', models: ['qwen-7b', 'llama-3-8b'], expiresAt: T0 + 86_400_000, note: 'for the CI', limits: { rpm: 60, tpm: 100_000, concurrent: 2 } },
+        { lastUsedAt: T0 + 5, revokedAt: T0 + 7 },
+      );
+      expect(await store.keys.create(record)).toEqual(record);
+      expect(await store.keys.get(record.id)).toEqual(record);
+    });
+
+    it('reads back a key whose optional fields are all empty', async () => {
+      const record = keyRecord({ name: 'bare' });
+      await store.keys.create(record);
+      expect(await store.keys.get(record.id)).toEqual({
+        ...record,
+        lastUsedAt: null,
+        expiresAt: null,
+        revokedAt: null,
+        models: [],
+        note: '',
+        limits: { rpm: null, tpm: null, concurrent: null },
+      });
+    });
+
+    it('keeps timestamps beyond 32 bits exactly', async () => {
+      const far = Date.UTC(2200, 0, 1, 12, 34, 56, 789);
+      const record = keyRecord({ expiresAt: far }, {}, far - 1);
+      await store.keys.create(record);
+      const back = await store.keys.get(record.id);
+      expect(back?.createdAt).toBe(far - 1);
+      expect(back?.expiresAt).toBe(far);
+    });
+
+    it('returns undefined for an unknown id', async () => {
+      expect(await store.keys.get('key_doesnotexist')).toBeUndefined();
+    });
+
+    it('lists keys oldest first', async () => {
+      const b = await store.keys.create(keyRecord({ name: 'b' }, {}, T0 + 2));
+      const a = await store.keys.create(keyRecord({ name: 'a' }, {}, T0 + 1));
+      const c = await store.keys.create(keyRecord({ name: 'c' }, {}, T0 + 3));
+      expect((await store.keys.list()).map((k) => k.id)).toEqual([a.id, b.id, c.id]);
+    });
+
+    it('refuses a second key with the same hash', async () => {
+      const first = await store.keys.create(keyRecord());
+      await expect(store.keys.create(keyRecord({}, { hash: first.hash }))).rejects.toThrow();
+      expect(await store.keys.count()).toBe(1);
+    });
+
+    it('counts keys, revoked and expired ones included', async () => {
+      expect(await store.keys.count()).toBe(0);
+      await store.keys.create(keyRecord());
+      await store.keys.create(keyRecord({}, { revokedAt: T0 }));
+      await store.keys.create(keyRecord({ expiresAt: T0 - 1 }));
+      expect(await store.keys.count()).toBe(3);
+    });
+
+    describe('findByIdOrPrefix', () => {
+      it('resolves an exact id, a display prefix, and the start of an id or prefix', async () => {
+        const key = await store.keys.create(keyRecord({}, { id: 'key_Abc123def456', prefix: 'sk-Qw3rTy' }));
+        await store.keys.create(keyRecord({}, { id: 'key_Zzz999zzz999', prefix: 'sk-Zzzzzz' }));
+        expect((await store.keys.findByIdOrPrefix('key_Abc123def456'))?.id).toBe(key.id);
+        expect((await store.keys.findByIdOrPrefix('sk-Qw3rTy'))?.id).toBe(key.id);
+        expect((await store.keys.findByIdOrPrefix('sk-Qw3'))?.id).toBe(key.id);
+        expect((await store.keys.findByIdOrPrefix('key_Abc'))?.id).toBe(key.id);
+      });
+
+      it('matches case-sensitively, as keys are base62', async () => {
+        await store.keys.create(keyRecord({}, { prefix: 'sk-AbCdEf' }));
+        expect(await store.keys.findByIdOrPrefix('sk-abcdef')).toBeUndefined();
+        expect(await store.keys.findByIdOrPrefix('sk-ABCDEF')).toBeUndefined();
+      });
+
+      it('treats LIKE wildcards literally', async () => {
+        await store.keys.create(keyRecord({}, { prefix: 'sk-AbCdEf' }));
+        expect(await store.keys.findByIdOrPrefix('sk-%')).toBeUndefined();
+        expect(await store.keys.findByIdOrPrefix('sk-_bCdEf')).toBeUndefined();
+      });
+
+      it('reports an ambiguous reference with every match', async () => {
+        const one = await store.keys.create(keyRecord({ name: 'one' }, { prefix: 'sk-AAAAA1' }));
+        const two = await store.keys.create(keyRecord({ name: 'two' }, { prefix: 'sk-AAAAA2' }));
+        const error = await store.keys.findByIdOrPrefix('sk-AAAAA').catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(AmbiguousKeyReferenceError);
+        expect((error as AmbiguousKeyReferenceError).matches.map((m) => m.id).sort()).toEqual([one.id, two.id].sort());
+        expect((error as Error).message).toContain('matches 2 keys');
+        expect((await store.keys.findByIdOrPrefix('sk-AAAAA2'))?.id).toBe(two.id);
+      });
+
+      it('does not guess from references that are too short or of no known form', async () => {
+        await store.keys.create(keyRecord({}, { id: 'key_Abc123def456', prefix: 'sk-Qw3rTy' }));
+        expect(await store.keys.findByIdOrPrefix('sk-')).toBeUndefined();
+        expect(await store.keys.findByIdOrPrefix('key_')).toBeUndefined();
+        expect(await store.keys.findByIdOrPrefix('Qw3rTy')).toBeUndefined();
+        expect(await store.keys.findByIdOrPrefix('')).toBeUndefined();
+      });
+    });
+
+    describe('update', () => {
+      it('changes only the fields in the patch', async () => {
+        const key = await store.keys.create(
+          keyRecord({ name: 'before', models: ['a'], note: 'n', limits: { rpm: 1, tpm: 2, concurrent: 3 }, expiresAt: T0 + 10 }),
+        );
+        const updated = await store.keys.update(key.id, { name: 'after', limits: { tpm: 20 } });
+        const expected = { ...key, name: 'after', limits: { rpm: 1, tpm: 20, concurrent: 3 } };
+        expect(updated).toEqual(expected);
+        expect(await store.keys.get(key.id)).toEqual(expected);
+      });
+
+      it('sets and clears nullable fields', async () => {
+        const key = await store.keys.create(keyRecord({ expiresAt: T0 + 10, limits: { rpm: 5 } }));
+        await store.keys.update(key.id, { expiresAt: null, revokedAt: T0 + 1, models: ['m1', 'm2'], note: 'x', limits: { rpm: null, concurrent: 4 } });
+        expect(await store.keys.get(key.id)).toEqual({
+          ...key,
+          expiresAt: null,
+          revokedAt: T0 + 1,
+          models: ['m1', 'm2'],
+          note: 'x',
+          limits: { rpm: null, tpm: null, concurrent: 4 },
+        });
+      });
+
+      it('returns undefined for an unknown id, with or without changes', async () => {
+        expect(await store.keys.update('key_unknown', { name: 'x' })).toBeUndefined();
+        expect(await store.keys.update('key_unknown', {})).toBeUndefined();
+      });
+    });
+
+    it('deletes a key once', async () => {
+      const key = await store.keys.create(keyRecord());
+      const other = await store.keys.create(keyRecord());
+      expect(await store.keys.delete(key.id)).toBe(true);
+      expect(await store.keys.delete(key.id)).toBe(false);
+      expect(await store.keys.get(key.id)).toBeUndefined();
+      expect((await store.keys.list()).map((k) => k.id)).toEqual([other.id]);
+    });
+
+    describe('touchLastUsed', () => {
+      it('records last use for many keys in one call', async () => {
+        const keys = await Promise.all(Array.from({ length: 50 }, (_, i) => store.keys.create(keyRecord({ name: `k${i}` }))));
+        const batch = new Map(keys.map((k, i) => [k.id, T0 + 1000 + i]));
+        await store.keys.touchLastUsed(batch);
+        for (const [i, key] of keys.entries()) expect((await store.keys.get(key.id))?.lastUsedAt).toBe(T0 + 1000 + i);
+      });
+
+      it('only moves last use forward, and ignores unknown ids', async () => {
+        const key = await store.keys.create(keyRecord());
+        await store.keys.touchLastUsed(new Map([[key.id, T0 + 500]]));
+        await store.keys.touchLastUsed(new Map([[key.id, T0 + 100], ['key_gone', T0]]));
+        expect((await store.keys.get(key.id))?.lastUsedAt).toBe(T0 + 500);
+        await store.keys.touchLastUsed(new Map());
+        expect((await store.keys.get(key.id))?.lastUsedAt).toBe(T0 + 500);
+      });
+    });
+
+    it('stores, overwrites and deletes meta values', async () => {
+      expect(await store.meta.get('contract.meta')).toBeUndefined();
+      await store.meta.set('contract.meta', 'one');
+      expect(await store.meta.get('contract.meta')).toBe('one');
+      await store.meta.set('contract.meta', 'two');
+      expect(await store.meta.get('contract.meta')).toBe('two');
+      await store.meta.delete('contract.meta');
+      expect(await store.meta.get('contract.meta')).toBeUndefined();
+      await store.meta.delete('contract.meta');
+    });
+
+    it('deletes a meta value only while it still holds the expected value, once', async () => {
+      await store.meta.set('contract.once', 'v1');
+      expect(await store.meta.deleteIfEquals('contract.once', 'v0')).toBe(false);
+      expect(await store.meta.get('contract.once')).toBe('v1');
+      const other = await openOther();
+      const results = await Promise.all([store.meta.deleteIfEquals('contract.once', 'v1'), other.meta.deleteIfEquals('contract.once', 'v1')]);
+      expect(results.sort()).toEqual([false, true]);
+      expect(await store.meta.get('contract.once')).toBeUndefined();
+      expect(await store.meta.deleteIfEquals('contract.missing', 'v1')).toBe(false);
+    });
+
+    describe('admin sessions', () => {
+      it('stores a session and finds it by token hash with every field, from another connection too', async () => {
+        const far = Date.UTC(2200, 0, 1);
+        const record = sessionRecord({ createdAt: far - 10, lastSeenAt: far - 5, expiresAt: far });
+        await store.sessions.create(record);
+        expect(await store.sessions.findByTokenHash(record.tokenHash)).toEqual(record);
+        expect(await (await openOther()).sessions.findByTokenHash(record.tokenHash)).toEqual(record);
+        expect(await store.sessions.findByTokenHash('0'.repeat(64))).toBeUndefined();
+        expect(await store.sessions.count()).toBe(1);
+      });
+
+      it('refuses a second session with the same token hash', async () => {
+        const first = sessionRecord();
+        await store.sessions.create(first);
+        await expect(store.sessions.create(sessionRecord({ tokenHash: first.tokenHash }))).rejects.toThrow();
+        expect(await store.sessions.count()).toBe(1);
+      });
+
+      it('only moves last-seen forward', async () => {
+        const record = sessionRecord({ lastSeenAt: T0 + 100 });
+        await store.sessions.create(record);
+        await store.sessions.touch(record.id, T0 + 500);
+        await store.sessions.touch(record.id, T0 + 200);
+        await store.sessions.touch('ses-unknown', T0 + 900);
+        expect((await store.sessions.findByTokenHash(record.tokenHash))?.lastSeenAt).toBe(T0 + 500);
+      });
+
+      it('deletes one session, or every session but one, or all of them', async () => {
+        const [a, b, c, d] = [sessionRecord(), sessionRecord(), sessionRecord(), sessionRecord()];
+        for (const r of [a, b, c, d]) await store.sessions.create(r);
+        expect(await store.sessions.delete(a.id)).toBe(true);
+        expect(await store.sessions.delete(a.id)).toBe(false);
+        expect(await store.sessions.deleteAllExcept(c.id)).toBe(2);
+        expect(await store.sessions.findByTokenHash(c.tokenHash)).toEqual(c);
+        expect(await store.sessions.findByTokenHash(b.tokenHash)).toBeUndefined();
+        expect(await store.sessions.deleteAllExcept(null)).toBe(1);
+        expect(await store.sessions.count()).toBe(0);
+      });
+
+      it('deletes the sessions past their absolute end or idle too long, and keeps the others', async () => {
+        const now = T0 + 1_000_000;
+        const live = sessionRecord({ lastSeenAt: now - 10, expiresAt: now + 10 });
+        const ended = sessionRecord({ lastSeenAt: now - 10, expiresAt: now });
+        const idle = sessionRecord({ lastSeenAt: now - 5001, expiresAt: now + 10 });
+        for (const r of [live, ended, idle]) await store.sessions.create(r);
+        expect(await store.sessions.deleteExpired(now, now - 5000)).toBe(2);
+        expect(await store.sessions.findByTokenHash(live.tokenHash)).toEqual(live);
+        expect(await store.sessions.count()).toBe(1);
+      });
+    });
+
+    describeUsageContract(() => store, openOther);
+
+    describe('watchKeys', () => {
+      /** Subscribes and waits out any start-up notification, so counts start at zero. */
+      async function watch(target: Store): Promise<{ count: () => number; reset: () => void; stop: () => void }> {
+        let n = 0;
+        const stop = target.watchKeys(() => n++);
+        await sleep(400);
+        n = 0;
+        return { count: () => n, reset: () => (n = 0), stop };
+      }
+
+      it('notices within a second when another connection creates, changes or deletes a key', async () => {
+        const other = await openOther();
+        const watcher = await watch(store);
+        try {
+          const key = await other.keys.create(keyRecord());
+          await waitFor(() => watcher.count() > 0, 1000, 'notification of a create');
+          watcher.reset();
+          await other.keys.update(key.id, { revokedAt: T0 });
+          await waitFor(() => watcher.count() > 0, 1000, 'notification of an update');
+          watcher.reset();
+          await other.keys.delete(key.id);
+          await waitFor(() => watcher.count() > 0, 1000, 'notification of a delete');
+        } finally {
+          watcher.stop();
+        }
+      });
+
+      it("does not report the store's own writes", async () => {
+        const watcher = await watch(store);
+        try {
+          const key = await store.keys.create(keyRecord());
+          await store.keys.update(key.id, { name: 'renamed' });
+          await store.keys.delete(key.id);
+          await sleep(600);
+          expect(watcher.count()).toBe(0);
+        } finally {
+          watcher.stop();
+        }
+      });
+
+      it('stops notifying after unsubscribing', async () => {
+        const other = await openOther();
+        const watcher = await watch(store);
+        watcher.stop();
+        await other.keys.create(keyRecord());
+        await sleep(600);
+        expect(watcher.count()).toBe(0);
+      });
+    });
+
+    it('closes idempotently', async () => {
+      const extra = await open();
+      await extra.close();
+      await extra.close();
+    });
+  });
+}
