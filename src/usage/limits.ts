@@ -1,0 +1,243 @@
+/**
+ * Per-key limits: requests per minute, tokens per minute, requests in flight. The `keyLimits`
+ * step decides before anything is forwarded (right after `clientAuth`, before the body is read),
+ * and answers 429 with `Retry-After` in the caller's wire format.
+ *
+ * Algorithm (every kind): a SLIDING window of the last 60 s, kept as a log of timestamps.
+ * - RPM: the calls accepted in (now - 60 s, now]. The call that would be the N+1st in any 60 s
+ *   window is refused; `Retry-After` is when the oldest counted call leaves the window. Exact,
+ *   with no burst at window edges (a fixed window allows 2N around a boundary). Refused calls
+ *   do not count.
+ * - TPM: tokens of calls that FINISHED in the last 60 s (the recorder adds them when a call
+ *   ends; a call's own tokens are unknown until then). A call is refused while the window holds
+ *   >= N tokens; one call may therefore overshoot, and the next waits until enough tokens age out.
+ * - Concurrency: calls in flight; the slot is released when the exchange closes (`ctx.onDone`),
+ *   however it ended. `Retry-After: 1` (no way to know when a call in flight ends).
+ *
+ * `LimitStore` has two implementations: `MemoryLimitStore`, per process (each replica counts
+ * its own calls), and `RedisLimitStore` (`redis-limit-store.ts`, with `GATEHOUSE_REDIS_URL`),
+ * shared by every replica through atomic Lua scripts, falling back to a `MemoryLimitStore`
+ * while Redis is unreachable.
+ */
+import { GatewayError } from '../http/errors.js';
+import type { ProxyStep } from '../http/proxy-route.js';
+import type { KeyLimits } from '../store/store.js';
+
+export const LIMIT_WINDOW_MS = 60_000;
+
+export type LimitKind = 'rpm' | 'tpm' | 'concurrent';
+
+export type LimitDecision =
+  /**
+   * `slot`: a concurrency slot was taken and must be released, passing `lease` back (the store's
+   * handle on that slot, when it needs one).
+   */
+  | { allowed: true; slot: boolean; lease?: string }
+  | { allowed: false; limit: LimitKind; max: number; retryAfterMs: number };
+
+/** Where limits are counted right now, for the admin API (`GET /api/limits`) and the log. */
+export interface LimitsStatus {
+  /** `shared`: by every replica together (Redis); `replica`: by this process alone. */
+  scope: 'replica' | 'shared';
+  /** `off`: no `GATEHOUSE_REDIS_URL`; `unavailable`: set, but Redis cannot be used now. */
+  redis: 'off' | 'connected' | 'unavailable';
+  /** Wall-clock ms since Redis has been unavailable (null when it is not, or never connected yet). */
+  unavailableSince: number | null;
+}
+
+export interface LimitStore {
+  /**
+   * Checks every limit of the key and, when all pass, counts the call (and takes a concurrency
+   * slot when the key has that limit), atomically.
+   */
+  acquire(keyId: string, limits: KeyLimits): LimitDecision | Promise<LimitDecision>;
+  /** Gives back the concurrency slot of a call that `acquire` gave one, with its `lease`. */
+  release(keyId: string, lease?: string): void | Promise<void>;
+  /** Adds the tokens of a finished call to the key's TPM window. */
+  addTokens(keyId: string, tokens: number): void | Promise<void>;
+  status(): LimitsStatus;
+  close(): void | Promise<void>;
+}
+
+/** A queue of numbers that drops from the front without shifting the whole array each time. */
+class TimeLog {
+  #items: number[] = [];
+  #head = 0;
+
+  get length(): number {
+    return this.#items.length - this.#head;
+  }
+
+  at(i: number): number {
+    return this.#items[this.#head + i]!;
+  }
+
+  push(value: number): void {
+    this.#items.push(value);
+  }
+
+  shift(): void {
+    this.#head++;
+    if (this.#head > 1024 && this.#head * 2 > this.#items.length) {
+      this.#items = this.#items.slice(this.#head);
+      this.#head = 0;
+    }
+  }
+}
+
+interface KeyWindow {
+  requests: TimeLog;
+  tokenTimes: TimeLog;
+  tokenAmounts: TimeLog;
+  tokenSum: number;
+  inFlight: number;
+}
+
+export interface MemoryLimitStoreOptions {
+  /** Monotonic milliseconds (tests move it). Default `performance.now`. */
+  now?: () => number;
+}
+
+export class MemoryLimitStore implements LimitStore {
+  readonly #now: () => number;
+  readonly #windows = new Map<string, KeyWindow>();
+  readonly #sweeper: NodeJS.Timeout;
+
+  constructor(options: MemoryLimitStoreOptions = {}) {
+    this.#now = options.now ?? (() => performance.now());
+    // Forget keys that went quiet, so the map holds only active keys.
+    this.#sweeper = setInterval(() => this.#sweep(), LIMIT_WINDOW_MS);
+    this.#sweeper.unref();
+  }
+
+  acquire(keyId: string, limits: KeyLimits): LimitDecision {
+    const now = this.#now();
+    const w = this.#window(keyId);
+    if (limits.concurrent !== null && w.inFlight >= limits.concurrent) {
+      return { allowed: false, limit: 'concurrent', max: limits.concurrent, retryAfterMs: 1000 };
+    }
+    if (limits.rpm !== null) {
+      expire(w, now);
+      if (w.requests.length >= limits.rpm) {
+        // The call becomes allowed when enough of the oldest counted calls have left the window.
+        const oldestThatMustLeave = w.requests.at(w.requests.length - limits.rpm);
+        return { allowed: false, limit: 'rpm', max: limits.rpm, retryAfterMs: oldestThatMustLeave + LIMIT_WINDOW_MS - now };
+      }
+    }
+    if (limits.tpm !== null) {
+      expire(w, now);
+      if (w.tokenSum >= limits.tpm) {
+        let remaining = w.tokenSum;
+        let i = 0;
+        while (i < w.tokenTimes.length - 1 && remaining - w.tokenAmounts.at(i) >= limits.tpm) remaining -= w.tokenAmounts.at(i++);
+        return { allowed: false, limit: 'tpm', max: limits.tpm, retryAfterMs: w.tokenTimes.at(i) + LIMIT_WINDOW_MS - now };
+      }
+    }
+    if (limits.rpm !== null) w.requests.push(now);
+    if (limits.concurrent !== null) {
+      w.inFlight++;
+      return { allowed: true, slot: true };
+    }
+    return { allowed: true, slot: false };
+  }
+
+  release(keyId: string): void {
+    const w = this.#windows.get(keyId);
+    if (w && w.inFlight > 0) w.inFlight--;
+  }
+
+  /**
+   * Counts a call in the RPM window without checking: the shared store notes here the calls
+   * Redis allowed, so that if Redis goes away this replica's window already holds its own
+   * recent calls (and does not hand out a fresh N at once).
+   */
+  countRequest(keyId: string): void {
+    const now = this.#now();
+    const w = this.#window(keyId);
+    expire(w, now);
+    w.requests.push(now);
+  }
+
+  addTokens(keyId: string, tokens: number): void {
+    if (!(tokens > 0)) return;
+    const now = this.#now();
+    const w = this.#window(keyId);
+    expire(w, now);
+    w.tokenTimes.push(now);
+    w.tokenAmounts.push(tokens);
+    w.tokenSum += tokens;
+  }
+
+  status(): LimitsStatus {
+    return { scope: 'replica', redis: 'off', unavailableSince: null };
+  }
+
+  close(): void {
+    clearInterval(this.#sweeper);
+  }
+
+  #window(keyId: string): KeyWindow {
+    let w = this.#windows.get(keyId);
+    if (!w) {
+      w = { requests: new TimeLog(), tokenTimes: new TimeLog(), tokenAmounts: new TimeLog(), tokenSum: 0, inFlight: 0 };
+      this.#windows.set(keyId, w);
+    }
+    return w;
+  }
+
+  #sweep(): void {
+    const now = this.#now();
+    for (const [keyId, w] of this.#windows) {
+      expire(w, now);
+      if (w.inFlight === 0 && w.requests.length === 0 && w.tokenTimes.length === 0) this.#windows.delete(keyId);
+    }
+  }
+}
+
+/** Drops what is 60 s old or older: a call at t counts in windows ending before t + 60 s. */
+function expire(w: KeyWindow, now: number): void {
+  const cutoff = now - LIMIT_WINDOW_MS;
+  while (w.requests.length > 0 && w.requests.at(0) <= cutoff) w.requests.shift();
+  while (w.tokenTimes.length > 0 && w.tokenTimes.at(0) <= cutoff) {
+    w.tokenSum -= w.tokenAmounts.at(0);
+    w.tokenTimes.shift();
+    w.tokenAmounts.shift();
+  }
+}
+
+const LIMIT_WORDING: Record<LimitKind, (max: number) => string> = {
+  rpm: (max) => `${max} request${max === 1 ? '' : 's'} per minute`,
+  tpm: (max) => `${max} token${max === 1 ? '' : 's'} per minute`,
+  concurrent: (max) => `${max} request${max === 1 ? '' : 's'} at a time`,
+};
+
+/**
+ * `keyLimits`: refuses a call over its key's limits with 429 and `Retry-After` (whole seconds,
+ * at least 1). Open mode and keys without limits pass untouched.
+ */
+export function keyLimits(store: LimitStore, onLimited?: (keyName: string | undefined, limit: LimitKind) => void): ProxyStep {
+  return function keyLimitsStep(ctx) {
+    const caller = ctx.caller;
+    const limits = caller?.limits;
+    const keyId = caller?.keyId;
+    if (!limits || keyId === undefined || (limits.rpm === null && limits.tpm === null && limits.concurrent === null)) return;
+    const apply = (decision: LimitDecision): void => {
+      if (decision.allowed) {
+        if (decision.slot) {
+          const lease = decision.lease;
+          ctx.onDone.push(() => void Promise.resolve(store.release(keyId, lease)).catch(() => {}));
+        }
+        return;
+      }
+      onLimited?.(caller.keyName, decision.limit);
+      const seconds = Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
+      throw new GatewayError('rate_limited', {
+        message: `Rate limit exceeded: this API key allows ${LIMIT_WORDING[decision.limit](decision.max)}. Retry after ${seconds} s.`,
+        headers: { 'retry-after': String(seconds) },
+      });
+    };
+    const decision = store.acquire(keyId, limits);
+    if (decision instanceof Promise) return decision.then(apply);
+    apply(decision);
+  };
+}

@@ -1,0 +1,198 @@
+/**
+ * Prometheus metrics (prom-client), fed by the call recorder as each call ends. Counters live in
+ * this process's memory and only ever grow: they are never computed from the request log (a
+ * prune would make them go down) and never reloaded from it at start (a restart is a counter
+ * reset, which Prometheus' `rate()` expects). A scrape formats what is in memory: no database.
+ *
+ * Cardinality is bounded: at most `maxModels` model labels and `maxKeys` key labels, after which
+ * new values are reported as `other`. A model name only takes a slot with a call that was not
+ * refused as the client's mistake (4xx), so made-up model names cannot use up the slots.
+ */
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { LimitKind } from './limits.js';
+
+export const OTHER_LABEL = 'other';
+/** Label value for calls without a key (open mode) or without a model (e.g. `GET /v1/models`). */
+export const NONE_LABEL = 'none';
+
+/** Distinct label values, capped; never evicts (a counter's series must not disappear). */
+export class LabelCap {
+  readonly #seen = new Set<string>();
+  constructor(readonly max: number) {}
+
+  /** `value` if admitted earlier or now (when `admit` and there is room), else `other`. */
+  label(value: string, admit = true): string {
+    if (this.#seen.has(value)) return value;
+    if (admit && this.#seen.size < this.max) {
+      this.#seen.add(value);
+      return value;
+    }
+    return OTHER_LABEL;
+  }
+}
+
+export interface MetricsOptions {
+  maxModels?: number;
+  maxKeys?: number;
+  /** Node process metrics (CPU, memory, event loop lag, GC). Default true. */
+  processMetrics?: boolean;
+}
+
+/** What a finished call tells the metrics. Times in ms. */
+export interface CallObservation {
+  model: string | undefined;
+  keyName: string | undefined;
+  status: number;
+  durationMs: number;
+  ttfbMs: number | undefined;
+  ttftMs: number | undefined;
+  inputTokens: number | null;
+  outputTokens: number | null;
+  cachedTokens: number | null;
+  errorClass: string | undefined;
+}
+
+interface SeriesChildren {
+  requests: Map<number, { inc(value?: number): void }>;
+  input: { inc(value?: number): void };
+  output: { inc(value?: number): void };
+  cached: { inc(value?: number): void };
+  duration: { observe(value: number): void };
+  ttfb: { observe(value: number): void };
+  ttft: { observe(value: number): void };
+}
+
+/**
+ * A failure of llama-swap or the model server: no answer in time, no connection, a broken
+ * stream, or a 5xx. A 4xx they return (unknown model, bad parameters) is the caller's problem.
+ */
+export function isUpstreamFailure(errorClass: string | undefined, status: number): boolean {
+  if (!errorClass?.startsWith('upstream_')) return false;
+  if (errorClass === 'upstream_status' || errorClass === 'upstream_error') return status >= 500;
+  return true;
+}
+
+const LATENCY_BUCKETS_S = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+
+export class GatewayMetrics {
+  readonly registry = new Registry();
+  readonly #models: LabelCap;
+  readonly #keys: LabelCap;
+  readonly #requests: Counter<'model' | 'key' | 'status'>;
+  readonly #tokens: Counter<'model' | 'key' | 'type'>;
+  readonly #duration: Histogram<'model' | 'key'>;
+  readonly #ttfb: Histogram<'model' | 'key'>;
+  readonly #ttft: Histogram<'model' | 'key'>;
+  readonly #inFlight: Gauge;
+  readonly #upstreamErrors: Counter<'model' | 'class'>;
+  readonly #rateLimited: Counter<'key' | 'limit'>;
+  readonly #dropped: Counter;
+  readonly #written: Counter;
+  readonly #writeFailures: Counter;
+  readonly #series = new Map<string, SeriesChildren>();
+
+  constructor(options: MetricsOptions & { queueLength?: () => number; limitsShared?: () => boolean } = {}) {
+    this.#models = new LabelCap(options.maxModels ?? 100);
+    this.#keys = new LabelCap(options.maxKeys ?? 200);
+    const registers = [this.registry];
+    this.#requests = new Counter({ name: 'gatehouse_requests_total', help: 'Calls to /v1 that ended, by model, key name and HTTP status (499: the client left before a status was sent).', labelNames: ['model', 'key', 'status'], registers });
+    this.#tokens = new Counter({ name: 'gatehouse_tokens_total', help: 'Tokens of calls that ended, by type: input (cached included), output, cached.', labelNames: ['model', 'key', 'type'], registers });
+    this.#duration = new Histogram({ name: 'gatehouse_request_duration_seconds', help: 'Time from the call arriving to the response ending.', labelNames: ['model', 'key'], buckets: LATENCY_BUCKETS_S, registers });
+    this.#ttfb = new Histogram({ name: 'gatehouse_time_to_first_byte_seconds', help: 'Time from the call arriving to the response headers being sent.', labelNames: ['model', 'key'], buckets: LATENCY_BUCKETS_S, registers });
+    this.#ttft = new Histogram({ name: 'gatehouse_time_to_first_token_seconds', help: 'Time from the call arriving to the first generated token (streams) or the first body byte.', labelNames: ['model', 'key'], buckets: LATENCY_BUCKETS_S, registers });
+    this.#inFlight = new Gauge({ name: 'gatehouse_requests_in_flight', help: 'Calls to /v1 not yet ended, streams included.', registers });
+    this.#upstreamErrors = new Counter({ name: 'gatehouse_upstream_errors_total', help: 'Calls that failed because of llama-swap or the model server (timeout, unreachable, broken stream, 5xx), by class (upstream_timeout, upstream_unreachable, upstream_status ...).', labelNames: ['model', 'class'], registers });
+    this.#rateLimited = new Counter({ name: 'gatehouse_rate_limited_total', help: 'Calls refused with 429 by a per-key limit, by key name and limit (rpm, tpm, concurrent).', labelNames: ['key', 'limit'], registers });
+    this.#dropped = new Counter({ name: 'gatehouse_usage_records_dropped_total', help: 'Usage records dropped because the write queue was full (the store was too slow or down).', registers });
+    this.#written = new Counter({ name: 'gatehouse_usage_records_written_total', help: 'Usage records written to the store.', registers });
+    this.#writeFailures = new Counter({ name: 'gatehouse_usage_write_failures_total', help: 'Failed batch writes of usage records (the batch is retried).', registers });
+    const queueLength = options.queueLength;
+    new Gauge({
+      name: 'gatehouse_usage_queue_length',
+      help: 'Usage records waiting to be written.',
+      registers,
+      collect() {
+        this.set(queueLength?.() ?? 0);
+      },
+    });
+    const limitsShared = options.limitsShared;
+    new Gauge({
+      name: 'gatehouse_limits_shared',
+      help: 'Per-key limits are counted in Redis for every replica (1), or by this replica alone (0: GATEHOUSE_REDIS_URL unset, or Redis unreachable).',
+      registers,
+      collect() {
+        this.set(limitsShared?.() ? 1 : 0);
+      },
+    });
+    if (options.processMetrics ?? true) collectDefaultMetrics({ register: this.registry });
+  }
+
+  callStarted(): void {
+    this.#inFlight.inc();
+  }
+
+  callEnded(call: CallObservation): void {
+    this.#inFlight.dec();
+    // A 4xx may carry any made-up model name (404 unknown model): it must not take a slot.
+    const admit = call.status >= 100 && (call.status < 400 || call.status >= 500);
+    const model = call.model === undefined ? NONE_LABEL : this.#models.label(call.model, admit);
+    const key = call.keyName === undefined ? NONE_LABEL : this.#keys.label(call.keyName);
+    const series = this.#seriesOf(model, key);
+    let requests = series.requests.get(call.status);
+    if (!requests) {
+      requests = this.#requests.labels({ model, key, status: String(call.status) });
+      series.requests.set(call.status, requests);
+    }
+    requests.inc();
+    if (call.inputTokens) series.input.inc(call.inputTokens);
+    if (call.outputTokens) series.output.inc(call.outputTokens);
+    if (call.cachedTokens) series.cached.inc(call.cachedTokens);
+    series.duration.observe(call.durationMs / 1000);
+    if (call.ttfbMs !== undefined) series.ttfb.observe(call.ttfbMs / 1000);
+    if (call.ttftMs !== undefined) series.ttft.observe(call.ttftMs / 1000);
+    if (isUpstreamFailure(call.errorClass, call.status)) this.#upstreamErrors.inc({ model, class: call.errorClass! });
+  }
+
+  /**
+   * The label children of one (model, key), looked up once: prom-client hashes a label object
+   * on every `inc`/`observe`, and a call touches up to seven series. Bounded by the label caps.
+   */
+  #seriesOf(model: string, key: string): SeriesChildren {
+    const id = `${model}\u0000${key}`;
+    let series = this.#series.get(id);
+    if (!series) {
+      series = {
+        requests: new Map(),
+        input: this.#tokens.labels({ model, key, type: 'input' }),
+        output: this.#tokens.labels({ model, key, type: 'output' }),
+        cached: this.#tokens.labels({ model, key, type: 'cached' }),
+        duration: this.#duration.labels({ model, key }),
+        ttfb: this.#ttfb.labels({ model, key }),
+        ttft: this.#ttft.labels({ model, key }),
+      };
+      this.#series.set(id, series);
+    }
+    return series;
+  }
+
+  rateLimited(keyName: string | undefined, limit: LimitKind): void {
+    this.#rateLimited.inc({ key: keyName === undefined ? NONE_LABEL : this.#keys.label(keyName), limit });
+  }
+
+  recordsDropped(n: number): void {
+    this.#dropped.inc(n);
+  }
+
+  recordsWritten(n: number): void {
+    this.#written.inc(n);
+  }
+
+  writeFailed(): void {
+    this.#writeFailures.inc();
+  }
+
+  /** The Prometheus text exposition. */
+  async exposition(): Promise<{ contentType: string; body: string }> {
+    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+  }
+}

@@ -1,0 +1,336 @@
+/**
+ * Per-key limits shared by every replica through Redis (`GATEHOUSE_REDIS_URL`): the same three
+ * limits and the same sliding windows as `MemoryLimitStore`, counted in Redis by atomic Lua
+ * scripts (`redis-limit-scripts.ts`), so N replicas together allow a key its limit once, not N
+ * times.
+ *
+ * Redis must never stop traffic, so:
+ * - every command has a short timeout (`commandTimeoutMs`, 100 ms) and none waits for a
+ *   connection (no offline queue, no retries per command): a command fails at once when there
+ *   is no connection, and within the timeout when Redis stops answering;
+ * - a failure trips a breaker: for the next seconds Redis is skipped entirely and calls are
+ *   counted in a per-replica `MemoryLimitStore` (the fallback), while a probe retries in the
+ *   background every `retryMs`; the first answer closes the breaker;
+ * - the outage is logged once (warn) and the recovery once (info).
+ *
+ * The fallback also notes every call Redis allowed (RPM) and every finished call's tokens
+ * (TPM), so when Redis goes away each replica continues from its own share of the window
+ * rather than from zero.
+ *
+ * Concurrency slots are leases: a slot's score is its expiry, renewed every `renewEveryMs`
+ * while the call runs; a replica that crashes stops renewing, and its slots free themselves
+ * within `leaseMs`. A slot taken from the fallback is released there (`lease` undefined).
+ */
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { KeyLimits } from '../store/store.js';
+import { LIMIT_WINDOW_MS, MemoryLimitStore, type LimitDecision, type LimitStore, type LimitsStatus } from './limits.js';
+import { ACQUIRE_LUA, ADD_TOKENS_LUA, limitKeys, parseAcquireReply, RENEW_LUA } from './redis-limit-scripts.js';
+
+export interface RedisLimitStoreOptions {
+  /** `redis://[:password@]host:port[/db]` or `rediss://` (TLS). A secret: never logged. */
+  url: string;
+  /** Prefix of every key, e.g. `gatehouse:` (tests use one per run). */
+  prefix: string;
+  logger: Logger;
+  /** Longest wait for one Redis command. Default 100 ms. */
+  commandTimeoutMs?: number;
+  /** After a failure, Redis is skipped for this long, then probed in the background. Default 2 s. */
+  retryMs?: number;
+  /** How long a concurrency slot lives without renewal (a crashed holder's slots). Default 20 s. */
+  leaseMs?: number;
+  /** How often held slots are renewed. Default a quarter of `leaseMs`. */
+  renewEveryMs?: number;
+  /** How long `ready()` waits for the first connection at start. Default 1 s. */
+  startTimeoutMs?: number;
+  /** Milliseconds for the scripts (tests move time); default Redis's own clock. */
+  now?: () => number;
+}
+
+/** The scripts, as ioredis commands (EVALSHA, falling back to EVAL after a Redis restart). */
+interface LimitCommands {
+  gatehouseAcquire(rpmKey: string, tpmKey: string, slotsKey: string, now: string, windowMs: number, rpm: string, tpm: string, concurrent: string, id: string, leaseMs: number): Promise<unknown>;
+  gatehouseAddTokens(tpmKey: string, now: string, windowMs: number, tokens: number): Promise<unknown>;
+  gatehouseRenew(slotsKey: string, now: string, leaseMs: number, ...ids: string[]): Promise<unknown>;
+}
+
+type State = 'connecting' | 'up' | 'down';
+
+export class RedisLimitStore implements LimitStore {
+  readonly #redis: Redis & LimitCommands;
+  readonly #fallback = new MemoryLimitStore();
+  readonly #prefix: string;
+  readonly #logger: Logger;
+  readonly #where: string;
+  readonly #password: string;
+  readonly #retryMs: number;
+  readonly #timeoutMs: number;
+  readonly #leaseMs: number;
+  readonly #now: (() => number) | undefined;
+  /** Call ids are unique across replicas: this process's random part plus a counter. */
+  readonly #replica = randomBytes(6).toString('base64url');
+  #seq = 0;
+  #state: State = 'connecting';
+  #downSince: number | null = null;
+  #probeTimer: NodeJS.Timeout | undefined;
+  #probing = false;
+  /** The connection's last error (refused, wrong password...), to say why at start. */
+  #lastError: Error | undefined;
+  #closing = false;
+  readonly #renewTimer: NodeJS.Timeout;
+  /** Settles when the first connection succeeded or failed. */
+  readonly #started: Promise<void>;
+  #settleStart: (() => void) | undefined;
+  /** Slots this replica holds in Redis, per key: renewed until released. */
+  readonly #held = new Map<string, Set<string>>();
+
+  constructor(options: RedisLimitStoreOptions) {
+    this.#prefix = options.prefix;
+    this.#logger = options.logger;
+    this.#where = describeRedisUrl(options.url);
+    this.#password = redisPassword(options.url);
+    this.#retryMs = options.retryMs ?? 2000;
+    this.#leaseMs = options.leaseMs ?? 20_000;
+    this.#now = options.now;
+    this.#timeoutMs = options.commandTimeoutMs ?? 100;
+    this.#redis = new Redis(options.url, {
+      // A backstop only (it also bounds the connection's AUTH and ready check): calls use the
+      // short, stall-tolerant timeout of #timed.
+      commandTimeout: Math.max(1000, this.#timeoutMs * 10),
+      connectTimeout: 1000,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      // Reconnect for ever, at most every 2 s; the breaker decides when Redis is used again.
+      retryStrategy: (times) => Math.min(times * 100, 2000),
+      reconnectOnError: null,
+      autoResubscribe: false,
+      connectionName: 'gatehouse-limits',
+    }) as Redis & LimitCommands;
+    this.#redis.defineCommand('gatehouseAcquire', { numberOfKeys: 3, lua: ACQUIRE_LUA });
+    this.#redis.defineCommand('gatehouseAddTokens', { numberOfKeys: 1, lua: ADD_TOKENS_LUA });
+    this.#redis.defineCommand('gatehouseRenew', { numberOfKeys: 1, lua: RENEW_LUA });
+    // Without a listener ioredis prints every connection error to the console; the breaker logs.
+    this.#redis.on('error', (error) => (this.#lastError = error));
+    // While connecting, ioredis retries by itself (a failed ready check, e.g. after a stalled
+    // start, closes and reconnects); the start timer decides when to give up for now.
+    this.#redis.on('close', () => {
+      if (!this.#closing && this.#state === 'up') this.#trip(new Error('connection closed'));
+    });
+    this.#redis.on('ready', () => void this.#probe());
+
+    const startTimeout = options.startTimeoutMs ?? 1000;
+    this.#started = new Promise<void>((resolve) => (this.#settleStart = resolve));
+    const startTimer = setTimeout(() => {
+      if (this.#state === 'connecting') this.#trip(this.#lastError ?? new Error(`no connection within ${startTimeout} ms`));
+    }, startTimeout);
+    startTimer.unref();
+    void this.#started.then(() => clearTimeout(startTimer));
+    const renewEvery = options.renewEveryMs ?? Math.floor(this.#leaseMs / 4);
+    this.#renewTimer = setInterval(() => void this.#renew(), renewEvery);
+    this.#renewTimer.unref();
+  }
+
+  /** Resolves once connected, or once `startTimeoutMs` has passed (then limits are per replica until Redis answers). */
+  ready(): Promise<void> {
+    return this.#started;
+  }
+
+  acquire(keyId: string, limits: KeyLimits): LimitDecision | Promise<LimitDecision> {
+    if (this.#state !== 'up') return this.#fallback.acquire(keyId, limits);
+    return this.#acquireShared(keyId, limits);
+  }
+
+  async #acquireShared(keyId: string, limits: KeyLimits): Promise<LimitDecision> {
+    const keys = limitKeys(this.#prefix, keyId);
+    const id = `${this.#replica}:${(++this.#seq).toString(36)}`;
+    let reply;
+    try {
+      reply = parseAcquireReply(
+        await this.#timed(this.#redis.gatehouseAcquire(keys.rpm, keys.tpm, keys.slots, this.#nowArg(), LIMIT_WINDOW_MS, optional(limits.rpm), optional(limits.tpm), optional(limits.concurrent), id, this.#leaseMs)),
+      );
+    } catch (error) {
+      this.#trip(error);
+      return this.#fallback.acquire(keyId, limits);
+    }
+    if (reply[0] === 0) return { allowed: false, limit: reply[1], max: reply[2], retryAfterMs: reply[3] };
+    if (limits.rpm !== null) this.#fallback.countRequest(keyId);
+    if (reply[1] === 0) return { allowed: true, slot: false };
+    let held = this.#held.get(keyId);
+    if (!held) this.#held.set(keyId, (held = new Set()));
+    held.add(id);
+    return { allowed: true, slot: true, lease: id };
+  }
+
+  async release(keyId: string, lease?: string): Promise<void> {
+    if (lease === undefined) return this.#fallback.release(keyId);
+    const held = this.#held.get(keyId);
+    held?.delete(lease);
+    if (held?.size === 0) this.#held.delete(keyId);
+    // While Redis is skipped the slot is left to expire: it is no longer renewed.
+    if (this.#state !== 'up') return;
+    try {
+      await this.#timed(this.#redis.zrem(limitKeys(this.#prefix, keyId).slots, lease));
+    } catch (error) {
+      this.#trip(error);
+    }
+  }
+
+  async addTokens(keyId: string, tokens: number): Promise<void> {
+    const whole = Math.round(tokens);
+    if (!(whole > 0)) return;
+    this.#fallback.addTokens(keyId, whole);
+    if (this.#state !== 'up') return;
+    try {
+      await this.#timed(this.#redis.gatehouseAddTokens(limitKeys(this.#prefix, keyId).tpm, this.#nowArg(), LIMIT_WINDOW_MS, whole));
+    } catch (error) {
+      this.#trip(error);
+    }
+  }
+
+  status(): LimitsStatus {
+    const up = this.#state === 'up';
+    return { scope: up ? 'shared' : 'replica', redis: up ? 'connected' : 'unavailable', unavailableSince: up ? null : this.#downSince };
+  }
+
+  async close(): Promise<void> {
+    this.#closing = true;
+    this.#settleStart?.();
+    clearInterval(this.#renewTimer);
+    clearTimeout(this.#probeTimer);
+    this.#fallback.close();
+    if (this.#redis.status === 'ready') {
+      // QUIT goes after the releases already sent on this connection.
+      await Promise.race([this.#redis.quit().catch(() => {}), new Promise((r) => setTimeout(r, 500).unref())]);
+    }
+    this.#redis.disconnect();
+  }
+
+  /**
+   * `work`, or a "Command timed out" rejection after `commandTimeoutMs`. Timers run before I/O
+   * in each turn of the event loop, so after the loop stalled (GC, a busy start) a reply may be
+   * waiting unread when the timer fires: the timeout waits for that turn's I/O (setImmediate)
+   * before it counts, so a slow process is not taken for a slow Redis.
+   */
+  #timed<T>(work: Promise<T>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      let settled = false;
+      const timer = setTimeout(() => {
+        setImmediate(() => {
+          if (settled) return;
+          settled = true;
+          reject(new Error('Command timed out'));
+        });
+      }, this.#timeoutMs);
+      work.then(
+        (value) => {
+          if (settled) return;
+          settled = true;
+          clearTimeout(timer);
+          resolve(value);
+        },
+        (error: unknown) => {
+          if (settled) return;
+          settled = true;
+          clearTimeout(timer);
+          reject(error instanceof Error ? error : new Error(String(error)));
+        },
+      );
+    });
+  }
+
+  #nowArg(): string {
+    return this.#now ? String(Math.floor(this.#now())) : '';
+  }
+
+  async #renew(): Promise<void> {
+    if (this.#state !== 'up' || this.#held.size === 0) return;
+    try {
+      await Promise.all([...this.#held].map(([keyId, ids]) => this.#timed(this.#redis.gatehouseRenew(limitKeys(this.#prefix, keyId).slots, this.#nowArg(), this.#leaseMs, ...ids))));
+    } catch (error) {
+      this.#trip(error);
+    }
+  }
+
+  /** Redis failed: skip it from now on, say so once, and start probing in the background. */
+  #trip(error: unknown): void {
+    if (this.#closing) return;
+    if (this.#state !== 'down') {
+      const atStart = this.#state === 'connecting';
+      this.#state = 'down';
+      this.#downSince = Date.now();
+      this.#settleStart?.();
+      this.#logger.warn(
+        { limits: 'replica', redis: this.#where, error: this.#scrub(error) },
+        atStart
+          ? `Redis at ${this.#where} is unreachable at start (${this.#scrub(error)}): per-key limits are counted per replica until it answers; retrying every ${this.#retryMs / 1000} s.`
+          : `Redis at ${this.#where} is unreachable (${this.#scrub(error)}): per-key limits are counted per replica until it is back; retrying every ${this.#retryMs / 1000} s.`,
+      );
+    }
+    this.#scheduleProbe();
+  }
+
+  #scheduleProbe(): void {
+    if (this.#probeTimer !== undefined || this.#closing) return;
+    this.#probeTimer = setTimeout(() => {
+      this.#probeTimer = undefined;
+      void this.#probe();
+    }, this.#retryMs);
+    this.#probeTimer.unref();
+  }
+
+  /** One PING; an answer closes the breaker. Runs in the background, never on a call's path. */
+  async #probe(): Promise<void> {
+    if (this.#state === 'up' || this.#probing || this.#closing) return;
+    this.#probing = true;
+    try {
+      await this.#timed(this.#redis.ping());
+    } catch {
+      this.#probing = false;
+      if (this.#state === 'connecting') return; // the start timer decides
+      this.#scheduleProbe();
+      return;
+    }
+    this.#probing = false;
+    if (this.#closing) return;
+    const wasDown = this.#state === 'down';
+    const downForMs = this.#downSince === null ? 0 : Date.now() - this.#downSince;
+    this.#state = 'up';
+    this.#downSince = null;
+    this.#settleStart?.();
+    if (wasDown) {
+      this.#logger.info({ limits: 'shared', redis: this.#where, down_ms: downForMs }, `Redis at ${this.#where} is back: per-key limits are shared by every replica again.`);
+    } else {
+      this.#logger.info({ limits: 'shared', redis: this.#where, prefix: this.#prefix }, `Limits: per-key limits are shared by every replica through Redis at ${this.#where} (key prefix ${this.#prefix}).`);
+    }
+  }
+
+  /** An error's message, with the password taken out should a driver ever echo it. */
+  #scrub(error: unknown): string {
+    const message = error instanceof Error ? error.message : String(error);
+    return this.#password ? message.split(this.#password).join('[REDACTED]') : message;
+  }
+}
+
+function optional(limit: number | null): string {
+  return limit === null ? '' : String(limit);
+}
+
+/** `redis://host:6379/0`: where, never who (no user, no password). */
+export function describeRedisUrl(url: string): string {
+  try {
+    const parsed = new URL(url);
+    const db = parsed.pathname.replace(/^\//, '') || '0';
+    return `${parsed.protocol}//${parsed.hostname}:${parsed.port || '6379'}/${db}`;
+  } catch {
+    return 'redis://(unparseable URL)';
+  }
+}
+
+function redisPassword(url: string): string {
+  try {
+    return decodeURIComponent(new URL(url).password);
+  } catch {
+    return '';
+  }
+}

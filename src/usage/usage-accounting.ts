@@ -1,0 +1,125 @@
+/**
+ * The usage subsystem, wired once per app: the response tap, the call recorder, the write
+ * queue, retention, per-key limits and the metrics registry. `buildApp` creates it from the
+ * settings and the store; the route table takes its steps, tap and start hook.
+ */
+import type { Logger } from 'pino';
+import type { ProxyStep } from '../http/proxy-route.js';
+import type { ProxyContext } from '../proxy/context.js';
+import type { TapFactory } from '../proxy/forward.js';
+import type { Settings } from '../settings.js';
+import type { Store } from '../store/store.js';
+import { captureRequestBody } from './body-capture.js';
+import { createCallRecorder } from './call-recorder.js';
+import { keyLimits, MemoryLimitStore, type LimitStore } from './limits.js';
+import { RedisLimitStore } from './redis-limit-store.js';
+import { GatewayMetrics, type MetricsOptions } from './metrics.js';
+import { UsageRetention, type RetentionOptions } from './retention.js';
+import { usageSummary, type SummaryGroupBy, type SummaryRange, type UsageSummary } from './summary.js';
+import { createUsageTap } from './usage-tap.js';
+import { UsageWriter, type UsageWriterOptions } from './usage-writer.js';
+
+export type UsageSettings = Pick<Settings, 'usageRecording' | 'usageRetentionMs' | 'usageCaptureBytes'> & Partial<Pick<Settings, 'redisUrl' | 'redisPrefix'>>;
+
+export interface UsageAccountingOptions {
+  settings: UsageSettings;
+  /** Without a store nothing is written (metrics and limits still work). */
+  store: Store | undefined;
+  logger: Logger;
+  /** Default: `RedisLimitStore` (shared) with `settings.redisUrl`, else `MemoryLimitStore` (per process). */
+  limits?: LimitStore;
+  metrics?: MetricsOptions;
+  writer?: Omit<UsageWriterOptions, 'onWritten' | 'onDropped' | 'onError'>;
+  retention?: Omit<RetentionOptions, 'retentionMs' | 'onError'>;
+  /** Wall clock (record times, summaries). Default `Date.now`. */
+  now?: () => number;
+}
+
+export interface UsageAccounting {
+  readonly metrics: GatewayMetrics;
+  readonly limits: LimitStore;
+  /** Whether usage records are written (`GATEHOUSE_USAGE_RECORDING` and a store). */
+  readonly recording: boolean;
+  /** `keyLimits`, for the `/v1` chain right after `clientAuth`. */
+  readonly limitStep: ProxyStep;
+  /** `captureRequestBody`, after `readModel`, when body capture is on. */
+  readonly captureStep: ProxyStep | undefined;
+  /** The response tap; undefined when recording is off. */
+  readonly tap: TapFactory | undefined;
+  readonly onStart: (ctx: ProxyContext) => void;
+  summary(range: SummaryRange, groupBy: SummaryGroupBy | null): Promise<UsageSummary>;
+  /** Resolves once the limit store is usable: Redis connected, or given up on for now (at most ~1 s). */
+  ready(): Promise<void>;
+  /** Writes the queued records now. */
+  flush(): Promise<void>;
+  /** One retention pass now; resolves with the rows deleted. */
+  prune(): Promise<number>;
+  /** Writes what is queued and stops the timers. Call before closing the store. */
+  close(): Promise<void>;
+}
+
+export function createUsageAccounting(options: UsageAccountingOptions): UsageAccounting {
+  const { settings, store, logger } = options;
+  const now = options.now ?? Date.now;
+  const recording = settings.usageRecording && store !== undefined;
+  const report = throttledErrorLog(logger);
+
+  let writer: UsageWriter | undefined;
+  const redisLimits = options.limits === undefined && settings.redisUrl !== undefined
+    ? new RedisLimitStore({ url: settings.redisUrl, prefix: settings.redisPrefix ?? 'gatehouse:', logger })
+    : undefined;
+  const limits = options.limits ?? redisLimits ?? new MemoryLimitStore();
+  const metrics = new GatewayMetrics({ ...options.metrics, queueLength: () => writer?.queued ?? 0, limitsShared: () => limits.status().scope === 'shared' });
+  if (recording) {
+    writer = new UsageWriter(store.usage, {
+      ...options.writer,
+      onWritten: (n) => metrics.recordsWritten(n),
+      onDropped: (n) => metrics.recordsDropped(n),
+      onError: (error) => {
+        metrics.writeFailed();
+        report(error, 'writing usage records failed; the batch is kept and retried');
+      },
+    });
+  }
+  const retention = store
+    ? new UsageRetention(store.usage, { ...options.retention, now, retentionMs: settings.usageRetentionMs, onError: (error) => report(error, 'pruning old usage records failed') })
+    : undefined;
+  const capture = recording && settings.usageCaptureBytes > 0;
+
+  return {
+    metrics,
+    limits,
+    recording,
+    limitStep: keyLimits(limits, (keyName, limit) => metrics.rateLimited(keyName, limit)),
+    captureStep: capture ? captureRequestBody(settings.usageCaptureBytes) : undefined,
+    tap: recording ? createUsageTap({ captureBytes: capture ? settings.usageCaptureBytes : 0 }) : undefined,
+    onStart: createCallRecorder({ metrics, limits, writer, now, onError: (error) => report(error, 'counting tokens for the TPM limit failed') }),
+    summary(range, groupBy) {
+      if (!store) throw new Error('usage summary needs a store');
+      return usageSummary(store, range, groupBy, now());
+    },
+    ready: () => redisLimits?.ready() ?? Promise.resolve(),
+    flush: () => writer?.flush() ?? Promise.resolve(),
+    prune: () => retention?.prune() ?? Promise.resolve(0),
+    async close() {
+      await retention?.close();
+      await writer?.close();
+      await limits.close();
+    },
+  };
+}
+
+/** One log line per kind of failure at most every 10 s, with how many were folded into it. */
+function throttledErrorLog(logger: Logger): (error: unknown, message: string) => void {
+  const last = new Map<string, { at: number; suppressed: number }>();
+  return (error, message) => {
+    const at = Date.now();
+    const entry = last.get(message);
+    if (entry && at - entry.at < 10_000) {
+      entry.suppressed++;
+      return;
+    }
+    logger.error({ err: error, suppressed: entry?.suppressed ?? 0 }, message);
+    last.set(message, { at, suppressed: 0 });
+  };
+}

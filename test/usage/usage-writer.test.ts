@@ -1,0 +1,76 @@
+/**
+ * The usage write queue on its own: batches, retries what the store could not take, drops and
+ * counts what it must, and never blocks on a batch the database refuses for its content.
+ */
+import { describe, expect, it } from 'vitest';
+import type { UsageRecord, UsageStore } from '../../src/store/store.js';
+import { isPermanent, newUsageId, UsageWriter } from '../../src/usage/usage-writer.js';
+import { usageRecord } from '../store/usage-contract.js';
+
+function fakeStore(fail: () => Error | undefined): { store: UsageStore; written: UsageRecord[]; batches: number[] } {
+  const written: UsageRecord[] = [];
+  const batches: number[] = [];
+  const store = {
+    async append(records: readonly UsageRecord[]) {
+      const error = fail();
+      if (error) throw error;
+      batches.push(records.length);
+      written.push(...records);
+    },
+  } as unknown as UsageStore;
+  return { store, written, batches };
+}
+
+describe('usage writer', () => {
+  it('writes in batches of at most batchSize, in arrival order', async () => {
+    const { store, written, batches } = fakeStore(() => undefined);
+    const writer = new UsageWriter(store, { batchSize: 3, flushIntervalMs: 60_000 });
+    const records = Array.from({ length: 7 }, (_, i) => usageRecord({ at: i }));
+    for (const r of records) writer.push(r);
+    await writer.flush();
+    expect(batches).toEqual([3, 3, 1]);
+    expect(written.map((r) => r.id)).toEqual(records.map((r) => r.id));
+    await writer.close();
+  });
+
+  it('keeps a batch the store failed to take (busy) and writes it on the next try', async () => {
+    let failing = true;
+    const dropped: number[] = [];
+    const { store, written } = fakeStore(() => (failing ? Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' }) : undefined));
+    const writer = new UsageWriter(store, { flushIntervalMs: 60_000, onDropped: (n) => dropped.push(n) });
+    writer.push(usageRecord());
+    writer.push(usageRecord());
+    await writer.flush();
+    expect(writer.queued).toBe(2);
+    failing = false;
+    await writer.flush();
+    expect(written).toHaveLength(2);
+    expect(dropped).toEqual([]);
+    await writer.close();
+  });
+
+  it('drops and counts a batch the database refuses for its content, instead of retrying it for ever', async () => {
+    let calls = 0;
+    const dropped: number[] = [];
+    const { store, written } = fakeStore(() => (calls++ === 0 ? Object.assign(new Error('UNIQUE constraint failed'), { code: 'SQLITE_CONSTRAINT_PRIMARYKEY' }) : undefined));
+    const writer = new UsageWriter(store, { batchSize: 2, flushIntervalMs: 60_000, onDropped: (n) => dropped.push(n) });
+    for (let i = 0; i < 3; i++) writer.push(usageRecord());
+    await writer.flush();
+    expect(dropped).toEqual([2]);
+    expect(written).toHaveLength(1);
+    expect(writer.queued).toBe(0);
+    await writer.close();
+  });
+
+  it('classifies permanent and transient failures of both engines', () => {
+    for (const code of ['SQLITE_CONSTRAINT_UNIQUE', 'SQLITE_TOOBIG', '23505', '22003', '42P01']) expect(isPermanent({ code }), code).toBe(true);
+    for (const code of ['SQLITE_BUSY', 'SQLITE_IOERR', 'ECONNREFUSED', '57P01', '08006']) expect(isPermanent({ code }), code).toBe(false);
+    expect(isPermanent(new Error('no code'))).toBe(false);
+  });
+
+  it('makes unique ids that sort like the time they carry', () => {
+    const ids = [newUsageId(2000), newUsageId(1000), newUsageId(1000), newUsageId(30_000_000_000_000)];
+    expect(new Set(ids).size).toBe(4);
+    expect([...ids].sort()).toEqual([ids[1], ids[2], ids[0], ids[3]]);
+  });
+});
