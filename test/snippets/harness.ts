@@ -1,0 +1,166 @@
+/**
+ * What the snippet tests share: a real gateway in front of the llama-swap simulator, once
+ * protected by a key created through the admin API and once in open mode; running programs
+ * (curl, bash, node, python3) with a bounded time; and the requests a configured client makes.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { expect } from 'vitest';
+import { completionText, DEMO_CONFIG, startSimulator, type Simulator } from '../fakes/llama-swap/index.js';
+import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { json, rawRequest } from '../helpers/http.js';
+import { REPO_ROOT } from '../helpers/process.js';
+import { createLlamaSwapClient } from '../../src/upstream/llama-swap-client.js';
+import type { SnippetContext, SnippetKey } from '../../src/snippets/index.js';
+
+export const MODEL = 'qwen3-8b';
+export const EMBEDDING_MODEL = 'nomic-embed';
+export const TOKENS = 6;
+/** What the simulator answers for MODEL: every snippet that prints the answer prints this. */
+export const ANSWER = completionText(MODEL, TOKENS);
+const ADMIN = 'snippets-admin-token';
+
+export interface LiveGateways {
+  sim: Simulator;
+  /** Has one key: `secret`. */
+  protectedGateway: TestGateway;
+  /** Has no key, so it accepts any or none. */
+  openGateway: TestGateway;
+  secret: string;
+  close(): Promise<void>;
+}
+
+export async function startLiveGateways(): Promise<LiveGateways> {
+  const sim = await startSimulator({ config: DEMO_CONFIG as Record<string, unknown>, knobs: { tokens: TOKENS } });
+  const upstream = createLlamaSwapClient({ baseUrl: new URL(sim.url) });
+  const start = () => startTestGateway(sim.url, { adminToken: ADMIN }, { listModels: () => upstream.models() }, { withStore: true });
+  const [protectedGateway, openGateway] = await Promise.all([start(), start()]);
+  const res = await rawRequest(`${protectedGateway.url}/api/keys`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'endpoints-page' }),
+  });
+  expect(res.status, res.body.toString()).toBe(201);
+  const secret = (json(res.body) as { secret: string }).secret;
+  return {
+    sim,
+    protectedGateway,
+    openGateway,
+    secret,
+    async close() {
+      await Promise.all([protectedGateway.close(), openGateway.close()]);
+      await upstream.close();
+      await sim.close();
+    },
+  };
+}
+
+/** The context for a gateway: with the real key when it is protected, key kind none when open. */
+export function liveContext(live: LiveGateways, mode: 'protected' | 'open', extra: Partial<SnippetContext> = {}): SnippetContext {
+  const key: SnippetKey = mode === 'protected' ? { kind: 'secret', value: live.secret } : { kind: 'none' };
+  const gateway = mode === 'protected' ? live.protectedGateway : live.openGateway;
+  return { origin: gateway.url, model: MODEL, embeddingModel: EMBEDDING_MODEL, key, ...extra };
+}
+
+/** Fails loudly when a program the tests run is missing: these tests never skip. */
+export function requireProgram(name: string): void {
+  const found = spawnSync('sh', ['-c', `command -v ${name}`], { encoding: 'utf8' });
+  if (found.status !== 0) throw new Error(`${name} is required by the snippet tests and was not found on PATH`);
+}
+
+/** A fresh scratch directory inside the repo (test-results is git-ignored), so Node resolves node_modules. */
+export function scratchDir(name: string): string {
+  const dir = join(REPO_ROOT, 'test-results', 'snippets', name);
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  return dir;
+}
+
+export interface RunResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a program to completion with only the given environment; killed after `timeoutMs`. */
+export function run(command: string, args: string[], options: { env: Record<string, string>; cwd?: string; timeoutMs?: number }): Promise<RunResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { cwd: options.cwd ?? REPO_ROOT, env: options.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
+    const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 10_000);
+    child.once('error', (error) => {
+      clearTimeout(timer);
+      reject(error);
+    });
+    child.once('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** Runs snippet text exactly as a user pastes it into bash. */
+export function runBash(text: string, env: Record<string, string>, cwd?: string): Promise<RunResult> {
+  return run('bash', ['-c', text], { env, ...(cwd === undefined ? {} : { cwd }) });
+}
+
+/** A minimal environment, so nothing from the test runner's shell leaks into a client. */
+export function cleanEnv(home: string, extra: Record<string, string> = {}): Record<string, string> {
+  return { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, LANG: 'C.UTF-8', ...extra };
+}
+
+// --- The requests a configured client makes, from the values a snippet gave it. ---
+
+const bearer = (key: string | undefined): Record<string, string> => (key === undefined ? {} : { authorization: `Bearer ${key}` });
+
+async function post(url: string, headers: Record<string, string>, body: unknown): Promise<{ status: number; text: string }> {
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  return { status: res.status, text: await res.text() };
+}
+
+/** OpenAI client: POST {base}/chat/completions with Bearer; expects the simulator's answer. */
+export async function expectOpenaiChat(baseUrl: string, key: string | undefined, model: string, options: { stream?: boolean } = {}): Promise<void> {
+  const res = await post(`${baseUrl}/chat/completions`, bearer(key), { model, stream: options.stream ?? false, messages: [{ role: 'user', content: 'Hello!' }] });
+  expect(res.status, res.text).toBe(200);
+  if (options.stream) expect(res.text.endsWith('data: [DONE]\n\n')).toBe(true);
+  else expect((JSON.parse(res.text) as { choices: Array<{ message: { content: string } }> }).choices[0]?.message.content).toBe(ANSWER);
+}
+
+/** Anthropic client: POST {base}/v1/messages, as Claude Code (`?beta=true`, Bearer) or an SDK (x-api-key). */
+export async function expectAnthropicMessage(baseUrl: string, key: string, model: string, via: 'bearer' | 'x-api-key'): Promise<void> {
+  const headers = { 'anthropic-version': '2023-06-01', ...(via === 'bearer' ? bearer(key) : { 'x-api-key': key }) };
+  const url = via === 'bearer' ? `${baseUrl}/v1/messages?beta=true` : `${baseUrl}/v1/messages`;
+  const res = await post(url, headers, { model, max_tokens: 64, messages: [{ role: 'user', content: 'Hello!' }] });
+  expect(res.status, res.text).toBe(200);
+  expect(JSON.parse(res.text)).toMatchObject({ type: 'message', content: [{ type: 'text', text: ANSWER }] });
+}
+
+/** Codex: POST {base}/responses with Bearer. */
+export async function expectResponses(baseUrl: string, key: string, model: string): Promise<void> {
+  const res = await post(`${baseUrl}/responses`, bearer(key), { model, input: 'Hello!' });
+  expect(res.status, res.text).toBe(200);
+  expect(JSON.parse(res.text)).toMatchObject({ object: 'response' });
+}
+
+/** Setup validation and model pickers: GET {base}/models with Bearer lists the model. */
+export async function expectModelsList(baseUrl: string, key: string | undefined, model: string): Promise<void> {
+  const res = await fetch(`${baseUrl}/models`, { headers: bearer(key) });
+  const text = await res.text();
+  expect(res.status, text).toBe(200);
+  expect((JSON.parse(text) as { data: Array<{ id: string }> }).data.map((m) => m.id)).toContain(model);
+}
+
+export async function expectEmbeddings(baseUrl: string, key: string | undefined, model: string): Promise<void> {
+  const res = await post(`${baseUrl}/embeddings`, bearer(key), { model, input: 'hello world' });
+  expect(res.status, res.text).toBe(200);
+  expect((JSON.parse(res.text) as { data: Array<{ embedding: number[] }> }).data[0]?.embedding.length).toBeGreaterThan(0);
+}
+
+/** A container URL (host.docker.internal) as the test machine reaches it. */
+export function fromContainer(url: string): string {
+  return url.replace('//host.docker.internal:', '//127.0.0.1:');
+}
