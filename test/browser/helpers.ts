@@ -1,0 +1,187 @@
+/**
+ * Browser test harness: playwright-core driving Debian's Chromium (/usr/bin/chromium; CI
+ * installs it in .ci/run). No browser download, no network: the launch flags turn off
+ * Chromium's own background traffic, and every test can assert that the page asked nothing of
+ * a host other than loopback.
+ *
+ * A test file launches one browser (`launchBrowser`) and opens a fresh context per test
+ * (`openPage`); `signIn`, `screenshot` and the recorded requests/console errors make
+ * end-to-end tests against the real gateway short to write.
+ */
+import { existsSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import path from 'node:path';
+import Fastify, { type FastifyInstance } from 'fastify';
+import { chromium, type Browser, type BrowserContext, type ConsoleMessage, type Page } from 'playwright-core';
+import { defaultDashboardRoot, registerDashboard } from '../../src/http/dashboard.js';
+
+export const CHROMIUM_PATH = '/usr/bin/chromium';
+export const DASHBOARD_DIST = defaultDashboardRoot();
+export const SCREENSHOT_DIR = path.resolve('test-results', 'screenshots');
+
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+  '--no-first-run',
+  '--disable-quic',
+];
+
+/** Fails (never skips) when Chromium is missing: a browser test that cannot run is a failure. */
+export async function launchBrowser(): Promise<Browser> {
+  if (!existsSync(CHROMIUM_PATH)) {
+    throw new Error(
+      `Chromium is not installed at ${CHROMIUM_PATH}; the dashboard's browser tests need it. ` +
+        'Install it with `apt-get update && apt-get install -y chromium` (.ci/run does this in CI).',
+    );
+  }
+  return chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS });
+}
+
+/** Fails when web/dist has not been built (npm ci builds it through `prepare`). */
+export function requireDashboardBuild(): string {
+  const index = path.join(DASHBOARD_DIST, 'index.html');
+  if (!existsSync(index)) throw new Error(`${index} does not exist: build the dashboard with \`npm run build\` before the browser tests.`);
+  return DASHBOARD_DIST;
+}
+
+export interface ConsoleErrors {
+  /** Errors from the page's own code: console.error, uncaught exceptions, CSP violations. */
+  errors: string[];
+  /** The browser's "Failed to load resource" lines (HTTP errors the app may handle on purpose). */
+  failedResources: string[];
+}
+
+/**
+ * Records console errors and uncaught exceptions of a page from now on. Chromium logs every
+ * HTTP error response as a console error; those are kept apart in `failedResources` so a test
+ * can expect an API 404 and still demand zero errors from the code.
+ */
+export function collectConsoleErrors(page: Page): ConsoleErrors {
+  const collected: ConsoleErrors = { errors: [], failedResources: [] };
+  page.on('console', (message: ConsoleMessage) => {
+    if (message.type() !== 'error') return;
+    const text = message.text();
+    if (text.startsWith('Failed to load resource')) collected.failedResources.push(`${text} (${message.location().url})`);
+    else collected.errors.push(text);
+  });
+  page.on('pageerror', (error) => collected.errors.push(`uncaught: ${error.stack ?? error.message}`));
+  return collected;
+}
+
+export interface TestPage {
+  context: BrowserContext;
+  page: Page;
+  /** Every URL the page requested, in order (documents, scripts, fetches, event streams, icons). */
+  requests: string[];
+  console: ConsoleErrors;
+  /** Requests to anything but loopback (data:, blob: and about: are local too). */
+  externalRequests(): string[];
+  screenshot(name: string, options?: { fullPage?: boolean }): Promise<string>;
+  close(): Promise<void>;
+}
+
+export interface OpenPageOptions {
+  viewport?: { width: number; height: number };
+  colorScheme?: 'light' | 'dark';
+  /** Sets localStorage before any page script runs (e.g. a theme choice). */
+  localStorage?: Record<string, string>;
+}
+
+export const DESKTOP = { width: 1280, height: 800 };
+export const PHONE = { width: 390, height: 844 };
+
+/** A fresh context (no cookies, no storage) and page with request and console recording. */
+export async function openPage(browser: Browser, baseURL: string, options: OpenPageOptions = {}): Promise<TestPage> {
+  const context = await browser.newContext({
+    baseURL,
+    viewport: options.viewport ?? DESKTOP,
+    colorScheme: options.colorScheme ?? 'light',
+    reducedMotion: 'reduce',
+    serviceWorkers: 'block',
+    locale: 'en-GB',
+    timezoneId: 'UTC',
+  });
+  if (options.localStorage) {
+    const entries = JSON.stringify(options.localStorage);
+    await context.addInitScript({ content: `for (const [k, v] of Object.entries(${entries})) localStorage.setItem(k, v);` });
+  }
+  // Well under the test timeout, so a stuck step fails with the locator it waited for.
+  context.setDefaultTimeout(10_000);
+  const requests: string[] = [];
+  context.on('request', (request) => requests.push(request.url()));
+  const page = await context.newPage();
+  const consoleErrors = collectConsoleErrors(page);
+  return {
+    context,
+    page,
+    requests,
+    console: consoleErrors,
+    externalRequests: () => requests.filter((url) => !isLocalUrl(url)),
+    screenshot: (name, screenshotOptions) => screenshot(page, name, screenshotOptions),
+    close: () => context.close(),
+  };
+}
+
+export function isLocalUrl(url: string): boolean {
+  const parsed = new URL(url);
+  if (parsed.protocol === 'data:' || parsed.protocol === 'blob:' || parsed.protocol === 'about:') return true;
+  return parsed.hostname === '127.0.0.1' || parsed.hostname === 'localhost' || parsed.hostname === '[::1]';
+}
+
+/** Saves test-results/screenshots/<name>.png (git-ignored) and returns the path. */
+export async function screenshot(page: Page, name: string, options: { fullPage?: boolean } = {}): Promise<string> {
+  await mkdir(SCREENSHOT_DIR, { recursive: true });
+  const file = path.join(SCREENSHOT_DIR, `${name.replace(/[^\w.-]+/g, '-')}.png`);
+  // Let the last poll's DOM update and fonts settle; animations are off (reducedMotion).
+  await page.evaluate('document.fonts.ready.then(() => new Promise((resolve) => requestAnimationFrame(resolve)))');
+  await page.screenshot({ path: file, fullPage: options.fullPage ?? false, animations: 'disabled' });
+  return file;
+}
+
+/**
+ * Evaluates a JavaScript expression in the page. Strings rather than functions: the server's
+ * tsconfig has no DOM library, so `document` would not type-check in a test file.
+ */
+export async function inPage<T = unknown>(page: Page, expression: string): Promise<T> {
+  return (await page.evaluate(expression)) as T;
+}
+
+/** Signs in through the form and waits for the app to leave the sign-in page. */
+export async function signIn(page: Page, password: string, options: { next?: string } = {}): Promise<void> {
+  await page.goto(options.next ? `/sign-in?next=${encodeURIComponent(options.next)}` : '/sign-in');
+  await page.getByLabel('Admin password').fill(password);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.waitForURL((url) => url.pathname !== '/sign-in');
+}
+
+/** First-run setup through the form: `setupUrl` is the link the gateway prints (/setup#token=...). */
+export async function completeSetup(page: Page, setupUrl: string, password: string): Promise<void> {
+  await page.goto(setupUrl);
+  await page.getByLabel('New password').fill(password);
+  await page.getByLabel('Repeat the password').fill(password);
+  await page.getByRole('button', { name: 'Set password and sign in' }).click();
+  await page.waitForURL((url) => url.pathname !== '/setup');
+}
+
+export interface DashboardServer {
+  app: FastifyInstance;
+  url: string;
+  close(): Promise<void>;
+}
+
+/**
+ * A bare Fastify on 127.0.0.1:0 serving the built dashboard with registerDashboard. `setup`
+ * may add routes (e.g. a fake admin API) before it listens.
+ */
+export async function serveDashboard(options: { root?: string; setup?: (app: FastifyInstance) => void | Promise<void> } = {}): Promise<DashboardServer> {
+  // forceCloseConnections: open event streams must not hold close() up.
+  const app = Fastify({ logger: false, forceCloseConnections: true });
+  registerDashboard(app, { root: options.root ?? DASHBOARD_DIST });
+  await options.setup?.(app);
+  const address = await app.listen({ port: 0, host: '127.0.0.1' });
+  return { app, url: address, close: () => app.close() };
+}

@@ -1,0 +1,6 @@
+import { request } from './http.js';
+import type { EndpointsInfo } from './types.js';
+
+export function getEndpoints(signal?: AbortSignal): Promise<EndpointsInfo> {
+  return request<EndpointsInfo>('GET', '/api/endpoints', { signal });
+}

@@ -1,0 +1,30 @@
+import { request } from './http.js';
+import type { ApiKey, CreatedKey, DeletedKey, KeyPatch, NewKeyInput } from './types.js';
+
+export async function listKeys(signal?: AbortSignal): Promise<ApiKey[]> {
+  const { keys } = await request<{ keys: ApiKey[] }>('GET', '/api/keys', { signal });
+  return keys;
+}
+
+export function createKey(input: NewKeyInput): Promise<CreatedKey> {
+  return request<CreatedKey>('POST', '/api/keys', { body: input });
+}
+
+export async function updateKey(id: string, patch: KeyPatch): Promise<ApiKey> {
+  const { key } = await request<{ key: ApiKey }>('PATCH', `/api/keys/${encodeURIComponent(id)}`, { body: patch });
+  return key;
+}
+
+export function revokeKey(id: string): Promise<ApiKey> {
+  return updateKey(id, { revoked: true });
+}
+
+/**
+ * Deleting the last key reopens the API; the server answers 409 `conflict` unless
+ * `confirmLast` is set (`?confirm=last`).
+ */
+export function deleteKey(id: string, options: { confirmLast?: boolean } = {}): Promise<DeletedKey> {
+  return request<DeletedKey>('DELETE', `/api/keys/${encodeURIComponent(id)}`, {
+    query: { confirm: options.confirmLast ? 'last' : undefined },
+  });
+}

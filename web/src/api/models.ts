@@ -1,0 +1,24 @@
+import { request } from './http.js';
+import type { ModelList, ModelState, UpstreamInfo } from './types.js';
+
+export function getUpstream(signal?: AbortSignal): Promise<UpstreamInfo> {
+  return request<UpstreamInfo>('GET', '/api/upstream', { signal });
+}
+
+/** `reachable: false` (with `error`) when llama-swap does not answer; the list is then not the truth. */
+export function listModels(signal?: AbortSignal): Promise<ModelList> {
+  return request<ModelList>('GET', '/api/models', { signal });
+}
+
+// Model ids may contain `/`: always one encoded path segment.
+export function loadModel(id: string): Promise<{ state: ModelState }> {
+  return request('POST', `/api/models/${encodeURIComponent(id)}/load`);
+}
+
+export function unloadModel(id: string): Promise<{ state: ModelState }> {
+  return request('POST', `/api/models/${encodeURIComponent(id)}/unload`);
+}
+
+export function unloadAllModels(): Promise<Record<string, never>> {
+  return request('POST', '/api/models/unload-all');
+}

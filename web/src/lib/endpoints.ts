@@ -1,0 +1,157 @@
+/**
+ * The Endpoints page's logic: which address clients use, how snippets are grouped into tabs,
+ * what a key choice means for the snippets, and which models a key may use. The snippets
+ * themselves come from the one typed module in src/snippets (browser-safe), never copied.
+ */
+import { SNIPPETS, containerOrigin, normalizeOrigin, type Snippet, type SnippetGroup, type SnippetKey } from '../../../src/snippets/index.js';
+import type { ApiKey, Model } from '../api/index.js';
+
+export const GROUP_LABELS: Record<SnippetGroup, string> = {
+  curl: 'curl',
+  python: 'Python',
+  typescript: 'TypeScript',
+  'home-automation': 'Home Assistant',
+  'coding-agents': 'Coding agents',
+  editors: 'Editors',
+  'chat-uis': 'Chat UIs',
+};
+
+export interface SnippetClient {
+  /** As the module names it ("openai (Python)"); also the name of a key created for it. */
+  client: string;
+  /** Shorter, for a tab inside its group ("openai"). */
+  label: string;
+  snippets: Snippet[];
+}
+
+export interface SnippetGroupView {
+  group: SnippetGroup;
+  label: string;
+  clients: SnippetClient[];
+}
+
+/** The module's snippets in its order: groups, then clients inside a group, then snippets. */
+export function groupSnippets(snippets: readonly Snippet[] = SNIPPETS): SnippetGroupView[] {
+  const groups: SnippetGroupView[] = [];
+  for (const snippet of snippets) {
+    let group = groups.find((g) => g.group === snippet.group);
+    if (!group) {
+      group = { group: snippet.group, label: GROUP_LABELS[snippet.group], clients: [] };
+      groups.push(group);
+    }
+    let client = group.clients.find((c) => c.client === snippet.client);
+    if (!client) {
+      client = { client: snippet.client, label: clientLabel(snippet.client), snippets: [] };
+      group.clients.push(client);
+    }
+    client.snippets.push(snippet);
+  }
+  return groups;
+}
+
+/** "openai (Python)" → "openai", "Local OpenAI LLM (Home Assistant)" → "Local OpenAI LLM": the group already says it. */
+export function clientLabel(client: string): string {
+  return client.replace(/\s+\((Python|npm|Home Assistant)\)$/, '');
+}
+
+/** Key names are at most 100 characters (the keys API); the client name is the natural one. */
+export function keyNameFor(client: string): string {
+  return client.trim().slice(0, 100) || 'Client';
+}
+
+/**
+ * The address clients use: `GATEHOUSE_PUBLIC_URL` when set, else the origin the browser used
+ * to open the dashboard (same port as /v1: the gateway serves both).
+ */
+export function clientOrigin(publicUrl: string | null, browserOrigin: string): { origin: string; fromSetting: boolean } {
+  return publicUrl ? { origin: normalizeOrigin(publicUrl), fromSetting: true } : { origin: normalizeOrigin(browserOrigin), fromSetting: false };
+}
+
+/** True for localhost addresses, which only work for clients on the gateway's own machine. */
+export function isLoopbackOrigin(origin: string): boolean {
+  try {
+    // The module's own test of "loopback" (a container would need host.docker.internal).
+    return containerOrigin(origin).viaHostGateway;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * What the operator chose for the key the snippets carry:
+ * - `create`: a key made here for the current client (its secret lives in page memory only);
+ * - `paste`: a secret typed or pasted here (page memory only);
+ * - `existing`: a key picked from the list: only its prefix is known;
+ * - `none`: open mode, no key.
+ */
+export type KeyMode = 'create' | 'paste' | 'existing' | 'none';
+
+/** Shown for a key that is not known yet (create not clicked, nothing pasted). */
+export const UNKNOWN_KEY_PREFIX = 'sk-';
+
+export interface KeyChoice {
+  mode: KeyMode;
+  created: { secret: string; key: ApiKey } | null;
+  pasted: string;
+  existing: ApiKey | null;
+}
+
+export function snippetKey(choice: KeyChoice): SnippetKey {
+  switch (choice.mode) {
+    case 'create':
+      return choice.created ? { kind: 'secret', value: choice.created.secret } : { kind: 'prefix', prefix: UNKNOWN_KEY_PREFIX };
+    case 'paste': {
+      const value = choice.pasted.trim();
+      return value === '' ? { kind: 'prefix', prefix: UNKNOWN_KEY_PREFIX } : { kind: 'secret', value };
+    }
+    case 'existing':
+      return { kind: 'prefix', prefix: choice.existing?.prefix ?? UNKNOWN_KEY_PREFIX };
+    case 'none':
+      return { kind: 'none' };
+  }
+}
+
+/** The models a key may use: all when it is not restricted (or unknown: created or pasted). */
+export function allowedModelIds(choice: KeyChoice): readonly string[] | null {
+  const key = choice.mode === 'existing' ? choice.existing : choice.mode === 'create' ? (choice.created?.key ?? null) : null;
+  return key && key.models.length > 0 ? key.models : null;
+}
+
+export interface ModelOption {
+  id: string;
+  label: string;
+  kind: 'model' | 'alias' | 'other';
+}
+
+/**
+ * The picker's options: llama-swap's local models and aliases (peers live on other machines),
+ * only those the key may use; ids the key allows that llama-swap does not list are kept, marked.
+ */
+export function modelOptions(models: readonly Model[], allowed: readonly string[] | null): ModelOption[] {
+  const local = models.filter((m) => m.kind === 'model' || m.kind === 'alias');
+  const usable = allowed ? local.filter((m) => allowed.includes(m.id)) : local;
+  const options: ModelOption[] = usable.map((m) => ({
+    id: m.id,
+    label: m.name && m.name !== m.id ? `${m.id} — ${m.name}` : m.id,
+    kind: m.kind === 'alias' ? 'alias' : 'model',
+  }));
+  for (const id of allowed ?? []) {
+    if (!options.some((o) => o.id === id)) options.push({ id, label: `${id} (not listed by llama-swap)`, kind: 'other' });
+  }
+  return options;
+}
+
+/** A sensible first pick: a loaded local model, else the first local model, else anything. */
+export function defaultModel(models: readonly Model[], options: readonly ModelOption[]): string | null {
+  const ids = new Set(options.map((o) => o.id));
+  const ready = models.find((m) => m.kind === 'model' && m.state === 'ready' && ids.has(m.id));
+  return ready?.id ?? options.find((o) => o.kind === 'model')?.id ?? options[0]?.id ?? null;
+}
+
+/** Embedding models are named so by convention; offered first in the embedding picker. */
+export function looksLikeEmbedding(id: string): boolean {
+  return /embed/i.test(id);
+}
+
+/** Used when no model can be picked (llama-swap down, no models): the text still reads right. */
+export const MODEL_PLACEHOLDER = 'MODEL-ID';
