@@ -1,0 +1,247 @@
+/**
+ * `npm run bench`: starts the upstream, the floor proxy and one gateway per scenario as
+ * separate processes on 127.0.0.1, runs the selected suites against all of them in
+ * alternating rounds, prints the report (progress goes to stderr) and stops every child,
+ * also on error and Ctrl-C. See docs/benchmarks.md.
+ */
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { judgeBars, type RssEntry } from './bars.js';
+import { codeVersion, staleBuildWarning } from './build-check.js';
+import { measureIdleStreams } from './idle-streams.js';
+import { busyShareWhileIdle, startForeignCpuMeter } from './machine.js';
+import { createLoadDriver, type LoadDriver } from './load.js';
+import { runLoadCell, warmUpTargets, type LoadCellResult, type PairSpec, type Workload } from './load-suite.js';
+import { HELP, parseOptions, UsageError, type BenchOptions } from './options.js';
+import { GATEHOUSE_NODE_FLAGS, ProcessGroup, runGatehouse, type RunningProcess } from './processes.js';
+import { compare, renderReport, type BenchReport } from './report.js';
+import { selectScenarios, type ScenarioSelection } from './scenarios.js';
+import { checkTargets } from './smoke.js';
+import { runStreamCell, type StreamCellResult } from './stream-suite.js';
+import { byKind, type Target } from './targets.js';
+
+const GATEWAY_BUILD = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
+const benchStartedAt = performance.now();
+
+function progress(line: string): void {
+  process.stderr.write(`[bench ${((performance.now() - benchStartedAt) / 1000).toFixed(1).padStart(6)} s] ${line}\n`);
+}
+
+interface Started {
+  targets: Target[];
+  /** The scenario comparisons as pairs of target ids. */
+  pairs: PairSpec[];
+  /** Starts another process like the target's (same settings and data dir), for measurements that need a fresh one. */
+  startFresh(target: Target): Promise<Target>;
+}
+
+/** A scenario's cleanup (e.g. dropping its PostgreSQL schema) may take this long before the bench gives up on it. */
+const SCENARIO_CLEANUP_TIMEOUT_MS = 20_000;
+
+async function runCleanups(cleanups: ReadonlyArray<{ id: string; run: () => Promise<void> }>): Promise<void> {
+  for (const { id, run } of cleanups) {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer within ${SCENARIO_CLEANUP_TIMEOUT_MS} ms`)), SCENARIO_CLEANUP_TIMEOUT_MS);
+    });
+    try {
+      await Promise.race([run(), timeout]);
+      progress(`cleaned up after scenario ${id}`);
+    } catch (error) {
+      progress(`WARNING: cleaning up after scenario ${id} failed: ${(error as Error).message}`);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}
+
+async function startTargets(
+  options: BenchOptions,
+  selection: ScenarioSelection,
+  group: ProcessGroup,
+  workDir: string,
+  cleanups: Array<{ id: string; run: () => Promise<void> }>,
+): Promise<Started> {
+  const upstream = await group.startBenchServer('upstream', './upstream-server.js');
+  const startFloor = () => group.startBenchServer('floor', './floor-proxy.js', [upstream.url]);
+  const floor = await startFloor();
+  const targets: Target[] = [
+    { id: 'direct', label: 'direct', kind: 'direct', url: upstream.url, pid: upstream.pid, headers: {} },
+    { id: 'floor', label: 'floor', kind: 'floor', url: floor.url, pid: floor.pid, headers: {} },
+  ];
+  const starters = new Map<string, () => Promise<RunningProcess>>([['floor', startFloor]]);
+  for (const scenario of selection.scenarios) {
+    const dataDir = join(workDir, `data-${scenario.id}`);
+    mkdirSync(dataDir, { recursive: true });
+    const extra = await scenario.prepare?.({ dataDir, runGatehouse: (args) => runGatehouse(args, dataDir, scenario.gatewayEnv) });
+    if (extra?.cleanup) cleanups.push({ id: scenario.id, run: extra.cleanup });
+    const gatewayEnv = { ...scenario.gatewayEnv, ...extra?.gatewayEnv };
+    const headers = { ...scenario.requestHeaders, ...extra?.requestHeaders };
+    const nodeArgs = options.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${resolve(options.cpuProfDir)}`] : [];
+    const startGateway = () => group.startGateway(`gateway ${scenario.id}`, { upstreamUrl: upstream.url, dataDir, env: gatewayEnv, nodeArgs });
+    const gateway = await startGateway();
+    const id = `gateway:${scenario.id}`;
+    starters.set(id, startGateway);
+    targets.push({ id, label: `gateway ${scenario.id}`, kind: 'gateway', url: gateway.url, pid: gateway.pid, headers, scenarioId: scenario.id });
+    progress(`started ${gateway.name} (pid ${gateway.pid}) at ${gateway.url}`);
+    await extra?.check?.({ url: gateway.url, headers });
+  }
+  const targetOf = (scenarioId: string) => `gateway:${scenarioId}`;
+  const pairs = selection.comparisons.map((c) => ({ id: c.id, subjectId: targetOf(c.subject), referenceId: targetOf(c.reference) }));
+  progress(`started upstream (pid ${upstream.pid}) at ${upstream.url}, floor (pid ${floor.pid}) at ${floor.url}`);
+  return {
+    targets,
+    pairs,
+    async startFresh(target) {
+      const start = starters.get(target.id);
+      if (!start) throw new Error(`no fresh copy of ${target.id} can be started`);
+      const fresh = await start();
+      return { ...target, url: fresh.url, pid: fresh.pid };
+    },
+  };
+}
+
+async function runSuites(options: BenchOptions, driver: LoadDriver, started: Started): Promise<Pick<BenchReport, 'load' | 'streams' | 'rss'>> {
+  const { profile, suites } = options;
+  const { targets } = started;
+  if (suites.has('json') || suites.has('sse') || suites.has('streams')) await warmUpTargets(driver, targets, profile.jitWarmupSeconds, progress);
+  const load: LoadCellResult[] = [];
+  for (const workload of ['json', 'sse'] as Workload[]) {
+    if (!suites.has(workload)) continue;
+    for (const connections of profile.connections) load.push(await runLoadCell(driver, targets, started.pairs, workload, connections, profile, progress));
+  }
+  const streams: StreamCellResult[] = [];
+  if (suites.has('streams')) {
+    for (const { streams: count, waves } of profile.streamProbes) {
+      streams.push(await runStreamCell(targets, { streams: count, waves, chunks: profile.streamChunks, intervalMs: profile.streamIntervalMs }, profile, progress));
+    }
+  }
+  const rss: RssEntry[] = [];
+  if (suites.has('rss')) {
+    // Fresh processes carry the bar: their RSS is the streams' cost on top of a started gateway,
+    // the same whichever suites ran before. The loaded gateway (heap grown by the load suites) is context.
+    const subjects: Array<{ target: Target; fresh: boolean }> = [];
+    for (const target of [...byKind(started.targets, 'floor'), ...byKind(started.targets, 'gateway')]) {
+      subjects.push({ target: await started.startFresh(target), fresh: true });
+      if (target.kind === 'gateway' && (suites.has('json') || suites.has('sse'))) subjects.push({ target, fresh: false });
+    }
+    for (const { target, fresh } of subjects) {
+      const state = fresh ? 'fresh' : 'after load';
+      progress(`idle streams: opening ${profile.idleStreams} through ${target.label} (${state}, pid ${target.pid})`);
+      const result = await measureIdleStreams(target, profile.idleStreams);
+      progress(`idle streams: ${result.open} open through ${target.label} (${state}), RSS ${((result.rssWithStreamsBytes ?? Number.NaN) / 1e6).toFixed(1)} MB`);
+      rss.push({ targetId: target.id, fresh, ...result });
+    }
+  }
+  return { load, streams, rss };
+}
+
+async function main(argv: string[]): Promise<number> {
+  let options: BenchOptions | 'help';
+  try {
+    options = parseOptions(argv);
+  } catch (error) {
+    if (!(error instanceof UsageError)) throw error;
+    process.stderr.write(`bench: ${error.message}\n\n${HELP}`);
+    return 2;
+  }
+  if (options === 'help') {
+    process.stdout.write(HELP);
+    return 0;
+  }
+  if (!existsSync(GATEWAY_BUILD)) {
+    process.stderr.write(`bench: ${GATEWAY_BUILD} is missing; run \`npm run build\` first\n`);
+    return 2;
+  }
+
+  const stale = staleBuildWarning();
+  if (stale) progress(`WARNING: ${stale}`);
+  const driver = createLoadDriver(options.engine);
+  const group = new ProcessGroup();
+  const workDir = mkdtempSync(join(tmpdir(), 'gatehouse-bench-'));
+  // Scenario cleanups (a PostgreSQL schema to drop) run once every gateway has stopped.
+  const scenarioCleanups: Array<{ id: string; run: () => Promise<void> }> = [];
+  let cleaned: Promise<void> | undefined;
+  const cleanup = () =>
+    (cleaned ??= group
+      .stopAll()
+      .then(() => runCleanups(scenarioCleanups))
+      .finally(() => rmSync(workDir, { recursive: true, force: true })));
+  // Last resort when something calls process.exit first: no waiting is possible there.
+  process.once('exit', () => {
+    group.killAllNow();
+    rmSync(workDir, { recursive: true, force: true });
+  });
+  let stopping = false;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (stopping) process.exit(130); // a second Ctrl-C: the 'exit' hook kills the children at once
+    stopping = true;
+    progress(`${signal}: stopping the child processes`);
+    driver.stop();
+    void cleanup().finally(() => process.exit(130));
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+
+  try {
+    const startedAt = new Date().toISOString();
+    const loadAverageAtStart = loadavg();
+    const busyBeforeStart = await busyShareWhileIdle();
+    const foreignMeter = await startForeignCpuMeter();
+    const selection = await selectScenarios(options.scenarioIds);
+    for (const { id, reason } of selection.skipped) progress(`WARNING: skipping scenario ${id}: ${reason}`);
+    const started = await startTargets(options, selection, group, workDir, scenarioCleanups);
+    const { targets } = started;
+    await checkTargets(targets);
+    progress(`all targets answer; engine ${driver.engine}; suites ${[...options.suites].join(', ')}`);
+    const results = await runSuites(options, driver, started);
+    const foreignCpuShare = await foreignMeter.read(group.pids());
+    const gateways = byKind(targets, 'gateway');
+    const report: BenchReport = {
+      meta: {
+        startedAt,
+        finishedAt: new Date().toISOString(),
+        code: codeVersion(),
+        node: process.version,
+        platform: `${process.platform}-${process.arch}`,
+        cpuModel: cpus()[0]?.model.trim() ?? 'unknown CPU',
+        cpuCount: cpus().length,
+        loadAverageAtStart,
+        loadAverageAtEnd: loadavg(),
+        busyBeforeStart,
+        foreignCpuShare,
+        engine: driver.engine,
+        quick: options.quick,
+        profile: options.profile,
+        gatewayNodeFlags: [...GATEHOUSE_NODE_FLAGS],
+        scenarios: selection.scenarios.map(({ id, title }) => ({ id, title })),
+        skippedScenarios: selection.skipped,
+      },
+      targets: targets.map(({ id, label, kind, scenarioId }) => ({ id, label, kind, scenarioId })),
+      ...results,
+      bars: judgeBars(gateways, results.load, results.streams, results.rss, selection.comparisons),
+      comparisons: compare(targets, selection.comparisons, results.load, results.streams, results.rss),
+    };
+    process.stdout.write(`\n${renderReport(report)}`);
+    if (options.jsonOut) {
+      writeFileSync(options.jsonOut, `${JSON.stringify(report, null, 2)}\n`);
+      progress(`wrote ${options.jsonOut}`);
+    }
+    return 0;
+  } finally {
+    await cleanup();
+    if (options.cpuProfDir) progress(`gateway CPU profile(s) in ${resolve(options.cpuProfDir)} (open in Chrome DevTools or speedscope)`);
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    process.stderr.write(`bench: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.exitCode = 1;
+  },
+);

@@ -1,0 +1,228 @@
+/**
+ * Gateway scenarios: each one is a separately started gateway process with its own settings
+ * (environment, see src/settings.ts) and the request headers its load carries. Every scenario
+ * is measured in the same rounds as the upstream (direct) and the floor.
+ *
+ * `baseline` is the product's default configuration (open mode: no API keys; usage recording
+ * on; the SQLite store). The floor bars judge it. The other scenarios each change one thing,
+ * and `comparisons` (below) says which two scenarios are measured against each other and in
+ * which direction, so a feature's cost shows up as one number: the load suites run the two
+ * gateways of a comparison back to back in every round and report the median of the per-round
+ * ratios (see load-suite.ts and docs/benchmarks.md).
+ *
+ * Adding a scenario: append an entry below (and a comparison, if it has one). `prepare` runs
+ * after the scenario's empty data dir exists and before its gateway starts; it may call the
+ * `gatehouse` CLI against that data dir (e.g. to create an API key) and return headers or
+ * settings to merge in, a `check` run once the gateway answers, and a `cleanup` run after every
+ * gateway process has stopped.
+ */
+import { randomInt } from 'node:crypto';
+import pg from 'pg';
+
+export interface ScenarioContext {
+  /** This scenario's own GATEHOUSE_DATA_DIR (empty, in a temp dir removed after the run). */
+  dataDir: string;
+  /** Runs `gatehouse ARGS...` with this scenario's environment and data dir (bounded in time). */
+  runGatehouse(args: readonly string[]): Promise<{ code: number | null; stdout: string; stderr: string }>;
+}
+
+export interface ScenarioSetup {
+  /** Extra gateway environment, on top of a clean one (inherited GATEHOUSE_* variables are dropped). */
+  gatewayEnv: Readonly<Record<string, string>>;
+  /** Headers every request sent through this scenario's gateway carries. */
+  requestHeaders: Readonly<Record<string, string>>;
+}
+
+export interface PreparedScenario extends Partial<ScenarioSetup> {
+  /** Runs once the gateway answers /healthz, before any load: proves the scenario is what it claims. */
+  check?: (gateway: { url: string; headers: Readonly<Record<string, string>> }) => Promise<void>;
+  /** Runs after every gateway process has stopped (also after errors and Ctrl-C); must be bounded in time. */
+  cleanup?: () => Promise<void>;
+}
+
+export interface Scenario extends ScenarioSetup {
+  id: string;
+  /** What differs from the default configuration, for the report's legend. */
+  title: string;
+  /** Runs with no `--scenarios` option. */
+  byDefault: boolean;
+  /**
+   * A reason the scenario cannot run here (e.g. no PostgreSQL), or undefined. A default run
+   * skips an unavailable scenario and says so in the report; naming it with --scenarios fails.
+   */
+  unavailable?: () => Promise<string | undefined>;
+  prepare?: (ctx: ScenarioContext) => Promise<PreparedScenario>;
+}
+
+/**
+ * Two scenarios measured against each other: `subject` ÷ `reference` for req/s and CPU per
+ * request, `subject` − `reference` for latency. The subject is the one with the feature whose
+ * cost is measured, so a throughput ratio below 1 is that feature's cost.
+ */
+export interface ScenarioComparison {
+  /** `${subject}-vs-${reference}`; bar ids end with it. */
+  id: string;
+  subject: string;
+  reference: string;
+  /** What the numbers mean, for the report. */
+  what: string;
+}
+
+/** The database the `postgres` scenario uses (a fresh schema in it, dropped after the run). */
+export const BENCH_DATABASE_URL_ENV = 'GATEHOUSE_BENCH_DATABASE_URL';
+const DEFAULT_BENCH_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/test';
+const PG_CONNECT_TIMEOUT_MS = 3000;
+const PG_QUERY_TIMEOUT_MS = 15_000;
+
+const benchDatabaseUrl = () => process.env[BENCH_DATABASE_URL_ENV]?.trim() || DEFAULT_BENCH_DATABASE_URL;
+
+export const scenarios: readonly Scenario[] = [
+  {
+    id: 'baseline',
+    title: 'default settings: open mode (no API keys), usage recording on, SQLite',
+    byDefault: true,
+    gatewayEnv: {},
+    requestHeaders: {},
+  },
+  {
+    // With a key in the store the gateway leaves open mode and checks every call, so the load sends it.
+    id: 'auth-on',
+    title: 'as baseline, plus one API key; every request sends it',
+    byDefault: true,
+    gatewayEnv: {},
+    requestHeaders: {},
+    async prepare({ runGatehouse }) {
+      const created = await runGatehouse(['keys', 'create', '--name', 'bench', '--quiet']);
+      const key = created.stdout.trim();
+      if (created.code !== 0 || key === '' || /\s/.test(key)) throw new Error(`gatehouse keys create failed (exit ${created.code}): ${created.stderr || created.stdout}`);
+      return {
+        requestHeaders: { authorization: `Bearer ${key}` },
+        // Without the key the gateway must refuse, or this scenario measures open mode again.
+        async check({ url }) {
+          const status = await postStatus(`${url}/v1/chat/completions`);
+          if (status !== 401) throw new Error(`auth-on: a request without the key answered ${status}, expected 401 (is the key in the gateway's store?)`);
+        },
+      };
+    },
+  },
+  {
+    id: 'recording-off',
+    title: 'as baseline, with GATEHOUSE_USAGE_RECORDING=false',
+    byDefault: true,
+    gatewayEnv: { GATEHOUSE_USAGE_RECORDING: 'false' },
+    requestHeaders: {},
+  },
+  {
+    id: 'postgres',
+    title: `as baseline, with the PostgreSQL store (${BENCH_DATABASE_URL_ENV}, a fresh schema)`,
+    byDefault: true,
+    gatewayEnv: {},
+    requestHeaders: {},
+    async unavailable() {
+      const url = benchDatabaseUrl();
+      try {
+        await withPostgres(url, (client) => client.query('SELECT 1'));
+        return undefined;
+      } catch (error) {
+        return `no PostgreSQL at ${describeUrl(url)} (${(error as Error).message}); set ${BENCH_DATABASE_URL_ENV}`;
+      }
+    },
+    async prepare() {
+      const url = benchDatabaseUrl();
+      const schema = `bench_${Array.from({ length: 12 }, () => String.fromCharCode(97 + randomInt(26))).join('')}`;
+      return {
+        gatewayEnv: { GATEHOUSE_DATABASE_URL: url, GATEHOUSE_DATABASE_SCHEMA: schema },
+        // The gateway migrates at start: tables in the fresh schema prove it runs on PostgreSQL.
+        async check() {
+          const { rows } = await withPostgres(url, (client) =>
+            client.query<{ n: string }>('SELECT count(*) AS n FROM information_schema.tables WHERE table_schema = $1', [schema]),
+          );
+          if (Number(rows[0]?.n ?? 0) === 0) throw new Error(`postgres: the gateway created no tables in schema ${schema} at ${describeUrl(url)}`);
+        },
+        cleanup: () => withPostgres(url, (client) => client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)).then(() => undefined),
+      };
+    },
+  },
+];
+
+export const comparisons: readonly ScenarioComparison[] = [
+  { id: 'auth-on-vs-baseline', subject: 'auth-on', reference: 'baseline', what: 'cost of the API key check' },
+  { id: 'baseline-vs-recording-off', subject: 'baseline', reference: 'recording-off', what: 'cost of usage recording, which is on by default' },
+  { id: 'postgres-vs-baseline', subject: 'postgres', reference: 'baseline', what: 'PostgreSQL store instead of SQLite' },
+];
+
+export interface ScenarioSelection {
+  /** In run order; `baseline` first. */
+  scenarios: Scenario[];
+  /** Default scenarios left out because they cannot run here. */
+  skipped: Array<{ id: string; reason: string }>;
+  /** The comparisons whose two scenarios both run. */
+  comparisons: ScenarioComparison[];
+}
+
+/**
+ * The scenarios to run: every default one (skipping unavailable ones), or the named ones.
+ * `baseline` always runs (added when not named): the floor bars and every comparison need it.
+ */
+export async function selectScenarios(ids: readonly string[] | undefined): Promise<ScenarioSelection> {
+  const skipped: ScenarioSelection['skipped'] = [];
+  let chosen: Scenario[];
+  if (ids === undefined) {
+    chosen = [];
+    for (const scenario of scenarios.filter((s) => s.byDefault)) {
+      const reason = await scenario.unavailable?.();
+      if (reason === undefined) chosen.push(scenario);
+      else skipped.push({ id: scenario.id, reason });
+    }
+  } else {
+    chosen = [];
+    for (const id of new Set(['baseline', ...ids])) {
+      const scenario = scenarios.find((s) => s.id === id);
+      if (!scenario) throw new Error(`unknown scenario "${id}" (known: ${scenarios.map((s) => s.id).join(', ')})`);
+      const reason = await scenario.unavailable?.();
+      if (reason !== undefined) throw new Error(`scenario ${id} cannot run: ${reason}`);
+      chosen.push(scenario);
+    }
+  }
+  const running = new Set(chosen.map((s) => s.id));
+  return { scenarios: chosen, skipped, comparisons: comparisons.filter((c) => running.has(c.subject) && running.has(c.reference)) };
+}
+
+/** Host, port and database of a PostgreSQL URL, never its password. */
+function describeUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.host}${u.pathname}`;
+  } catch {
+    return '(unparsable URL)';
+  }
+}
+
+async function withPostgres<T>(url: string, use: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({
+    connectionString: url,
+    connectionTimeoutMillis: PG_CONNECT_TIMEOUT_MS,
+    query_timeout: PG_QUERY_TIMEOUT_MS,
+    statement_timeout: PG_QUERY_TIMEOUT_MS,
+    lock_timeout: PG_QUERY_TIMEOUT_MS,
+  });
+  client.on('error', () => {}); // a dropped connection fails the query instead of the process
+  await client.connect();
+  try {
+    return await use(client);
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+/** Status of a JSON chat completion POST without credentials (bounded by a 5 s timeout). */
+async function postStatus(url: string): Promise<number> {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ model: 'bench-model', messages: [{ role: 'user', content: 'Say hello.' }] }),
+    signal: AbortSignal.timeout(5000),
+  });
+  await response.arrayBuffer();
+  return response.status;
+}
