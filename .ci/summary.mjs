@@ -1,0 +1,9 @@
+// Prints "N passed, N failed" from vitest's JSON report (written by vitest.config.ts).
+import { readFileSync } from 'node:fs';
+
+const report = JSON.parse(readFileSync(process.argv[2], 'utf8'));
+const passed = report.numPassedTests ?? 0;
+// Files that failed to load count as failures too: their tests never ran.
+const failed = (report.numFailedTests ?? 0) + (report.testResults ?? []).filter((f) => f.status === 'failed' && (f.assertionResults ?? []).length === 0).length;
+const skipped = (report.numPendingTests ?? 0) + (report.numTodoTests ?? 0);
+console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
