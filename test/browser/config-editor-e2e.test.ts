@@ -173,6 +173,10 @@ describe('the config editor', () => {
       expect(await t.page.getByText('Unsaved changes').count()).toBe(0);
       await t.screenshot('config-saved-reloaded');
 
+      // Dismissed, so the banner that comes back is about the next save, not this one.
+      await reloadState(t, 'reloaded').getByRole('button', { name: 'Dismiss' }).click();
+      await expect.poll(() => reloadState(t, 'reloaded').count()).toBe(0);
+
       // "Don't ask again this session": the next save goes straight through.
       await goToEnd(t);
       await t.page.keyboard.type('# second save');

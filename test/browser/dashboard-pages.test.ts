@@ -355,7 +355,8 @@ describe('dashboard pages against the admin API contract', () => {
     await t.page.getByLabel('Status').selectOption('5xx');
     await t.page.waitForURL('**status=5xx');
     await t.page.locator('table.requests tbody tr .error-class', { hasText: 'upstream_unreachable' }).first().waitFor();
-    expect(new Set(await t.page.locator('table.requests tbody td.status .status-line').allTextContents()).size).toBe(1);
+    // The unfiltered rows stay until the server answers: wait for the filtered set.
+    await expect.poll(async () => new Set(await t.page.locator('table.requests tbody td.status .status-line').allTextContents()).size).toBe(1);
     await t.page.getByLabel('Key', { exact: true }).selectOption({ label: 'home-assistant' });
     await t.page.waitForURL('**key=key_02**');
     expect(api.requests).toContain('GET /api/usage/requests?key=key_02&status=5xx&limit=50');
