@@ -19,10 +19,17 @@ import {
   type FileVersion,
   type WriteResult,
 } from './config-file.js';
-import { formatConfigText } from './format.js';
 import { ReloadWatcher, type ProxyLogSource, type ReloadStatus, type ReloadWatcherOptions } from './reload-watcher.js';
 import { SchemaProvider, type SchemaLookup, type SchemaOrigin } from './schema-source.js';
-import { validateConfigText, type ConfigIssue } from './validate.js';
+import type { ConfigIssue } from './validate.js';
+
+/**
+ * The YAML and validation code (the `yaml` package, and Ajv through the schema) is loaded at the
+ * first use of the editor, not at start: most gateways never open it, and it is ~10 MB of
+ * resident memory that every process would otherwise carry (see docs/benchmarks.md, RSS).
+ */
+let yamlTools: Promise<[typeof import('./validate.js'), typeof import('./format.js')]> | undefined;
+const loadYamlTools = () => (yamlTools ??= Promise.all([import('./validate.js'), import('./format.js')]));
 
 export interface EditorLogger {
   info(obj: object, msg: string): void;
@@ -176,6 +183,7 @@ export class ConfigEditor {
   async validate(text: string): Promise<ValidateResult> {
     const target = await this.target();
     const schema = await this.schemaFor(text, target.enabled ? target.path : undefined);
+    const [{ validateConfigText }] = await loadYamlTools();
     const result = validateConfigText(text, schema.available ? schema.validate : undefined);
     const errors = [...result.errors];
     if (!schema.available) errors.push(unavailableIssue(schema.reason));
@@ -183,7 +191,8 @@ export class ConfigEditor {
   }
 
   /** Re-prints the text (the only operation allowed to change comments or key order); never saves. */
-  format(text: string): { text: string; changed: boolean } {
+  async format(text: string): Promise<{ text: string; changed: boolean }> {
+    const [, { formatConfigText }] = await loadYamlTools();
     const result = formatConfigText(text);
     if (!result.ok) throw new GatewayError('config_invalid', { message: 'The text is not valid YAML, so it cannot be formatted.', details: { errors: result.errors, warnings: [] } });
     return { text: result.text, changed: result.text !== text };
@@ -232,6 +241,7 @@ export class ConfigEditor {
         details: { changed, currentVersion: formatVersion(current.version), currentText: current.text, modifiedAt: isoFromNs(current.version.mtimeNs) },
       });
     }
+    const [{ validateConfigText }] = await loadYamlTools();
     const result = validateConfigText(text, schema.validate);
     const warnings = withSchemaWarning(result.warnings, schema);
     if (result.errors.length > 0) {

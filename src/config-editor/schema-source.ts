@@ -10,7 +10,8 @@ import { readFile, mkdir, rename, stat, writeFile } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Ajv, type ValidateFunction } from 'ajv';
+import { createRequire } from 'node:module';
+import type { Ajv as AjvClass, ValidateFunction } from 'ajv';
 import { fetch } from 'undici';
 import { describeError, sha256Hex } from './config-file.js';
 
@@ -75,6 +76,8 @@ const CACHE_META = 'config-schema.meta.json';
  */
 export function compileConfigSchema(document: Record<string, unknown>): ValidateFunction {
   // `verbose` only adds the failing sub-schema to errors, for readable `not` messages.
+  // Required at the first compile, not at start: see loadYamlTools in config-editor.ts.
+  const { Ajv } = createRequire(import.meta.url)('ajv') as { Ajv: typeof AjvClass };
   const ajv = new Ajv({ validateSchema: false, formats: { uri: true }, allErrors: true, strict: false, logger: false, verbose: true });
   return ajv.compile(document);
 }

@@ -1,9 +1,10 @@
 /**
- * Forwards one call to llama-swap with undici's `Pool#request` (Node streams end to end;
- * the `fetch` path costs ~5x, see docs/benchmarks.md) and streams the answer back chunk by
- * chunk with backpressure. The client's disconnect aborts the upstream request at once,
- * before or after response headers.
+ * Forwards one call to llama-swap with undici's `Pool#dispatch` (the `fetch` path costs ~5x
+ * and `Pool#request` ~20 % more CPU per call, see docs/benchmarks.md) and streams the answer
+ * back chunk by chunk with backpressure. The client's disconnect aborts the upstream request
+ * at once, before or after response headers.
  */
+import type { IncomingHttpHeaders } from 'node:http';
 import { errors as undiciErrors, Pool } from 'undici';
 import type { Dispatcher } from 'undici';
 import { GatewayError, isGatewayError } from '../http/errors.js';
@@ -44,17 +45,8 @@ export function createForwarder(options: UpstreamOptions): Forwarder {
   });
   const basePath = options.url.pathname.replace(/\/+$/, '');
 
-  async function forward(ctx: ProxyContext, tapFactory?: TapFactory): Promise<void> {
-    const { req, res } = ctx;
-    const abort = new AbortController();
-    const onClientClose = () => {
-      if (!res.writableFinished) {
-        ctx.clientAborted = true;
-        abort.abort();
-      }
-    };
-    res.once('close', onClientClose);
-
+  function forward(ctx: ProxyContext, tapFactory?: TapFactory): Promise<void> {
+    const { req } = ctx;
     const body = ctx.body;
     const headers = upstreamRequestHeaders(req.headers, {
       requestId: ctx.requestId,
@@ -64,55 +56,18 @@ export function createForwarder(options: UpstreamOptions): Forwarder {
       upstreamApiKey: options.apiKey,
       contentLength: body?.complete ? body.bytes : declaredLength(req.headers['content-length']),
     });
-
-    let upstream: Dispatcher.ResponseData;
-    try {
-      upstream = await pool.request({
-        path: basePath + ctx.url,
-        method: ctx.method as Dispatcher.HttpMethod,
-        headers,
-        body: (body?.body ?? null) as Dispatcher.DispatchOptions['body'],
-        signal: abort.signal,
-      });
-    } catch (error) {
-      res.off('close', onClientClose);
-      if (ctx.clientAborted) {
-        ctx.errorClass = 'client_abort';
-        return;
-      }
-      throw mapRequestError(error, options);
-    }
-
-    const status = upstream.statusCode;
-    const contentType = headerString(upstream.headers['content-type']);
-    ctx.status = status;
-
-    if (status >= 400 && isSmallOrUnsized(upstream.headers['content-length'])) {
-      const handled = await relayErrorBody(ctx, upstream, contentType);
-      if (handled) {
-        res.off('close', onClientClose);
-        return;
-      }
-    }
-
-    const isSse = contentType?.startsWith('text/event-stream') === true;
-    ctx.streamed = isSse;
-    const outHeaders = clientResponseHeaders(upstream.headers);
-    outHeaders['x-request-id'] = ctx.requestId;
-    if (isSse) {
-      // Proxies in front of us (nginx) must not buffer the stream either.
-      outHeaders['x-accel-buffering'] = 'no';
-      outHeaders['cache-control'] ??= 'no-cache';
-    }
-    res.writeHead(status, outHeaders);
-    // A stream's headers go out now, not with its first event: the client sees 200 while a
-    // model loads. Other bodies send headers with their first chunk (one write, not two).
-    if (isSse) res.flushHeaders();
-    ctx.firstByteMs = performance.now() - ctx.startedAt;
-
-    const tap = tapFactory?.(ctx, status, contentType);
-    await pipeBody(ctx, upstream.body, isSse, tap);
-    res.off('close', onClientClose);
+    return new Promise<void>((resolve, reject) => {
+      const exchange = new Exchange(ctx, tapFactory, options, resolve, reject);
+      pool.dispatch(
+        {
+          path: basePath + ctx.url,
+          method: ctx.method as Dispatcher.HttpMethod,
+          headers,
+          body: (body?.body ?? null) as Dispatcher.DispatchOptions['body'],
+        },
+        exchange,
+      );
+    });
   }
 
   return {
@@ -121,116 +76,187 @@ export function createForwarder(options: UpstreamOptions): Forwarder {
   };
 }
 
-/** Streams the upstream body to the client, chunk by chunk, pausing when the client is slow. */
-function pipeBody(ctx: ProxyContext, body: Dispatcher.ResponseData['body'], isSse: boolean, tap: ResponseTap | undefined): Promise<void> {
-  const { res } = ctx;
-  return new Promise<void>((resolve) => {
-    let settled = false;
-    const finish = (outcome: 'complete' | 'aborted' | 'failed') => {
-      if (settled) return;
-      settled = true;
-      res.off('drain', onDrain);
-      res.off('close', onClose);
-      tap?.onEnd(outcome);
-      resolve();
-    };
-    const onDrain = () => body.resume();
-    const onClose = () => {
-      if (!res.writableFinished) {
-        ctx.clientAborted = true;
-        ctx.errorClass ??= 'client_abort';
-        body.destroy();
-        finish('aborted');
-      }
-    };
-    body.on('data', (chunk: Buffer) => {
-      ctx.bytesOut += chunk.length;
-      tap?.onChunk(chunk);
-      if (!res.write(chunk)) body.pause();
-    });
-    body.on('end', () => {
-      res.end();
-      finish('complete');
-    });
-    body.on('error', (error: Error) => {
-      if (ctx.clientAborted) return finish('aborted');
-      const mapped = mapBodyError(error);
-      ctx.errorClass = mapped.code;
-      if (isSse && !res.destroyed) {
-        // Status is already sent: end with one terminal error event in the stream's own format.
-        res.end(terminalStreamEvent(mapped, ctx.format));
-      } else {
-        res.destroy();
-      }
-      finish('failed');
-    });
-    res.on('drain', onDrain);
-    res.on('close', onClose);
-  });
-}
-
 /**
- * Reads a small error body to see whether llama-swap (not a model server) produced it, and
- * if so answers with a proper error in the caller's format. Returns false when the body
- * should be streamed through as is (it is then re-emitted from what was read).
+ * One call's trip to llama-swap, as an undici dispatch handler: the response's bytes go from
+ * undici's parser straight to the client's socket, with no response stream, promise or
+ * AbortController in between (each of those was a measured share of the gateway's CPU per
+ * call, see docs/benchmarks.md). Backpressure: a full client socket pauses the upstream
+ * (`controller.pause()`), its `drain` resumes it. The client leaving aborts the upstream request,
+ * before or after its headers.
+ *
+ * A small error response (status >= 400) is held back until complete: when llama-swap itself
+ * produced it, the client gets a proper error in its own wire format instead (relayErrorBody).
  */
-async function relayErrorBody(ctx: ProxyContext, upstream: Dispatcher.ResponseData, contentType: string | undefined): Promise<boolean> {
-  const { chunks, size } = await readUpTo(upstream.body, MAX_TRANSLATABLE_ERROR_BYTES);
-  const bodyBytes = Buffer.concat(chunks);
-  if (size <= MAX_TRANSLATABLE_ERROR_BYTES) {
-    const translated = translateUpstreamError({
-      status: upstream.statusCode,
-      contentType,
-      body: bodyBytes,
-      retryAfter: headerString(upstream.headers['retry-after']),
-      allow: headerString(upstream.headers.allow),
-      method: ctx.method,
-      path: ctx.path,
-    });
-    if (translated) {
-      ctx.errorClass = 'upstream_error';
-      throw translated;
+class Exchange implements Dispatcher.DispatchHandler {
+  #controller: Dispatcher.DispatchController | undefined;
+  #tap: ResponseTap | undefined;
+  #isSse = false;
+  #started = false;
+  #settled = false;
+  /** Set while an error body is being held back: its chunks, until decided. */
+  #held: { chunks: Buffer[]; size: number; status: number; headers: IncomingHttpHeaders; contentType: string | undefined } | undefined;
+
+  constructor(
+    private readonly ctx: ProxyContext,
+    private readonly tapFactory: TapFactory | undefined,
+    private readonly options: UpstreamOptions,
+    private readonly resolve: () => void,
+    private readonly reject: (error: unknown) => void,
+  ) {
+    ctx.res.once('close', this.#onClientClose);
+    ctx.res.on('drain', this.#onDrain);
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.#controller = controller;
+    // The client left while the request waited for a connection.
+    if (this.ctx.clientAborted) controller.abort(new Error('the client closed the connection'));
+  }
+
+  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
+    const { ctx } = this;
+    this.#started = true;
+    ctx.status = statusCode;
+    const contentType = headerString(headers['content-type']);
+    if (statusCode >= 400 && isSmallOrUnsized(headers['content-length'])) {
+      this.#held = { chunks: [], size: 0, status: statusCode, headers, contentType };
+      return;
+    }
+    this.#sendHeaders(statusCode, headers, contentType);
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    const held = this.#held;
+    if (held) {
+      held.chunks.push(chunk);
+      held.size += chunk.length;
+      // Too big to be one of llama-swap's own errors: a model server's, relayed as it is.
+      if (held.size > MAX_TRANSLATABLE_ERROR_BYTES) this.#relayHeld();
+      return;
+    }
+    const { ctx } = this;
+    ctx.bytesOut += chunk.length;
+    this.#tap?.onChunk(chunk);
+    if (!ctx.res.write(chunk)) controller.pause();
+  }
+
+  onResponseEnd(): void {
+    const held = this.#held;
+    if (held) {
+      const bodyBytes = held.chunks.length === 1 ? held.chunks[0]! : Buffer.concat(held.chunks);
+      const translated = translateUpstreamError({
+        status: held.status,
+        contentType: held.contentType,
+        body: bodyBytes,
+        retryAfter: headerString(held.headers['retry-after']),
+        allow: headerString(held.headers.allow),
+        method: this.ctx.method,
+        path: this.ctx.path,
+      });
+      if (translated) {
+        this.ctx.errorClass = 'upstream_error';
+        this.#held = undefined;
+        this.#fail(translated);
+        return;
+      }
+      this.#relayHeld();
+    }
+    this.ctx.res.end();
+    this.#finish('complete');
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
+    const { ctx } = this;
+    if (ctx.clientAborted) {
+      ctx.errorClass ??= 'client_abort';
+      this.#finish('aborted');
+      return;
+    }
+    if (!this.#started || (this.#held && !ctx.res.headersSent)) {
+      // No byte has gone to the client: the caller renders the error in the client's format.
+      this.#fail(this.#started ? mapBodyError(error) : mapRequestError(error, this.options));
+      return;
+    }
+    const mapped = mapBodyError(error);
+    ctx.errorClass = mapped.code;
+    if (this.#isSse && !ctx.res.destroyed) {
+      // Status is already sent: end with one terminal error event in the stream's own format.
+      ctx.res.end(terminalStreamEvent(mapped, ctx.format));
+    } else {
+      ctx.res.destroy();
+    }
+    this.#finish('failed');
+  }
+
+  #sendHeaders(status: number, headers: IncomingHttpHeaders, contentType: string | undefined): void {
+    const { ctx } = this;
+    const isSse = contentType?.startsWith('text/event-stream') === true;
+    this.#isSse = isSse;
+    ctx.streamed = isSse;
+    const outHeaders = clientResponseHeaders(headers);
+    outHeaders['x-request-id'] = ctx.requestId;
+    if (isSse) {
+      // Proxies in front of us (nginx) must not buffer the stream either.
+      outHeaders['x-accel-buffering'] = 'no';
+      outHeaders['cache-control'] ??= 'no-cache';
+    }
+    ctx.res.writeHead(status, outHeaders);
+    // A stream's headers go out now, not with its first event: the client sees 200 while a
+    // model loads. Other bodies send headers with their first chunk (one write, not two).
+    if (isSse) ctx.res.flushHeaders();
+    ctx.firstByteMs = performance.now() - ctx.startedAt;
+    this.#tap = this.tapFactory?.(ctx, status, contentType);
+  }
+
+  /** A held-back error body that is not llama-swap's: status, headers and bytes unchanged. */
+  #relayHeld(): void {
+    const held = this.#held!;
+    this.#held = undefined;
+    const { ctx } = this;
+    const outHeaders = clientResponseHeaders(held.headers);
+    outHeaders['x-request-id'] = ctx.requestId;
+    ctx.res.writeHead(held.status, outHeaders);
+    ctx.firstByteMs = performance.now() - ctx.startedAt;
+    ctx.errorClass = 'upstream_status';
+    for (const chunk of held.chunks) {
+      ctx.bytesOut += chunk.length;
+      if (!ctx.res.write(chunk)) this.#controller?.pause();
     }
   }
-  // A model server's own error: relay status, headers and bytes unchanged.
-  const outHeaders = clientResponseHeaders(upstream.headers);
-  outHeaders['x-request-id'] = ctx.requestId;
-  ctx.res.writeHead(upstream.statusCode, outHeaders);
-  ctx.firstByteMs = performance.now() - ctx.startedAt;
-  ctx.bytesOut += bodyBytes.length;
-  ctx.errorClass = 'upstream_status';
-  if (size <= MAX_TRANSLATABLE_ERROR_BYTES) {
-    ctx.res.end(bodyBytes);
-    return true;
-  }
-  ctx.res.write(bodyBytes);
-  await pipeBody(ctx, upstream.body, false, undefined);
-  return true;
-}
 
-/** Reads until the body ends or more than `max` bytes arrived; then leaves the rest paused. */
-function readUpTo(body: Dispatcher.ResponseData['body'], max: number): Promise<{ chunks: Buffer[]; size: number }> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const done = () => {
-      body.off('data', onData);
-      body.off('end', done);
-      body.off('error', reject);
-      resolve({ chunks, size });
-    };
-    const onData = (chunk: Buffer) => {
-      chunks.push(chunk);
-      size += chunk.length;
-      if (size > max) {
-        body.pause();
-        done();
-      }
-    };
-    body.on('data', onData);
-    body.on('end', done);
-    body.on('error', reject);
-  });
+  readonly #onDrain = (): void => {
+    this.#controller?.resume();
+  };
+
+  readonly #onClientClose = (): void => {
+    const { ctx } = this;
+    if (ctx.res.writableFinished || this.#settled) return;
+    ctx.clientAborted = true;
+    ctx.errorClass ??= 'client_abort';
+    const controller = this.#controller;
+    // Without a controller yet, onRequestStart aborts as soon as the request gets a connection.
+    if (controller && !controller.aborted) controller.abort(new Error('the client closed the connection'));
+  };
+
+  #finish(outcome: 'complete' | 'aborted' | 'failed'): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    this.#detach();
+    this.#tap?.onEnd(outcome);
+    this.resolve();
+  }
+
+  #fail(error: unknown): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    this.#detach();
+    this.reject(error);
+  }
+
+  #detach(): void {
+    this.ctx.res.off('close', this.#onClientClose);
+    this.ctx.res.off('drain', this.#onDrain);
+  }
 }
 
 function mapRequestError(error: unknown, options: UpstreamOptions): GatewayError {
