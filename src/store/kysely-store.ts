@@ -183,7 +183,7 @@ export function createKyselyStore(db: Kysely<Database>, hooks: DialectHooks): St
     keys,
     meta,
     sessions,
-    usage: createUsageStore(db, hooks.writeBatch),
+    usage: createUsageStore(db, hooks.writeBatch, { requestInsert: hooks.kind === 'postgres' ? 'unnest' : 'values' }),
     watchKeys: (onChange) => hooks.watchKeys(onChange),
     close() {
       closing ??= (async () => {

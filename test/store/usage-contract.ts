@@ -69,6 +69,27 @@ export function describeUsageContract(current: () => Store, openOther: () => Pro
       expect(await store.usage.get(again[1]!.id)).toEqual(again[1]);
     });
 
+    it('keeps text that array literals and SQL escape exactly as sent, in a batch larger than one statement chunk', async () => {
+      const awkward = ['', 'NULL', 'null', '"quoted"', 'back\\slash', '{braces}', 'a,b', "it's", ' lead and trail ', 'tab\tnew\nline', 'ünïcødé ✓ 🦙'];
+      const records = Array.from({ length: 600 }, (_, i) =>
+        usageRecord({
+          id: `awk-${String(i).padStart(4, '0')}`,
+          at: 1_000_000 + i,
+          requestId: awkward[i % awkward.length]!,
+          keyName: awkward[(i + 1) % awkward.length]!,
+          model: awkward[(i + 2) % awkward.length]!,
+          errorClass: i % 3 === 0 ? null : awkward[(i + 3) % awkward.length]!,
+          requestBody: i % 2 === 0 ? null : awkward[(i + 4) % awkward.length]!,
+          responseBody: awkward[(i + 5) % awkward.length]!,
+          ttfbMs: i % 5 === 0 ? null : i / 7,
+          durationMs: i + 0.125,
+        }),
+      );
+      await store.usage.append(records);
+      expect(await store.usage.count()).toBe(600);
+      for (const i of [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 255, 256, 599]) expect(await store.usage.get(records[i]!.id)).toEqual(records[i]);
+    });
+
     it('lists newest first and pages with a keyset cursor, ties on time included, without gaps or repeats', async () => {
       const records = [T0, T0 + 1, T0 + 1, T0 + 1, T0 + 2, T0 + 5, T0 + 5].map((at) => usageRecord({ at }));
       await store.usage.append(records);
