@@ -8,8 +8,9 @@
  * new values are reported as `other`. A model name only takes a slot with a call that was not
  * refused as the client's mistake (4xx), so made-up model names cannot use up the slots.
  */
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
 import type { LimitKind } from './limits.js';
+import { registerScrapeTimeMetric, ScrapeTimeMetric, SecondsHistogram, type MetricValue } from './scrape-time-metrics.js';
 
 export const OTHER_LABEL = 'other';
 /** Label value for calls without a key (open mode) or without a model (e.g. `GET /v1/models`). */
@@ -38,6 +39,8 @@ export interface MetricsOptions {
   processMetrics?: boolean;
 }
 
+const LATENCY_BUCKETS_S: readonly number[] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+
 /** What a finished call tells the metrics. Times in ms. */
 export interface CallObservation {
   model: string | undefined;
@@ -52,14 +55,21 @@ export interface CallObservation {
   errorClass: string | undefined;
 }
 
-interface SeriesChildren {
-  requests: Map<number, { inc(value?: number): void }>;
-  input: { inc(value?: number): void };
-  output: { inc(value?: number): void };
-  cached: { inc(value?: number): void };
-  duration: { observe(value: number): void };
-  ttfb: { observe(value: number): void };
-  ttft: { observe(value: number): void };
+/** Everything the calls of one (model, key) add up to, in plain numbers (scrape-time-metrics.ts). */
+class CallSeries {
+  /** Calls by HTTP status. */
+  readonly requests = new Map<number, number>();
+  input = 0;
+  output = 0;
+  cached = 0;
+  readonly duration = new SecondsHistogram(LATENCY_BUCKETS_S);
+  readonly ttfb = new SecondsHistogram(LATENCY_BUCKETS_S);
+  readonly ttft = new SecondsHistogram(LATENCY_BUCKETS_S);
+  readonly labels: { model: string; key: string };
+
+  constructor(model: string, key: string) {
+    this.labels = { model, key };
+  }
 }
 
 /**
@@ -72,35 +82,52 @@ export function isUpstreamFailure(errorClass: string | undefined, status: number
   return true;
 }
 
-const LATENCY_BUCKETS_S = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 
 export class GatewayMetrics {
   readonly registry = new Registry();
   readonly #models: LabelCap;
   readonly #keys: LabelCap;
-  readonly #requests: Counter<'model' | 'key' | 'status'>;
-  readonly #tokens: Counter<'model' | 'key' | 'type'>;
-  readonly #duration: Histogram<'model' | 'key'>;
-  readonly #ttfb: Histogram<'model' | 'key'>;
-  readonly #ttft: Histogram<'model' | 'key'>;
-  readonly #inFlight: Gauge;
+  #inFlight = 0;
   readonly #upstreamErrors: Counter<'model' | 'class'>;
   readonly #rateLimited: Counter<'key' | 'limit'>;
   readonly #dropped: Counter;
   readonly #written: Counter;
   readonly #writeFailures: Counter;
-  readonly #series = new Map<string, SeriesChildren>();
+  /** model → key → series; bounded by the label caps. */
+  readonly #series = new Map<string, Map<string, CallSeries>>();
 
   constructor(options: MetricsOptions & { queueLength?: () => number; limitsShared?: () => boolean } = {}) {
     this.#models = new LabelCap(options.maxModels ?? 100);
     this.#keys = new LabelCap(options.maxKeys ?? 200);
     const registers = [this.registry];
-    this.#requests = new Counter({ name: 'gatehouse_requests_total', help: 'Calls to /v1 that ended, by model, key name and HTTP status (499: the client left before a status was sent).', labelNames: ['model', 'key', 'status'], registers });
-    this.#tokens = new Counter({ name: 'gatehouse_tokens_total', help: 'Tokens of calls that ended, by type: input (cached included), output, cached.', labelNames: ['model', 'key', 'type'], registers });
-    this.#duration = new Histogram({ name: 'gatehouse_request_duration_seconds', help: 'Time from the call arriving to the response ending.', labelNames: ['model', 'key'], buckets: LATENCY_BUCKETS_S, registers });
-    this.#ttfb = new Histogram({ name: 'gatehouse_time_to_first_byte_seconds', help: 'Time from the call arriving to the response headers being sent.', labelNames: ['model', 'key'], buckets: LATENCY_BUCKETS_S, registers });
-    this.#ttft = new Histogram({ name: 'gatehouse_time_to_first_token_seconds', help: 'Time from the call arriving to the first generated token (streams) or the first body byte.', labelNames: ['model', 'key'], buckets: LATENCY_BUCKETS_S, registers });
-    this.#inFlight = new Gauge({ name: 'gatehouse_requests_in_flight', help: 'Calls to /v1 not yet ended, streams included.', registers });
+    const each = (pick: (series: CallSeries) => MetricValue[]) => () => {
+      const out: MetricValue[] = [];
+      for (const byKey of this.#series.values()) for (const series of byKey.values()) out.push(...pick(series));
+      return out;
+    };
+    const histogram = (name: string, help: string, of: (series: CallSeries) => SecondsHistogram) =>
+      registerScrapeTimeMetric(this.registry, new ScrapeTimeMetric(name, help, 'histogram', each((series) => of(series).values(name, series.labels))));
+    registerScrapeTimeMetric(
+      this.registry,
+      new ScrapeTimeMetric('gatehouse_requests_total', 'Calls to /v1 that ended, by model, key name and HTTP status (499: the client left before a status was sent).', 'counter',
+        each((series) => [...series.requests].map(([status, value]) => ({ labels: { ...series.labels, status: String(status) }, value }))),
+      ),
+    );
+    registerScrapeTimeMetric(
+      this.registry,
+      new ScrapeTimeMetric('gatehouse_tokens_total', 'Tokens of calls that ended, by type: input (cached included), output, cached.', 'counter',
+        each((series) =>
+          (['input', 'output', 'cached'] as const).filter((type) => series[type] > 0).map((type) => ({ labels: { ...series.labels, type }, value: series[type] })),
+        ),
+      ),
+    );
+    histogram('gatehouse_request_duration_seconds', 'Time from the call arriving to the response ending.', (series) => series.duration);
+    histogram('gatehouse_time_to_first_byte_seconds', 'Time from the call arriving to the response headers being sent.', (series) => series.ttfb);
+    histogram('gatehouse_time_to_first_token_seconds', 'Time from the call arriving to the first generated token (streams) or the first body byte.', (series) => series.ttft);
+    registerScrapeTimeMetric(
+      this.registry,
+      new ScrapeTimeMetric('gatehouse_requests_in_flight', 'Calls to /v1 not yet ended, streams included.', 'gauge', () => [{ labels: {}, value: this.#inFlight }]),
+    );
     this.#upstreamErrors = new Counter({ name: 'gatehouse_upstream_errors_total', help: 'Calls that failed because of llama-swap or the model server (timeout, unreachable, broken stream, 5xx), by class (upstream_timeout, upstream_unreachable, upstream_status ...).', labelNames: ['model', 'class'], registers });
     this.#rateLimited = new Counter({ name: 'gatehouse_rate_limited_total', help: 'Calls refused with 429 by a per-key limit, by key name and limit (rpm, tpm, concurrent).', labelNames: ['key', 'limit'], registers });
     this.#dropped = new Counter({ name: 'gatehouse_usage_records_dropped_total', help: 'Usage records dropped because the write queue was full (the store was too slow or down).', registers });
@@ -128,49 +155,36 @@ export class GatewayMetrics {
   }
 
   callStarted(): void {
-    this.#inFlight.inc();
+    this.#inFlight++;
   }
 
   callEnded(call: CallObservation): void {
-    this.#inFlight.dec();
+    this.#inFlight--;
     // A 4xx may carry any made-up model name (404 unknown model): it must not take a slot.
     const admit = call.status >= 100 && (call.status < 400 || call.status >= 500);
     const model = call.model === undefined ? NONE_LABEL : this.#models.label(call.model, admit);
     const key = call.keyName === undefined ? NONE_LABEL : this.#keys.label(call.keyName);
     const series = this.#seriesOf(model, key);
-    let requests = series.requests.get(call.status);
-    if (!requests) {
-      requests = this.#requests.labels({ model, key, status: String(call.status) });
-      series.requests.set(call.status, requests);
-    }
-    requests.inc();
-    if (call.inputTokens) series.input.inc(call.inputTokens);
-    if (call.outputTokens) series.output.inc(call.outputTokens);
-    if (call.cachedTokens) series.cached.inc(call.cachedTokens);
+    series.requests.set(call.status, (series.requests.get(call.status) ?? 0) + 1);
+    if (call.inputTokens) series.input += call.inputTokens;
+    if (call.outputTokens) series.output += call.outputTokens;
+    if (call.cachedTokens) series.cached += call.cachedTokens;
     series.duration.observe(call.durationMs / 1000);
     if (call.ttfbMs !== undefined) series.ttfb.observe(call.ttfbMs / 1000);
     if (call.ttftMs !== undefined) series.ttft.observe(call.ttftMs / 1000);
     if (isUpstreamFailure(call.errorClass, call.status)) this.#upstreamErrors.inc({ model, class: call.errorClass! });
   }
 
-  /**
-   * The label children of one (model, key), looked up once: prom-client hashes a label object
-   * on every `inc`/`observe`, and a call touches up to seven series. Bounded by the label caps.
-   */
-  #seriesOf(model: string, key: string): SeriesChildren {
-    const id = `${model}\u0000${key}`;
-    let series = this.#series.get(id);
+  #seriesOf(model: string, key: string): CallSeries {
+    let byKey = this.#series.get(model);
+    if (!byKey) {
+      byKey = new Map();
+      this.#series.set(model, byKey);
+    }
+    let series = byKey.get(key);
     if (!series) {
-      series = {
-        requests: new Map(),
-        input: this.#tokens.labels({ model, key, type: 'input' }),
-        output: this.#tokens.labels({ model, key, type: 'output' }),
-        cached: this.#tokens.labels({ model, key, type: 'cached' }),
-        duration: this.#duration.labels({ model, key }),
-        ttfb: this.#ttfb.labels({ model, key }),
-        ttft: this.#ttft.labels({ model, key }),
-      };
-      this.#series.set(id, series);
+      series = new CallSeries(model, key);
+      byKey.set(key, series);
     }
     return series;
   }
