@@ -6,6 +6,7 @@
  */
 import { GatewayError } from '../http/errors.js';
 import type { ProxyStep } from '../http/proxy-route.js';
+import type { ProxyContext } from './context.js';
 
 export interface ListedModel {
   id: string;
@@ -18,30 +19,34 @@ export interface ListedModel {
 export type ListModels = () => Promise<ListedModel[]>;
 
 export function modelsListing(listModels: ListModels): ProxyStep {
-  return async function modelsListingStep(ctx) {
+  // Not async itself: every other call passes straight through, without a promise.
+  return function modelsListingStep(ctx) {
     if (ctx.method !== 'GET' || (ctx.path !== '/v1/models' && ctx.path !== '/v1/models/')) return;
     const restricted = (ctx.caller?.allowedModels.length ?? 0) > 0;
     const anthropic = ctx.req.headers['anthropic-version'] !== undefined;
     if (!restricted && !anthropic) return; // pass through, byte for byte
-
-    let models: ListedModel[];
-    try {
-      models = await listModels();
-    } catch (error) {
-      throw upstreamListError(error);
-    }
-    if (restricted) {
-      const allowed = new Set(ctx.caller!.allowedModels);
-      models = models.filter((m) => allowed.has(m.id));
-    }
-    const body = anthropic ? anthropicList(models) : { object: 'list', data: models };
-    const payload = JSON.stringify(body);
-    ctx.status = 200;
-    ctx.bytesOut = Buffer.byteLength(payload);
-    ctx.res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': ctx.bytesOut, 'x-request-id': ctx.requestId });
-    ctx.res.end(payload);
-    return 'handled';
+    return answerModelList(ctx, listModels, restricted, anthropic);
   };
+}
+
+async function answerModelList(ctx: ProxyContext, listModels: ListModels, restricted: boolean, anthropic: boolean): Promise<'handled'> {
+  let models: ListedModel[];
+  try {
+    models = await listModels();
+  } catch (error) {
+    throw upstreamListError(error);
+  }
+  if (restricted) {
+    const allowed = new Set(ctx.caller!.allowedModels);
+    models = models.filter((m) => allowed.has(m.id));
+  }
+  const body = anthropic ? anthropicList(models) : { object: 'list', data: models };
+  const payload = JSON.stringify(body);
+  ctx.status = 200;
+  ctx.bytesOut = Buffer.byteLength(payload);
+  ctx.res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': ctx.bytesOut, 'x-request-id': ctx.requestId });
+  ctx.res.end(payload);
+  return 'handled';
 }
 
 /** Anthropic's `GET /v1/models` shape (what its SDKs and Claude Code parse). */
