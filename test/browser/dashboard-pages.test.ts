@@ -108,7 +108,7 @@ describe('dashboard pages against the admin API contract', () => {
     await t.page.getByRole('button', { name: 'Unload nomic-embed-text' }).waitFor({ timeout: 3000 });
     const row = t.page.getByRole('row').filter({ has: t.page.getByText('nomic-embed-text', { exact: true }) });
     await row.getByText('ready').waitFor({ timeout: 3000 });
-    expect(api.requests).toContain('POST /api/models/nomic-embed-text/load');
+    await expect.poll(() => api.requests).toContain('POST /api/models/nomic-embed-text/load');
 
     // Another operator (or llama-swap's TTL) stops a model: the table follows within 2 s.
     const changedAt = Date.now();
@@ -126,7 +126,7 @@ describe('dashboard pages against the admin API contract', () => {
     await t.page.getByRole('button', { name: 'Unload all' }).click();
     await dialog.getByRole('button', { name: 'Unload all' }).click();
     await dialog.waitFor({ state: 'hidden' });
-    expect(api.requests).toContain('POST /api/models/unload-all');
+    await expect.poll(() => api.requests).toContain('POST /api/models/unload-all');
     await t.page.getByRole('button', { name: 'Load qwen3-30b-a3b' }).waitFor({ timeout: 2000 });
   });
 
@@ -244,7 +244,7 @@ describe('dashboard pages against the admin API contract', () => {
     await t.page.getByText('Live', { exact: true }).waitFor();
     api.emitLog('proxy', 'after the reconnect\n');
     await lines.getByText('after the reconnect').waitFor();
-    expect(api.requests).toContain('GET /api/logs/stream?source=proxy&history=0');
+    await expect.poll(() => api.requests).toContain('GET /api/logs/stream?source=proxy&history=0');
     // History was not repeated by the reconnect.
     expect(await lines.getByText('llama-swap listening on :8080').count()).toBe(1);
     await t.screenshot('logs-reconnected-dark');
@@ -252,7 +252,7 @@ describe('dashboard pages against the admin API contract', () => {
     await t.page.getByLabel('Log source').selectOption('gateway');
     await t.page.waitForURL('**/logs?source=gateway');
     await t.page.getByText('No output yet.').waitFor();
-    expect(api.requests).toContain('GET /api/logs/stream?source=gateway');
+    await expect.poll(() => api.requests).toContain('GET /api/logs/stream?source=gateway');
   });
 
   it('sends the operator to sign in when the session ends, then back', async () => {
@@ -287,7 +287,7 @@ describe('dashboard pages against the admin API contract', () => {
 
     await t.page.getByRole('button', { name: 'Sign out' }).click();
     await t.page.waitForURL('**/sign-in');
-    expect(api.requests).toContain('POST /api/logout');
+    await expect.poll(() => api.requests).toContain('POST /api/logout');
     // The stored theme outlives the session, and applies before the app starts.
     await t.page.reload();
     expect(await inPage(t.page, 'document.documentElement.dataset.theme')).toBe('dark');
@@ -342,7 +342,7 @@ describe('dashboard pages against the admin API contract', () => {
     await t.page.waitForURL('**/usage?range=30d&group=model&chart=tokens');
     await t.page.locator('.groups-card h2', { hasText: 'By model' }).waitFor();
     await t.page.locator('.stat-title', { hasText: 'last 30 days' }).waitFor();
-    expect(api.requests).toContain('GET /api/usage/summary?range=30d&groupBy=model');
+    await expect.poll(() => api.requests).toContain('GET /api/usage/summary?range=30d&groupBy=model');
     await t.screenshot('usage-30d-by-model-light');
 
     // The log: 50 at a time, then "Load more" with the cursor.
@@ -359,7 +359,7 @@ describe('dashboard pages against the admin API contract', () => {
     await expect.poll(async () => new Set(await t.page.locator('table.requests tbody td.status .status-line').allTextContents()).size).toBe(1);
     await t.page.getByLabel('Key', { exact: true }).selectOption({ label: 'home-assistant' });
     await t.page.waitForURL('**key=key_02**');
-    expect(api.requests).toContain('GET /api/usage/requests?key=key_02&status=5xx&limit=50');
+    await expect.poll(() => api.requests).toContain('GET /api/usage/requests?key=key_02&status=5xx&limit=50');
     await t.page.getByRole('button', { name: 'Clear filters' }).first().click();
     await t.page.waitForURL((url) => !url.search.includes('status='));
 
