@@ -82,7 +82,6 @@ export function isUpstreamFailure(errorClass: string | undefined, status: number
   return true;
 }
 
-
 export class GatewayMetrics {
   readonly registry = new Registry();
   readonly #models: LabelCap;
@@ -117,7 +116,8 @@ export class GatewayMetrics {
       this.registry,
       new ScrapeTimeMetric('gatehouse_tokens_total', 'Tokens of calls that ended, by type: input (cached included), output, cached.', 'counter',
         each((series) =>
-          (['input', 'output', 'cached'] as const).filter((type) => series[type] > 0).map((type) => ({ labels: { ...series.labels, type }, value: series[type] })),
+          // Every type from the series' first call on, zero included: rate() needs a starting point.
+          (['input', 'output', 'cached'] as const).map((type) => ({ labels: { ...series.labels, type }, value: series[type] })),
         ),
       ),
     );
