@@ -8,6 +8,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { UsageRecord, UsageStore } from '../store/store.js';
+import { RecordSegment } from './record-codec.js';
 
 export interface UsageWriterOptions {
   flushIntervalMs?: number;
@@ -24,7 +25,11 @@ export class UsageWriter {
   readonly #maxQueue: number;
   readonly #options: UsageWriterOptions;
   readonly #timer: NodeJS.Timeout;
-  #queue: UsageRecord[] = [];
+  /** Full batches waiting, oldest first; each holds at most `batchSize` records. */
+  #sealed: RecordSegment[] = [];
+  /** The batch being filled (records encoded as bytes: see record-codec.ts for why). */
+  #open = new RecordSegment();
+  #queued = 0;
   #writing: Promise<void> | undefined;
   #kickScheduled = false;
   #closed = false;
@@ -39,22 +44,27 @@ export class UsageWriter {
   }
 
   get queued(): number {
-    return this.#queue.length;
+    return this.#queued;
   }
 
   push(record: UsageRecord): void {
-    if (this.#closed || this.#queue.length >= this.#maxQueue) {
+    if (this.#closed || this.#queued >= this.#maxQueue) {
       this.#options.onDropped?.(1);
       return;
     }
-    this.#queue.push(record);
-    if (this.#queue.length >= this.#batchSize && !this.#kickScheduled) {
-      // Never write from inside the caller's completion hook: the next turn of the loop.
-      this.#kickScheduled = true;
-      setImmediate(() => {
-        this.#kickScheduled = false;
-        this.#kick();
-      });
+    this.#open.append(record);
+    this.#queued++;
+    if (this.#open.count >= this.#batchSize) {
+      this.#sealed.push(this.#open);
+      this.#open = new RecordSegment();
+      if (!this.#kickScheduled) {
+        // Never write from inside the caller's completion hook: the next turn of the loop.
+        this.#kickScheduled = true;
+        setImmediate(() => {
+          this.#kickScheduled = false;
+          this.#kick();
+        });
+      }
     }
   }
 
@@ -71,39 +81,55 @@ export class UsageWriter {
     clearInterval(this.#timer);
     await this.#writing;
     await this.#drain();
-    if (this.#queue.length > 0) await this.#drain();
-    if (this.#queue.length > 0) {
-      this.#options.onDropped?.(this.#queue.length);
-      this.#queue = [];
+    if (this.#queued > 0) await this.#drain();
+    if (this.#queued > 0) {
+      this.#options.onDropped?.(this.#queued);
+      this.#sealed = [];
+      this.#open = new RecordSegment();
+      this.#queued = 0;
     }
   }
 
   #kick(): void {
-    if (this.#writing || this.#queue.length === 0) return;
+    if (this.#writing || this.#queued === 0) return;
     this.#writing = this.#drain().finally(() => {
       this.#writing = undefined;
     });
   }
 
+  /** The oldest waiting batch, taken off the queue (the open one when no full one waits). */
+  #takeBatch(): RecordSegment | undefined {
+    const sealed = this.#sealed.shift();
+    if (sealed) return sealed;
+    if (this.#open.count === 0) return undefined;
+    const open = this.#open;
+    this.#open = new RecordSegment();
+    return open;
+  }
+
   async #drain(): Promise<void> {
-    while (this.#queue.length > 0) {
-      const batch = this.#queue.length <= this.#batchSize ? this.#queue : this.#queue.slice(0, this.#batchSize);
-      this.#queue = batch === this.#queue ? [] : this.#queue.slice(batch.length);
+    for (let batch = this.#takeBatch(); batch; batch = this.#takeBatch()) {
+      const n = batch.count;
+      this.#queued -= n;
       try {
-        await this.#store.append(batch);
-        this.#options.onWritten?.(batch.length);
+        // Decoded just before the write: these objects die young (see record-codec.ts).
+        await this.#store.append(batch.decode());
+        this.#options.onWritten?.(n);
       } catch (error) {
         this.#options.onError?.(error);
         if (isPermanent(error)) {
           // Retrying a batch the database refuses for its content would block the queue for good.
-          this.#options.onDropped?.(batch.length);
+          this.#options.onDropped?.(n);
           continue;
         }
-        // Back to the front, as far as the bound allows; the rest is dropped and counted.
-        const room = Math.max(0, this.#maxQueue - this.#queue.length);
-        const kept = batch.length <= room ? batch : batch.slice(0, room);
-        if (kept.length < batch.length) this.#options.onDropped?.(batch.length - kept.length);
-        this.#queue = kept.concat(this.#queue);
+        // Back to the front, if the bound allows (records pushed meanwhile count first: they
+        // were accepted); otherwise dropped and counted.
+        if (this.#queued + n <= this.#maxQueue) {
+          this.#sealed.unshift(batch);
+          this.#queued += n;
+        } else {
+          this.#options.onDropped?.(n);
+        }
         return;
       }
     }

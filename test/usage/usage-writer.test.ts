@@ -62,6 +62,35 @@ describe('usage writer', () => {
     await writer.close();
   });
 
+  it('drops and counts what arrives while the queue is full, and keeps what it already holds', async () => {
+    const dropped: number[] = [];
+    const { store, written } = fakeStore(() => undefined);
+    const writer = new UsageWriter(store, { batchSize: 2, maxQueue: 3, flushIntervalMs: 60_000, onDropped: (n) => dropped.push(n) });
+    const records = Array.from({ length: 5 }, (_, i) => usageRecord({ at: i }));
+    for (const r of records) writer.push(r);
+    expect(writer.queued).toBe(3);
+    expect(dropped).toEqual([1, 1]);
+    await writer.flush();
+    expect(written.map((r) => r.id)).toEqual(records.slice(0, 3).map((r) => r.id));
+    await writer.close();
+  });
+
+  it('puts a failed batch back in front of newer records, so the order of arrival holds', async () => {
+    let failing = true;
+    const { store, written } = fakeStore(() => (failing ? Object.assign(new Error('connection terminated'), { code: '57P01' }) : undefined));
+    const writer = new UsageWriter(store, { batchSize: 2, flushIntervalMs: 60_000 });
+    const records = Array.from({ length: 5 }, (_, i) => usageRecord({ at: i }));
+    for (const r of records.slice(0, 3)) writer.push(r);
+    await writer.flush();
+    expect(writer.queued).toBe(3);
+    for (const r of records.slice(3)) writer.push(r);
+    failing = false;
+    await writer.flush();
+    expect(written.map((r) => r.id)).toEqual(records.map((r) => r.id));
+    expect(writer.queued).toBe(0);
+    await writer.close();
+  });
+
   it('classifies permanent and transient failures of both engines', () => {
     for (const code of ['SQLITE_CONSTRAINT_UNIQUE', 'SQLITE_TOOBIG', '23505', '22003', '42P01']) expect(isPermanent({ code }), code).toBe(true);
     for (const code of ['SQLITE_BUSY', 'SQLITE_IOERR', 'ECONNREFUSED', '57P01', '08006']) expect(isPermanent({ code }), code).toBe(false);

@@ -1,0 +1,63 @@
+/**
+ * Usage records wait for their batch as bytes (record-codec.ts): whatever goes in must come
+ * back field for field, nulls, empty strings, non-ASCII text and large captured bodies included.
+ */
+import { describe, expect, it } from 'vitest';
+import { RecordSegment } from '../../src/usage/record-codec.js';
+import { usageRecord } from '../store/usage-contract.js';
+
+describe('usage record segment', () => {
+  it('gives back every record field for field, in the order appended', () => {
+    const records = [
+      usageRecord(),
+      usageRecord({
+        keyId: null,
+        keyName: null,
+        model: null,
+        inputTokens: null,
+        outputTokens: null,
+        cachedTokens: null,
+        tokensSource: null,
+        ttfbMs: null,
+        ttftMs: null,
+        errorClass: 'upstream_timeout',
+        status: 499,
+        streamed: true,
+        clientAborted: true,
+      }),
+      usageRecord({
+        keyName: 'équipe 🚀 "quotes" \\ back\tslash',
+        model: '',
+        endpoint: '/v1/messages',
+        method: 'DELETE',
+        inputTokens: 0,
+        outputTokens: 2 ** 40,
+        cachedTokens: 0,
+        tokensSource: 'estimate',
+        ttfbMs: 0.001,
+        ttftMs: 123_456.789,
+        durationMs: 0,
+        bytesIn: 51 * 1024 * 1024,
+        bytesOut: Number.MAX_SAFE_INTEGER,
+        requestBody: '',
+        responseBody: `{"text":"${'ü€𝄞'.repeat(20_000)}"}`,
+      }),
+    ];
+    const segment = new RecordSegment();
+    for (const r of records) segment.append(r);
+    expect(segment.count).toBe(3);
+    expect(segment.decode()).toEqual(records);
+  });
+
+  it('grows past its first buffer without losing what it already holds', () => {
+    const segment = new RecordSegment();
+    const records = Array.from({ length: 2000 }, (_, i) => usageRecord({ at: 1_700_000_000_000 + i, requestId: `req-${i}-${'x'.repeat(i % 97)}` }));
+    for (const r of records) segment.append(r);
+    expect(segment.byteLength).toBeGreaterThan(32 * 1024);
+    expect(segment.decode()).toEqual(records);
+  });
+
+  it('decodes an empty segment to no records', () => {
+    expect(new RecordSegment().decode()).toEqual([]);
+  });
+});
