@@ -12,7 +12,6 @@ import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
 import type { Ajv as AjvClass, ValidateFunction } from 'ajv';
-import { fetch } from 'undici';
 import { describeError, sha256Hex } from './config-file.js';
 
 /** llama-swap's own schema, as its example config's modeline names it. */
@@ -306,6 +305,7 @@ export function normaliseSource(raw: string, baseDir: string): string {
 async function fetchText(url: string, timeoutMs: number): Promise<string> {
   let res;
   try {
+    // Node's built-in fetch: its code loads only when a schema is fetched, not with the gateway.
     res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs), headers: { accept: 'application/json, text/plain;q=0.9, */*;q=0.1', 'user-agent': 'gatehouse' } });
   } catch (error) {
     // undici says only "fetch failed"; the cause names the real problem (ECONNREFUSED, ENOTFOUND...).

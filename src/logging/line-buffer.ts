@@ -4,17 +4,43 @@
  *
  * A plain object with `write()`, not a `Writable`: it gets one call per log line (one per
  * request with the access log), and the stream machinery around each call (buffering state,
- * a callback on the next tick) cost more than the copy itself. Old lines are dropped in bulk
- * once twice the capacity has built up, so a line costs O(1), not a copy of the whole buffer.
+ * a callback on the next tick) cost more than the copy itself.
+ *
+ * The lines are kept as UTF-8 bytes in one ring buffer, not as strings: under load the ring
+ * turns over in well under a second, but a kept string still outlives the young generation's
+ * collections, so each access line was copied, promoted and then marked by the old generation.
+ * Bytes cost one copy; `history()` (a dashboard opening its Logs page) decodes them.
  */
+export interface LineBufferOptions {
+  /** Lines kept (default 1000). */
+  lines?: number;
+  /** Bytes of the ring (default 1 MiB): when lines are long, fewer than `lines` are kept. */
+  bytes?: number;
+}
+
+/** A longer line is kept cut to this many characters (a stack trace, a dumped object). */
+const MAX_KEPT_LINE_CHARS = 16 * 1024;
+const CUT_MARK = ' …[cut]';
+
 export class LineBuffer {
   readonly #capacity: number;
-  #lines: string[] = [];
+  readonly #ring: Buffer;
+  /** Absolute byte position (as if the ring never wrapped) where line `i % capacity` starts. */
+  readonly #starts: Float64Array;
+  readonly #lengths: Uint32Array;
+  /** Lines added since the start. */
+  #count = 0;
+  /** Absolute byte position where the next line goes. */
+  #head = 0;
   #partial = '';
   readonly #listeners = new Set<(line: string) => void>();
 
-  constructor(capacity = 1000) {
-    this.#capacity = capacity;
+  constructor(options: LineBufferOptions | number = {}) {
+    const { lines = 1000, bytes = 1024 * 1024 } = typeof options === 'number' ? { lines: options } : options;
+    this.#capacity = lines;
+    this.#ring = Buffer.alloc(Math.max(bytes, 4 * 3 * (MAX_KEPT_LINE_CHARS + CUT_MARK.length)));
+    this.#starts = new Float64Array(lines);
+    this.#lengths = new Uint32Array(lines);
   }
 
   /** pino calls this with one or more whole lines ("...\n"); a line split over calls is joined. */
@@ -33,9 +59,19 @@ export class LineBuffer {
     return true;
   }
 
-  history(): readonly string[] {
-    const lines = this.#lines;
-    return lines.length > this.#capacity ? lines.slice(-this.#capacity) : lines;
+  /** The kept lines, oldest first. */
+  history(): string[] {
+    const lines: string[] = [];
+    const oldestByte = this.#head - this.#ring.length;
+    for (let i = Math.max(0, this.#count - this.#capacity); i < this.#count; i++) {
+      const slot = i % this.#capacity;
+      const start = this.#starts[slot]!;
+      // Overwritten by newer bytes since (long lines use the ring up faster than `capacity` lines).
+      if (start < oldestByte) continue;
+      const at = start % this.#ring.length;
+      lines.push(this.#ring.toString('utf8', at, at + this.#lengths[slot]!));
+    }
+    return lines;
   }
 
   subscribe(listener: (line: string) => void): () => void {
@@ -43,9 +79,21 @@ export class LineBuffer {
     return () => this.#listeners.delete(listener);
   }
 
-  #add(line: string): void {
-    this.#lines.push(line);
-    if (this.#lines.length >= 2 * this.#capacity) this.#lines = this.#lines.slice(-this.#capacity);
-    for (const listener of this.#listeners) listener(line);
+  #add(whole: string): void {
+    const line = whole.length > MAX_KEPT_LINE_CHARS ? whole.slice(0, MAX_KEPT_LINE_CHARS) + CUT_MARK : whole;
+    const ring = this.#ring;
+    // A line never wraps around the ring's end: when it might not fit, it starts over at 0.
+    let at = this.#head % ring.length;
+    if (at + line.length * 3 > ring.length) {
+      this.#head += ring.length - at;
+      at = 0;
+    }
+    const written = ring.write(line, at);
+    const slot = this.#count % this.#capacity;
+    this.#starts[slot] = this.#head;
+    this.#lengths[slot] = written;
+    this.#head += written;
+    this.#count++;
+    for (const listener of this.#listeners) listener(whole);
   }
 }
