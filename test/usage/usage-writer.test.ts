@@ -91,6 +91,28 @@ describe('usage writer', () => {
     await writer.close();
   });
 
+  it('writes only full batches between timer ticks, so a busy gateway does not write a transaction per handful of calls', async () => {
+    const batches: number[] = [];
+    const store = {
+      async append(records: readonly UsageRecord[]) {
+        await new Promise((resolve) => setTimeout(resolve, 30));
+        batches.push(records.length);
+      },
+    } as unknown as UsageStore;
+    const writer = new UsageWriter(store, { batchSize: 3, flushIntervalMs: 60_000 });
+    for (let i = 0; i < 3; i++) writer.push(usageRecord({ at: i }));
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    // Arrive while the first batch is being written.
+    writer.push(usageRecord({ at: 3 }));
+    writer.push(usageRecord({ at: 4 }));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(batches).toEqual([3]);
+    expect(writer.queued).toBe(2);
+    await writer.flush();
+    expect(batches).toEqual([3, 2]);
+    await writer.close();
+  });
+
   it('classifies permanent and transient failures of both engines', () => {
     for (const code of ['SQLITE_CONSTRAINT_UNIQUE', 'SQLITE_TOOBIG', '23505', '22003', '42P01']) expect(isPermanent({ code }), code).toBe(true);
     for (const code of ['SQLITE_BUSY', 'SQLITE_IOERR', 'ECONNREFUSED', '57P01', '08006']) expect(isPermanent({ code }), code).toBe(false);
