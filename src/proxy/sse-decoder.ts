@@ -45,7 +45,7 @@ export class SseParser {
   /** The previous chunk ended with CR, so a leading LF here belongs to it. */
   #skipLF = false;
   #event = '';
-  #data: Buffer[] = [];
+  readonly #data: Buffer[] = [];
   /** The current frame lost a line to the limit. */
   #broken = false;
 
@@ -71,14 +71,21 @@ export class SseParser {
         this.#keep(buf.subarray(pos));
         return;
       }
-      const line = this.#take(buf.subarray(pos, end));
+      if (this.#parts.length === 0 && !this.#overflow) {
+        // The common case, a line within this chunk: read in place, no view of it is made.
+        if (end - pos > this.#maxLineBytes) this.#broken = true;
+        else this.#line(buf, pos, end);
+      } else {
+        const line = this.#take(buf.subarray(pos, end));
+        if (line === undefined) this.#broken = true;
+        else this.#line(line, 0, line.length);
+      }
       if (buf[end] === CR) {
         if (end + 1 === length) this.#skipLF = true;
         pos = buf[end + 1] === LF ? end + 2 : end + 1;
       } else {
         pos = end + 1;
       }
-      this.#line(line);
     }
   }
 
@@ -100,7 +107,6 @@ export class SseParser {
       this.#overflow = false;
       return undefined;
     }
-    if (this.#parts.length === 0) return tail.length > this.#maxLineBytes ? undefined : tail;
     const total = this.#partBytes + tail.length;
     this.#parts.push(tail);
     const line = Buffer.concat(this.#parts, total);
@@ -109,22 +115,19 @@ export class SseParser {
     return total > this.#maxLineBytes ? undefined : line;
   }
 
-  #line(line: Buffer | undefined): void {
-    if (line === undefined) {
-      this.#broken = true;
-      return;
-    }
-    if (line.length === 0) {
+  /** The line `buf[start, end)`, without its line ending. */
+  #line(buf: Buffer, start: number, end: number): void {
+    if (start === end) {
       this.#dispatch();
       return;
     }
-    if (line[0] === COLON) return; // a comment (keep-alive pings)
-    const colon = line.indexOf(COLON);
-    const fieldEnd = colon === -1 ? line.length : colon;
-    let value = colon === -1 ? EMPTY : line.subarray(colon + 1);
-    if (value[0] === SPACE) value = value.subarray(1);
-    if (isField(line, fieldEnd, 'data')) this.#data.push(value);
-    else if (isField(line, fieldEnd, 'event')) this.#event = value.toString('utf8');
+    if (buf[start] === COLON) return; // a comment (keep-alive pings)
+    const colon = buf.indexOf(COLON, start);
+    const fieldEnd = colon === -1 || colon > end ? end : colon;
+    let valueStart = fieldEnd === end ? end : fieldEnd + 1;
+    if (valueStart < end && buf[valueStart] === SPACE) valueStart++;
+    if (isField(buf, start, fieldEnd, 'data')) this.#data.push(buf.subarray(valueStart, end));
+    else if (isField(buf, start, fieldEnd, 'event')) this.#event = buf.toString('utf8', valueStart, end);
     // `id` and `retry` mean nothing to a proxy; unknown fields are ignored, as the spec says.
   }
 
@@ -132,11 +135,16 @@ export class SseParser {
     const data = this.#data;
     const event = this.#event;
     const broken = this.#broken;
-    this.#data = [];
     this.#event = '';
     this.#broken = false;
-    if (data.length === 0 || broken) return;
-    this.#onFrame({ event, data: data.length === 1 ? data[0]! : joinLines(data) });
+    if (data.length === 0 || broken) {
+      data.length = 0;
+      return;
+    }
+    // The lines are joined (a copy) or the one line passed on, so the array is reused.
+    const joined = data.length === 1 ? data[0]! : joinLines(data);
+    data.length = 0;
+    this.#onFrame({ event, data: joined });
   }
 }
 
@@ -172,9 +180,9 @@ function lineEnd(buf: Buffer, from: number): number {
   return -1;
 }
 
-function isField(line: Buffer, end: number, name: string): boolean {
-  if (end !== name.length) return false;
-  for (let i = 0; i < end; i++) if (line[i] !== name.charCodeAt(i)) return false;
+function isField(buf: Buffer, start: number, end: number, name: string): boolean {
+  if (end - start !== name.length) return false;
+  for (let i = 0; i < name.length; i++) if (buf[start + i] !== name.charCodeAt(i)) return false;
   return true;
 }
 
