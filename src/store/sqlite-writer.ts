@@ -75,10 +75,15 @@ export class SqliteWriteWorker {
     // Referenced while a write is pending, so the process cannot exit under it; idle, it must
     // not keep the process alive.
     if (this.#pending.size === 0) worker.ref();
-    const result = new Promise<number[]>((resolve, reject) => {
-      this.#pending.set(id, { resolve, reject });
+    const result = new Promise<number[]>((resolve, reject) => this.#pending.set(id, { resolve, reject }));
+    // Posted outside the closures above, which live until the worker answers: a closure that
+    // named `queries` would keep the whole batch (thousands of parameters) alive until then.
+    try {
       worker.postMessage({ id, queries: queries.map((q) => ({ sql: q.sql, parameters: q.parameters })) });
-    });
+    } catch (error) {
+      this.#pending.get(id)?.reject(error as Error);
+      this.#pending.delete(id);
+    }
     this.#inFlight.add(result);
     const settled = () => {
       this.#inFlight.delete(result);

@@ -59,8 +59,8 @@ export function createUsageStore(db: Kysely<Database>, writeBatch: WriteBatch, o
   const rollups = db as unknown as LooseRollups;
   const sqlCache = new Map<string, string>();
 
-  /** INSERT (or rollup upsert) statements for `rows`, in power-of-two chunks of cached SQL. */
-  const chunked = (table: 'usage_requests' | RollupTable, rows: readonly RollupRow[], max: number): CompiledQuery[] => {
+  /** Rollup upserts for `rows`, in power-of-two chunks of cached SQL. */
+  const chunked = (table: RollupTable, rows: readonly RollupRow[], max: number): CompiledQuery[] => {
     const out: CompiledQuery[] = [];
     let i = 0;
     while (i < rows.length) {
@@ -74,16 +74,32 @@ export function createUsageStore(db: Kysely<Database>, writeBatch: WriteBatch, o
         out.push(CompiledQuery.raw(cached, flatten(chunk)));
         continue;
       }
-      const compiled =
-        table === 'usage_requests'
-          ? db.insertInto('usage_requests').values(chunk as never).compile()
-          : rollups
-              .insertInto(table)
-              .values(chunk)
-              .onConflict((oc) => oc.columns(['bucket', 'key_id', 'model']).doUpdateSet(addExcluded(table)))
-              .compile();
+      const compiled = rollups
+        .insertInto(table)
+        .values(chunk)
+        .onConflict((oc) => oc.columns(['bucket', 'key_id', 'model']).doUpdateSet(addExcluded(table)))
+        .compile();
       sqlCache.set(cacheKey, compiled.sql);
       out.push(compiled);
+    }
+    return out;
+  };
+
+  /** Multi-row INSERTs in power-of-two chunks; parameters straight from the records (no row objects). */
+  const insertRows = (records: readonly UsageRecord[]): CompiledQuery[] => {
+    const out: CompiledQuery[] = [];
+    let i = 0;
+    while (i < records.length) {
+      let size = INSERT_CHUNK;
+      while (size > records.length - i) size >>= 1;
+      const cacheKey = `usage_requests:${size}`;
+      let text = sqlCache.get(cacheKey);
+      if (text === undefined) {
+        text = db.insertInto('usage_requests').values(records.slice(i, i + size).map(toRow) as never).compile().sql;
+        sqlCache.set(cacheKey, text);
+      }
+      out.push(CompiledQuery.raw(text, rowParams(records, i, size)));
+      i += size;
     }
     return out;
   };
@@ -91,16 +107,19 @@ export function createUsageStore(db: Kysely<Database>, writeBatch: WriteBatch, o
   const insertRequests =
     options.requestInsert === 'unnest'
       ? (records: readonly UsageRecord[]) => [CompiledQuery.raw(UNNEST_INSERT_SQL, columnArrays(records))]
-      : (records: readonly UsageRecord[]) => chunked('usage_requests', records.map(toRow), INSERT_CHUNK);
+      : insertRows;
 
   return {
-    async append(records) {
-      if (records.length === 0) return;
-      await writeBatch([
+    // Not async on purpose: an async function keeps its arguments while it waits, and the ~500
+    // records of a batch (with their rows) would outlive the write, long enough to be promoted
+    // by the GC. Built and handed over in one synchronous call, they die young.
+    append(records) {
+      if (records.length === 0) return Promise.resolve();
+      return writeBatch([
         ...insertRequests(records),
         ...chunked('usage_minutes', rollupRows(records, MINUTE_MS), ROLLUP_CHUNK),
         ...chunked('usage_hours', rollupRows(records, HOUR_MS), ROLLUP_CHUNK),
-      ]);
+      ]).then(ignoreCounts);
     },
 
     async list(query) {
@@ -191,6 +210,8 @@ export function createUsageStore(db: Kysely<Database>, writeBatch: WriteBatch, o
   };
 }
 
+function ignoreCounts(): void {}
+
 /** `column = <table>.column + excluded.column` for every sum; the newest key name wins. */
 function addExcluded(table: RollupTable): Record<string, RawBuilder<number | string | null>> {
   const set: Record<string, RawBuilder<number | string | null>> = { key_name: sql`excluded.key_name` };
@@ -260,78 +281,62 @@ function flatten(rows: readonly RollupRow[]): unknown[] {
   return out;
 }
 
-/** usage_requests' columns with their PostgreSQL types, in toRow's order (the unnest insert). */
-const REQUEST_COLUMN_TYPES: ReadonlyArray<readonly [string, string]> = [
-  ['id', 'text'], ['at', 'bigint'], ['request_id', 'text'], ['key_id', 'text'], ['key_name', 'text'], ['model', 'text'],
-  ['method', 'text'], ['endpoint', 'text'], ['status', 'integer'], ['streamed', 'integer'], ['input_tokens', 'integer'],
-  ['output_tokens', 'integer'], ['cached_tokens', 'integer'], ['tokens_source', 'text'], ['ttfb_ms', 'double precision'],
-  ['ttft_ms', 'double precision'], ['duration_ms', 'double precision'], ['bytes_in', 'bigint'], ['bytes_out', 'bigint'],
-  ['client_aborted', 'integer'], ['error_class', 'text'], ['request_body', 'text'], ['response_body', 'text'],
+/**
+ * usage_requests' columns: name, PostgreSQL type (the unnest insert) and how a record fills it.
+ * The one place that maps a record to a row: the multi-row INSERT, the unnest arrays and the
+ * Kysely-compiled SQL (via toRow) all follow this order.
+ */
+const REQUEST_COLUMNS: ReadonlyArray<readonly [name: string, pgType: string, value: (r: UsageRecord) => unknown]> = [
+  ['id', 'text', (r) => r.id],
+  ['at', 'bigint', (r) => r.at],
+  ['request_id', 'text', (r) => r.requestId],
+  ['key_id', 'text', (r) => r.keyId],
+  ['key_name', 'text', (r) => r.keyName],
+  ['model', 'text', (r) => r.model],
+  ['method', 'text', (r) => r.method],
+  ['endpoint', 'text', (r) => r.endpoint],
+  ['status', 'integer', (r) => r.status],
+  ['streamed', 'integer', (r) => (r.streamed ? 1 : 0)],
+  ['input_tokens', 'integer', (r) => r.inputTokens],
+  ['output_tokens', 'integer', (r) => r.outputTokens],
+  ['cached_tokens', 'integer', (r) => r.cachedTokens],
+  ['tokens_source', 'text', (r) => r.tokensSource],
+  ['ttfb_ms', 'double precision', (r) => r.ttfbMs],
+  ['ttft_ms', 'double precision', (r) => r.ttftMs],
+  ['duration_ms', 'double precision', (r) => r.durationMs],
+  ['bytes_in', 'bigint', (r) => r.bytesIn],
+  ['bytes_out', 'bigint', (r) => r.bytesOut],
+  ['client_aborted', 'integer', (r) => (r.clientAborted ? 1 : 0)],
+  ['error_class', 'text', (r) => r.errorClass],
+  ['request_body', 'text', (r) => r.requestBody],
+  ['response_body', 'text', (r) => r.responseBody],
 ];
 
 const UNNEST_INSERT_SQL =
-  `insert into "usage_requests" (${REQUEST_COLUMN_TYPES.map(([name]) => `"${name}"`).join(', ')}) ` +
-  `select * from unnest(${REQUEST_COLUMN_TYPES.map(([, type], i) => `$${i + 1}::${type}[]`).join(', ')})`;
+  `insert into "usage_requests" (${REQUEST_COLUMNS.map(([name]) => `"${name}"`).join(', ')}) ` +
+  `select * from unnest(${REQUEST_COLUMNS.map(([, type], i) => `$${i + 1}::${type}[]`).join(', ')})`;
 
 /** One array per column (the unnest insert's parameters), built without a row object per record. */
 function columnArrays(records: readonly UsageRecord[]): unknown[][] {
-  const n = records.length;
-  const columns = REQUEST_COLUMN_TYPES.map(() => new Array<unknown>(n));
-  for (let i = 0; i < n; i++) {
+  return REQUEST_COLUMNS.map(([, , value]) => records.map(value));
+}
+
+/** The parameters of a multi-row INSERT of `count` records from `start`, row after row. */
+function rowParams(records: readonly UsageRecord[], start: number, count: number): unknown[] {
+  const width = REQUEST_COLUMNS.length;
+  const out = new Array<unknown>(count * width);
+  let k = 0;
+  for (let i = start; i < start + count; i++) {
     const r = records[i]!;
-    columns[0]![i] = r.id;
-    columns[1]![i] = r.at;
-    columns[2]![i] = r.requestId;
-    columns[3]![i] = r.keyId;
-    columns[4]![i] = r.keyName;
-    columns[5]![i] = r.model;
-    columns[6]![i] = r.method;
-    columns[7]![i] = r.endpoint;
-    columns[8]![i] = r.status;
-    columns[9]![i] = r.streamed ? 1 : 0;
-    columns[10]![i] = r.inputTokens;
-    columns[11]![i] = r.outputTokens;
-    columns[12]![i] = r.cachedTokens;
-    columns[13]![i] = r.tokensSource;
-    columns[14]![i] = r.ttfbMs;
-    columns[15]![i] = r.ttftMs;
-    columns[16]![i] = r.durationMs;
-    columns[17]![i] = r.bytesIn;
-    columns[18]![i] = r.bytesOut;
-    columns[19]![i] = r.clientAborted ? 1 : 0;
-    columns[20]![i] = r.errorClass;
-    columns[21]![i] = r.requestBody;
-    columns[22]![i] = r.responseBody;
+    for (let j = 0; j < width; j++) out[k++] = REQUEST_COLUMNS[j]![2](r);
   }
-  return columns;
+  return out;
 }
 
 function toRow(r: UsageRecord): RollupRow {
-  return {
-    id: r.id,
-    at: r.at,
-    request_id: r.requestId,
-    key_id: r.keyId,
-    key_name: r.keyName,
-    model: r.model,
-    method: r.method,
-    endpoint: r.endpoint,
-    status: r.status,
-    streamed: r.streamed ? 1 : 0,
-    input_tokens: r.inputTokens,
-    output_tokens: r.outputTokens,
-    cached_tokens: r.cachedTokens,
-    tokens_source: r.tokensSource,
-    ttfb_ms: r.ttfbMs,
-    ttft_ms: r.ttftMs,
-    duration_ms: r.durationMs,
-    bytes_in: r.bytesIn,
-    bytes_out: r.bytesOut,
-    client_aborted: r.clientAborted ? 1 : 0,
-    error_class: r.errorClass,
-    request_body: r.requestBody,
-    response_body: r.responseBody,
-  };
+  const row: RollupRow = {};
+  for (const [name, , value] of REQUEST_COLUMNS) row[name] = value(r) as RollupRow[string];
+  return row;
 }
 
 function fromRow(row: Selectable<UsageRequestsTable>): UsageRecord {

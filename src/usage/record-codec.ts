@@ -34,6 +34,9 @@ const N_RESPONSE_BODY = 1 << 11;
 const F_STREAMED = 1;
 const F_ABORTED = 2;
 
+/** Fields decoded with `repeated()`: key id and name, model, method, endpoint, token source, error class. */
+const REPEATING_FIELDS = 7;
+
 /** Bytes of the fixed part: mask, flags, status, nine float64. */
 const FIXED_BYTES = 2 + 1 + 2 + 9 * 8;
 
@@ -110,6 +113,24 @@ export class RecordSegment {
       at = start + length;
       return buf.toString('utf8', start, at);
     };
+    // Key, model, method, endpoint and the like repeat from one call to the next: a value equal
+    // to the same field's in the previous record reuses that string (a byte comparison instead
+    // of a new string per record, so a 500-record batch allocates little beyond ids).
+    const lastStart = new Int32Array(REPEATING_FIELDS).fill(-1);
+    const lastEnd = new Int32Array(REPEATING_FIELDS);
+    const lastText: string[] = new Array<string>(REPEATING_FIELDS).fill('');
+    const repeated = (field: number): string => {
+      const length = buf.readUInt32LE(at);
+      const start = at + 4;
+      at = start + length;
+      const prevStart = lastStart[field]!;
+      if (prevStart >= 0 && lastEnd[field]! - prevStart === length && buf.compare(buf, prevStart, lastEnd[field], start, at) === 0) return lastText[field]!;
+      const value = buf.toString('utf8', start, at);
+      lastStart[field] = start;
+      lastEnd[field] = at;
+      lastText[field] = value;
+      return value;
+    };
     for (let i = 0; i < this.#count; i++) {
       const mask = buf.readUInt16LE(at);
       const flags = buf.readUInt8(at + 2);
@@ -128,13 +149,13 @@ export class RecordSegment {
       // Object literal in UsageRecord's field order: every decoded record shares one shape.
       const id = text();
       const requestId = text();
-      const keyId = mask & N_KEY_ID ? null : text();
-      const keyName = mask & N_KEY_NAME ? null : text();
-      const model = mask & N_MODEL ? null : text();
-      const method = text();
-      const endpoint = text();
-      const tokensSource = mask & N_SOURCE ? null : (text() as TokensSource);
-      const errorClass = mask & N_ERROR ? null : text();
+      const keyId = mask & N_KEY_ID ? null : repeated(0);
+      const keyName = mask & N_KEY_NAME ? null : repeated(1);
+      const model = mask & N_MODEL ? null : repeated(2);
+      const method = repeated(3);
+      const endpoint = repeated(4);
+      const tokensSource = mask & N_SOURCE ? null : (repeated(5) as TokensSource);
+      const errorClass = mask & N_ERROR ? null : repeated(6);
       const requestBody = mask & N_REQUEST_BODY ? null : text();
       const responseBody = mask & N_RESPONSE_BODY ? null : text();
       out[i] = {
