@@ -28,7 +28,7 @@ const STDERR_TAIL_BYTES = 8192;
 const GATEHOUSE_BIN = fileURLToPath(new URL('../../bin/gatehouse', import.meta.url));
 
 /**
- * Node flags on bin/gatehouse's shebang (`#!/usr/bin/env -S node --max-semi-space-size=2 --single-threaded-gc`).
+ * Node flags on bin/gatehouse's shebang (`#!/usr/bin/env -S node --max-semi-space-size=2 --no-parallel-scavenge`).
  * Production runs the script itself (`./bin/gatehouse serve`, the Docker entrypoint), so the
  * flags apply there; the bench starts `node FLAGS bin/gatehouse` to add its own (--cpu-prof)
  * and must pass them too, or it measures a differently tuned process.
