@@ -72,10 +72,14 @@ export class UsageWriter {
   }
 
   /** Writes everything queued now; resolves when the queue is empty or a write failed. */
-  flush(): Promise<void> {
+  async flush(): Promise<void> {
     this.#sealOpen();
+    // A drain already running may be past its last look at the queue: let it end, then start
+    // one (or join one started meanwhile) that sees everything sealed now. At most two drains,
+    // so a flush under constant load still ends.
+    if (this.#writing) await this.#writing;
     this.#kick();
-    return this.#writing ?? Promise.resolve();
+    await this.#writing;
   }
 
   /** Stops the timer and writes what is queued (once more on failure, then drops and counts). */
