@@ -59,50 +59,58 @@ export function createUsageStore(db: Kysely<Database>, writeBatch: WriteBatch, o
   const rollups = db as unknown as LooseRollups;
   const sqlCache = new Map<string, string>();
 
-  /** Rollup upserts for `rows`, in power-of-two chunks of cached SQL. */
-  const chunked = (table: RollupTable, rows: readonly RollupRow[], max: number): CompiledQuery[] => {
+  /**
+   * Statements for `count` rows in power-of-two chunks of at most `max`: a few SQL texts, each
+   * compiled by Kysely once and cached, cover every batch size; per batch only the parameters
+   * are laid out.
+   */
+  const chunkedStatements = (
+    table: 'usage_requests' | RollupTable,
+    count: number,
+    max: number,
+    compile: (start: number, size: number) => string,
+    params: (start: number, size: number) => unknown[],
+  ): CompiledQuery[] => {
     const out: CompiledQuery[] = [];
-    let i = 0;
-    while (i < rows.length) {
+    for (let i = 0; i < count; ) {
       let size = max;
-      while (size > rows.length - i) size >>= 1;
-      const chunk = rows.slice(i, i + size);
-      i += size;
+      while (size > count - i) size >>= 1;
       const cacheKey = `${table}:${size}`;
-      const cached = sqlCache.get(cacheKey);
-      if (cached) {
-        out.push(CompiledQuery.raw(cached, flatten(chunk)));
-        continue;
+      let text = sqlCache.get(cacheKey);
+      if (text === undefined) {
+        text = compile(i, size);
+        sqlCache.set(cacheKey, text);
       }
-      const compiled = rollups
-        .insertInto(table)
-        .values(chunk)
-        .onConflict((oc) => oc.columns(['bucket', 'key_id', 'model']).doUpdateSet(addExcluded(table)))
-        .compile();
-      sqlCache.set(cacheKey, compiled.sql);
-      out.push(compiled);
+      out.push(CompiledQuery.raw(text, params(i, size)));
+      i += size;
     }
     return out;
   };
 
-  /** Multi-row INSERTs in power-of-two chunks; parameters straight from the records (no row objects). */
-  const insertRows = (records: readonly UsageRecord[]): CompiledQuery[] => {
-    const out: CompiledQuery[] = [];
-    let i = 0;
-    while (i < records.length) {
-      let size = INSERT_CHUNK;
-      while (size > records.length - i) size >>= 1;
-      const cacheKey = `usage_requests:${size}`;
-      let text = sqlCache.get(cacheKey);
-      if (text === undefined) {
-        text = db.insertInto('usage_requests').values(records.slice(i, i + size).map(toRow) as never).compile().sql;
-        sqlCache.set(cacheKey, text);
-      }
-      out.push(CompiledQuery.raw(text, rowParams(records, i, size)));
-      i += size;
-    }
-    return out;
-  };
+  /** Rollup upserts: add each row's sums to the stored ones. */
+  const upserts = (table: RollupTable, rows: readonly RollupRow[]): CompiledQuery[] =>
+    chunkedStatements(
+      table,
+      rows.length,
+      ROLLUP_CHUNK,
+      (start, size) =>
+        rollups
+          .insertInto(table)
+          .values(rows.slice(start, start + size))
+          .onConflict((oc) => oc.columns(['bucket', 'key_id', 'model']).doUpdateSet(addExcluded(table)))
+          .compile().sql,
+      (start, size) => flatten(rows.slice(start, start + size)),
+    );
+
+  /** Multi-row INSERTs with parameters straight from the records (no row objects). */
+  const insertRows = (records: readonly UsageRecord[]): CompiledQuery[] =>
+    chunkedStatements(
+      'usage_requests',
+      records.length,
+      INSERT_CHUNK,
+      (start, size) => db.insertInto('usage_requests').values(records.slice(start, start + size).map(toRow) as never).compile().sql,
+      (start, size) => rowParams(records, start, size),
+    );
 
   const insertRequests =
     options.requestInsert === 'unnest'
@@ -117,8 +125,8 @@ export function createUsageStore(db: Kysely<Database>, writeBatch: WriteBatch, o
       if (records.length === 0) return Promise.resolve();
       return writeBatch([
         ...insertRequests(records),
-        ...chunked('usage_minutes', rollupRows(records, MINUTE_MS), ROLLUP_CHUNK),
-        ...chunked('usage_hours', rollupRows(records, HOUR_MS), ROLLUP_CHUNK),
+        ...upserts('usage_minutes', rollupRows(records, MINUTE_MS)),
+        ...upserts('usage_hours', rollupRows(records, HOUR_MS)),
       ]).then(ignoreCounts);
     },
 
