@@ -8,6 +8,8 @@ import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
 import { ChangeListeners, createKyselyStore } from './kysely-store.js';
 import { migrateToLatest } from './migrations.js';
+import { compileUsageSql } from './usage-queries.js';
+import { UsageWriteThread, usageWriterApplicationName } from './usage-write-thread.js';
 import type { Database } from './schema.js';
 import { describePostgresUrl, type Store } from './store.js';
 
@@ -51,6 +53,9 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
   }
 
   const watcher = notificationWatcher(options.url, channel, instanceId, options.resyncIntervalMs ?? 5000);
+  // Usage batches are decoded, encoded for the driver and sent from their own thread and
+  // connection, so none of that work lands on the proxy's event loop.
+  const usageWriter = new UsageWriteThread({ target: { kind: 'postgres', url: options.url, schema, applicationName: usageWriterApplicationName(schema) }, sql: compileUsageSql(db, 'unnest') });
   return createKyselyStore(db, {
     kind: 'postgres',
     migrationsApplied,
@@ -61,6 +66,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
         await sql`select pg_notify(${channel}, ${instanceId})`.execute(trx);
         return result;
       }),
+    appendBatch: (batch) => usageWriter.append(batch),
     writeBatch: (queries) =>
       db.transaction().execute(async (trx) => {
         const counts: number[] = [];
@@ -68,7 +74,10 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
         return counts;
       }),
     watchKeys: watcher.watchKeys,
-    stop: watcher.stop,
+    async stop() {
+      await watcher.stop();
+      await usageWriter.close();
+    },
   });
 }
 

@@ -12,7 +12,8 @@ import BetterSqlite3 from 'better-sqlite3';
 import { Kysely, SqliteDialect } from 'kysely';
 import { ChangeListeners, createKyselyStore } from './kysely-store.js';
 import { migrateToLatest } from './migrations.js';
-import { SqliteWriteWorker } from './sqlite-writer.js';
+import { compileUsageSql } from './usage-queries.js';
+import { UsageWriteThread } from './usage-write-thread.js';
 import type { Database } from './schema.js';
 import type { Store } from './store.js';
 
@@ -68,12 +69,15 @@ async function openNow(file: string, options: SqliteStoreOptions): Promise<Store
   }
 
   const busyTimeoutMs = Math.max(0, Math.floor(options.busyTimeoutMs ?? 5000));
-  const writer = new SqliteWriteWorker(file, busyTimeoutMs);
+  // Usage writes run on their own thread and connection: the driver is synchronous, and a
+  // batch with its index updates takes milliseconds that would stall every request and stream.
+  const writer = new UsageWriteThread({ target: { kind: 'sqlite', file, busyTimeoutMs }, sql: compileUsageSql(db, 'values') });
   const watcher = dataVersionWatcher(raw, options.pollIntervalMs ?? 250);
   return createKyselyStore(db, {
     kind: 'sqlite',
     migrationsApplied,
     writeKeys: (conn, write) => write(conn),
+    appendBatch: (batch) => writer.append(batch),
     writeBatch: (queries) => writer.run(queries),
     watchKeys: watcher.watchKeys,
     async stop() {

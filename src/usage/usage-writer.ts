@@ -8,7 +8,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import type { UsageRecord, UsageStore } from '../store/store.js';
-import { RecordSegment } from './record-codec.js';
+import { RecordSegment } from '../store/usage-record-codec.js';
 
 export interface UsageWriterOptions {
   flushIntervalMs?: number;
@@ -27,7 +27,7 @@ export class UsageWriter {
   readonly #timer: NodeJS.Timeout;
   /** Full batches waiting, oldest first; each holds at most `batchSize` records. */
   #sealed: RecordSegment[] = [];
-  /** The batch being filled (records encoded as bytes: see record-codec.ts for why). */
+  /** The batch being filled (records encoded as bytes: see store/usage-record-codec.ts for why). */
   #open = new RecordSegment();
   #queued = 0;
   #writing: Promise<void> | undefined;
@@ -123,8 +123,8 @@ export class UsageWriter {
       const n = batch.count;
       this.#queued -= n;
       try {
-        // Decoded just before the write: these objects die young (see record-codec.ts).
-        await this.#store.append(batch.decode());
+        // Still bytes: the store's write thread decodes them (see store/usage-write-thread.ts).
+        await this.#store.appendBatch(batch);
         this.#options.onWritten?.(n);
       } catch (error) {
         this.#options.onError?.(error);

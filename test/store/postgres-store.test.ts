@@ -10,7 +10,9 @@ import pg from 'pg';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { MIGRATIONS } from '../../src/store/migrations.js';
 import { openPostgresStore } from '../../src/store/postgres.js';
+import { usageWriterApplicationName } from '../../src/store/usage-write-thread.js';
 import { describeStoreContract, keyRecord, waitFor } from './store-contract.js';
+import { usageRecord } from './usage-contract.js';
 
 const url = process.env.GATEHOUSE_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const run = `gh_test_${process.pid}_${randomBytes(4).toString('hex')}`;
@@ -116,6 +118,27 @@ describe('PostgreSQL store', () => {
       await waitFor(() => notified >= 3, 2000, 'three periodic resyncs');
     } finally {
       stop();
+      await store.close();
+    }
+  });
+
+  it("writes usage batches again after the write thread's connection was cut, the failed batch included", async () => {
+    const schema = schemaFor('usage_reconnect');
+    const store = await openPostgresStore({ url, schema, poolSize: 2 });
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    try {
+      await store.usage.append([usageRecord()]);
+      const cut = await admin.query('select pg_terminate_backend(pid) from pg_stat_activity where application_name = $1', [usageWriterApplicationName(schema)]);
+      expect(cut.rowCount).toBe(1);
+      // The write thread only learns of the cut when it next writes: that batch may fail once
+      // (the usage writer keeps it and retries); the retry must go through on a new connection.
+      const batch = [usageRecord(), usageRecord()];
+      await store.usage.append(batch).catch(() => store.usage.append(batch));
+      expect(await store.usage.count()).toBe(3);
+      expect(await store.usage.get(batch[1]!.id)).toEqual(batch[1]);
+    } finally {
+      await admin.end().catch(() => {});
       await store.close();
     }
   });

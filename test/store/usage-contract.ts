@@ -69,6 +69,17 @@ export function describeUsageContract(current: () => Store, openOther: () => Pro
       expect(await store.usage.get(again[1]!.id)).toEqual(again[1]);
     });
 
+    it("refuses a batch that repeats a stored id with the engine's constraint code, writing none of it", async () => {
+      const first = usageRecord();
+      await store.usage.append([first]);
+      const fresh = usageRecord();
+      const error = await store.usage.append([fresh, usageRecord({ id: first.id })]).then(() => undefined, (e: unknown) => e as { code?: string });
+      // The usage writer drops such a batch (isPermanent) instead of retrying it for ever.
+      expect(error?.code).toMatch(/^(SQLITE_CONSTRAINT|23505)/);
+      expect(await store.usage.get(fresh.id)).toBeUndefined();
+      expect(await store.usage.count()).toBe(1);
+    });
+
     it('keeps text that array literals and SQL escape exactly as sent, in a batch larger than one statement chunk', async () => {
       const awkward = ['', 'NULL', 'null', '"quoted"', 'back\\slash', '{braces}', 'a,b', "it's", ' lead and trail ', 'tab\tnew\nline', 'ünïcødé ✓ 🦙'];
       const records = Array.from({ length: 600 }, (_, i) =>

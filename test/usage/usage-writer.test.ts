@@ -4,6 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { UsageRecord, UsageStore } from '../../src/store/store.js';
+import type { RecordSegment } from '../../src/store/usage-record-codec.js';
 import { isPermanent, newUsageId, UsageWriter } from '../../src/usage/usage-writer.js';
 import { usageRecord } from '../store/usage-contract.js';
 
@@ -11,7 +12,8 @@ function fakeStore(fail: () => Error | undefined): { store: UsageStore; written:
   const written: UsageRecord[] = [];
   const batches: number[] = [];
   const store = {
-    async append(records: readonly UsageRecord[]) {
+    async appendBatch(batch: RecordSegment) {
+      const records = batch.decode();
       const error = fail();
       if (error) throw error;
       batches.push(records.length);
@@ -94,9 +96,9 @@ describe('usage writer', () => {
   it('writes only full batches between timer ticks, so a busy gateway does not write a transaction per handful of calls', async () => {
     const batches: number[] = [];
     const store = {
-      async append(records: readonly UsageRecord[]) {
+      async appendBatch(batch: RecordSegment) {
         await new Promise((resolve) => setTimeout(resolve, 30));
-        batches.push(records.length);
+        batches.push(batch.count);
       },
     } as unknown as UsageStore;
     const writer = new UsageWriter(store, { batchSize: 3, flushIntervalMs: 60_000 });

@@ -3,8 +3,8 @@
  * back field for field, nulls, empty strings, non-ASCII text and large captured bodies included.
  */
 import { describe, expect, it } from 'vitest';
-import { RecordSegment } from '../../src/usage/record-codec.js';
-import { usageRecord } from '../store/usage-contract.js';
+import { RecordSegment } from '../../src/store/usage-record-codec.js';
+import { usageRecord } from './usage-contract.js';
 
 describe('usage record segment', () => {
   it('gives back every record field for field, in the order appended', () => {

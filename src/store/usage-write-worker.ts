@@ -1,0 +1,136 @@
+/**
+ * The usage write thread's code (started by usage-write-thread.ts, never imported). It holds its
+ * own connection to the store's database and, for each batch the proxy's thread sends as bytes,
+ * decodes the records, lays out the statements (usage-rows.ts) and runs them in one transaction.
+ *
+ * Why a thread: building a 500-record batch (objects, thousands of parameters, the driver's
+ * encoding) on the proxy's thread was most of what usage recording cost there (docs/
+ * benchmarks.md), and better-sqlite3 is synchronous besides. Here none of that touches the
+ * event loop that serves requests and streams.
+ *
+ * Jobs run one at a time, in the order they arrive.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { decodeRecords } from './usage-record-codec.js';
+import { batchStatements, type Statement, type UsageSqlTexts } from './usage-rows.js';
+
+export type UsageWriteTarget =
+  | { kind: 'sqlite'; file: string; busyTimeoutMs: number }
+  /** `applicationName`: how the connection shows in pg_stat_activity (usageWriterApplicationName). */
+  | { kind: 'postgres'; url: string; schema: string; applicationName: string };
+
+export interface UsageWriteWorkerData {
+  target: UsageWriteTarget;
+  sql: UsageSqlTexts;
+}
+
+/** What the thread is asked to do: write an encoded batch, or run statements (e.g. a prune). */
+export type UsageWriteJob = { id: number; batch: Uint8Array; count: number } | { id: number; statements: Statement[] } | { close: true };
+export type UsageWriteReply = { id: number; changes: number[] } | { id: number; error: string; code: string | undefined };
+
+interface Connection {
+  /** Runs the statements in one transaction; each one's affected row count. */
+  run(statements: readonly Statement[]): Promise<number[]>;
+  close(): Promise<void>;
+}
+
+async function openConnection(target: UsageWriteTarget): Promise<Connection> {
+  if (target.kind === 'sqlite') {
+    const { default: Database } = await import('better-sqlite3');
+    const db = new Database(target.file);
+    db.pragma(`busy_timeout = ${target.busyTimeoutMs}`);
+    db.pragma('synchronous = NORMAL');
+    db.pragma('foreign_keys = ON');
+    // Multi-row INSERTs and upserts keep a statement journal; on disk that is a temp file created,
+    // written and unlinked per statement (~1 pwrite per recorded call, measured with strace).
+    db.pragma('temp_store = MEMORY');
+    const prepared = new Map<string, ReturnType<typeof db.prepare>>();
+    const runAll = db.transaction((statements: readonly Statement[]) =>
+      statements.map(({ sql, parameters }) => {
+        let statement = prepared.get(sql);
+        if (!statement) {
+          statement = db.prepare(sql);
+          prepared.set(sql, statement);
+        }
+        return statement.run(parameters).changes;
+      }),
+    );
+    return {
+      run: (statements) => Promise.resolve(runAll(statements)),
+      close: () => Promise.resolve(void db.close()),
+    };
+  }
+
+  const { default: pg } = await import('pg');
+  // One connection, opened on first use and again after it broke (the proxy's writer retries).
+  let client: InstanceType<typeof pg.Client> | undefined;
+  const connected = async () => {
+    if (client) return client;
+    const c = new pg.Client({ connectionString: target.url, options: `-c search_path=${target.schema}`, application_name: target.applicationName });
+    c.on('error', () => {
+      if (client === c) client = undefined;
+    });
+    await c.connect();
+    client = c;
+    return c;
+  };
+  return {
+    async run(statements) {
+      const c = await connected();
+      try {
+        await c.query('begin');
+        const counts: number[] = [];
+        for (const { sql, parameters } of statements) counts.push((await c.query(sql, parameters)).rowCount ?? 0);
+        await c.query('commit');
+        return counts;
+      } catch (error) {
+        await c.query('rollback').catch(() => {
+          if (client === c) client = undefined;
+          c.end().catch(() => {});
+        });
+        throw error;
+      }
+    },
+    async close() {
+      await client?.end().catch(() => {});
+      client = undefined;
+    },
+  };
+}
+
+function serve(): void {
+  const port = parentPort;
+  if (!port) throw new Error('usage-write-worker.ts runs as a worker thread (see usage-write-thread.ts)');
+  const data = workerData as UsageWriteWorkerData;
+  // Opened on the first job, and again on the next one if opening failed.
+  let connection: Promise<Connection> | undefined;
+  const connect = (): Promise<Connection> =>
+    (connection ??= openConnection(data.target).catch((error: unknown) => {
+      connection = undefined;
+      throw error;
+    }));
+  let queue: Promise<void> = Promise.resolve();
+
+  const handle = async (job: Exclude<UsageWriteJob, { close: true }>): Promise<UsageWriteReply> => {
+    try {
+      const statements = 'batch' in job ? batchStatements(decodeRecords(job.batch, job.count), data.sql) : job.statements;
+      return { id: job.id, changes: await (await connect()).run(statements) };
+    } catch (error) {
+      const e = error as { message?: unknown; code?: unknown } | undefined;
+      return { id: job.id, error: String(e?.message ?? error), code: typeof e?.code === 'string' ? e.code : undefined };
+    }
+  };
+
+  port.on('message', (job: UsageWriteJob) => {
+    queue = queue.then(async () => {
+      if ('close' in job) {
+        await (await connection?.catch(() => undefined))?.close();
+        port.close();
+        process.exit(0);
+      }
+      port.postMessage(await handle(job));
+    });
+  });
+}
+
+serve();
