@@ -54,6 +54,16 @@ export function authenticateClient(headers: IncomingHeaders, index: KeyVerifier,
  * no commas, so both are split.
  */
 export function keyCandidates(headers: IncomingHeaders): string[] {
+  // The common case, on every call of an OpenAI SDK: one `Bearer <k>` and no other key header.
+  // Same answer as the general path below, without its regex and set.
+  const authorization = headers.authorization;
+  if (typeof authorization === 'string' && headers['x-api-key'] === undefined && headers['api-key'] === undefined) {
+    const value = authorization.trim();
+    if (value.length > 7 && value.charCodeAt(6) === 0x20 && value.slice(0, 6).toLowerCase() === 'bearer') {
+      const key = value.slice(7).trim();
+      return key === '' ? [] : [key];
+    }
+  }
   const found = new Set<string>();
   const add = (value: string | undefined): void => {
     const trimmed = value?.trim();

@@ -136,6 +136,22 @@ describe('keyCandidates', () => {
   it('collects candidates in order, without duplicates', () => {
     expect(keyCandidates({ authorization: 'Bearer a', 'x-api-key': 'b, a', 'api-key': 'c' })).toEqual(['a', 'b', 'c']);
   });
+
+  it('reads a lone Authorization header the same whatever its spelling and spacing', () => {
+    const cases: Array<[string, string[]]> = [
+      ['Bearer sk-abc', ['sk-abc']],
+      ['bearer sk-abc', ['sk-abc']],
+      ['BEARER   sk-abc  ', ['sk-abc']],
+      ['  Bearer sk-abc', ['sk-abc']],
+      ['Bearer\tsk-abc', ['sk-abc']],
+      ['Bearer', []],
+      ['Bearer ', []],
+      ['sk-abc', ['sk-abc']],
+      ['Basic dXNlcjpwYXNz', []],
+      ['Bearerx sk-abc', []],
+    ];
+    for (const [authorization, expected] of cases) expect(keyCandidates({ authorization }), JSON.stringify(authorization)).toEqual(expected);
+  });
 });
 
 describe('modelAllowed', () => {
