@@ -3,10 +3,17 @@
  * counts, without delaying or altering a byte (the chunk is written to the client by `forward`
  * whatever happens here; this only reads it).
  *
- * Streams (`text/event-stream`) go through the one SSE parser, frame by frame. Per frame, a few
- * native byte searches decide everything; JSON.parse runs only on the small `usage` object of the
- * one or two frames that carry it, and the `timings` object (which llama.cpp may put on every
- * frame) is parsed once, from the last frame that had it, when the call is recorded.
+ * Streams (`text/event-stream`) go through the one SSE parser, frame by frame. Per frame, one or
+ * two native byte searches decide whether it carried generated text (the first-token time and
+ * the estimate for a cut stream). Token counts are looked for where they are:
+ * - unnamed frames (OpenAI chat and completions, llama.cpp): `usage` and `timings` come in the
+ *   last frames before `[DONE]`, so only the last few frames are kept (views, a few hundred bytes)
+ *   and searched once, when the call is recorded; vLLM-style usage on every frame and llama.cpp's
+ *   timings on every frame are cumulative, so the last one is the one that counts;
+ * - named events (Anthropic `message_start` / `message_delta`, OpenAI Responses
+ *   `response.completed`): searched as they come, except the many content deltas, which never
+ *   carry counts.
+ * JSON.parse runs only on the small `usage` / `timings` objects found.
  *
  * Other bodies are kept (bounded) when they are JSON and searched once at the end.
  *
@@ -28,6 +35,9 @@ export interface UsageTapOptions {
 
 /** Frames longer than this are not usage frames; they are skipped, not buffered. */
 const MAX_FRAME_LINE = 1024 * 1024;
+/** Unnamed frames kept for the end: the finish frame, a usage frame after it, and one spare. */
+const LAST_FRAMES = 3;
+const DONE = Buffer.from('[DONE]');
 /** JSON bodies up to this size are searched whole; beyond, only the head and a tail window. */
 const JSON_KEEP_BYTES = 4 * 1024 * 1024;
 const JSON_TAIL_BYTES = 256 * 1024;
@@ -60,7 +70,11 @@ class StreamTap implements ResponseTap, UsageProbe {
   #reported: TokenCounts | undefined;
   /** A `usage` that comes at the end was seen (not only Anthropic's `message_start`). */
   #final = false;
-  #timingsFrame: Buffer | undefined;
+  /** The last unnamed data frames, oldest first (a ring of LAST_FRAMES), searched in `tokens()`. */
+  readonly #lastFrames: Array<Buffer | undefined> = [];
+  #framesSeen = 0;
+  /** `#framesSeen` when `tokens()` last searched the kept frames. */
+  #searchedUpTo = 0;
   #timings: TokenCounts | undefined;
   #generatedFrames = 0;
   #firstTokenMs: number | undefined;
@@ -80,10 +94,29 @@ class StreamTap implements ResponseTap, UsageProbe {
 
   #frame(frame: SseFrame): void {
     const { event, data } = frame;
-    if (isGenerated(event, data)) {
-      this.#generatedFrames++;
-      this.#firstTokenMs ??= performance.now() - this.#ctx.startedAt;
+    if (event === '') {
+      if (hasNonEmptyString(data)) this.#generated();
+      // `[DONE]` carries nothing; any other frame may turn out to be one of the last.
+      if (data.length !== DONE.length || !data.equals(DONE)) this.#keep(data);
+      return;
     }
+    if (event === 'content_block_delta') return this.#generated(); // Anthropic text; never counts
+    if (event.startsWith('response.') && event.endsWith('.delta')) return this.#generated(); // OpenAI Responses
+    this.#readCounts(data, event !== 'message_start');
+  }
+
+  #generated(): void {
+    this.#generatedFrames++;
+    this.#firstTokenMs ??= performance.now() - this.#ctx.startedAt;
+  }
+
+  #keep(data: Buffer): void {
+    this.#lastFrames[this.#framesSeen % LAST_FRAMES] = data;
+    this.#framesSeen++;
+  }
+
+  /** Merges a frame's `usage` (field by field: Anthropic splits it over two frames) and `timings`. */
+  #readCounts(data: Buffer, final: boolean): void {
     const usage = readObjectField(data, USAGE_KEY);
     if (usage) {
       const counts = countsFromUsage(usage);
@@ -94,21 +127,16 @@ class StreamTap implements ResponseTap, UsageProbe {
         cached: counts.cached ?? before?.cached ?? null,
       };
       // message_start carries the prompt side at the start of the stream; its output is not final.
-      if (event !== 'message_start') this.#final = true;
+      if (final) this.#final = true;
     }
-    if (data.indexOf(TIMINGS_KEY) !== -1) {
-      this.#timingsFrame = data;
-      this.#timings = undefined;
-    }
+    const timings = data.indexOf(TIMINGS_KEY) === -1 ? undefined : readObjectField(data, TIMINGS_KEY);
+    if (timings) this.#timings = countsFromTimings(timings);
   }
 
   tokens(): ObservedTokens | undefined {
+    for (let i = Math.max(this.#searchedUpTo, this.#framesSeen - LAST_FRAMES); i < this.#framesSeen; i++) this.#readCounts(this.#lastFrames[i % LAST_FRAMES]!, true);
+    this.#searchedUpTo = this.#framesSeen;
     const reported = this.#reported;
-    if (this.#timingsFrame && !this.#timings) {
-      const timings = readObjectField(this.#timingsFrame, TIMINGS_KEY);
-      if (timings) this.#timings = countsFromTimings(timings);
-      this.#timingsFrame = undefined;
-    }
     const timings = this.#timings;
     if (reported && this.#final) {
       return {
@@ -143,13 +171,7 @@ class StreamTap implements ResponseTap, UsageProbe {
   }
 }
 
-/** Whether a frame carries generated text: the unit of "tokens seen so far" in a cut stream. */
-function isGenerated(event: string, data: Buffer): boolean {
-  if (event === '') return hasNonEmptyString(data);
-  if (event === 'content_block_delta') return true; // Anthropic
-  return event.startsWith('response.') && event.endsWith('.delta'); // OpenAI Responses
-}
-
+/** Whether an unnamed frame carries generated text: the unit of "tokens seen so far" in a cut stream. */
 function hasNonEmptyString(data: Buffer): boolean {
   for (const needle of GENERATED) {
     let at = data.indexOf(needle);
