@@ -13,7 +13,6 @@ import { existsSync } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import fastifyStatic from '@fastify/static';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 export interface DashboardOptions {
@@ -75,11 +74,9 @@ export function registerDashboard(app: FastifyInstance, options: DashboardOption
   const root = path.resolve(options.root);
   const index = indexLoader(path.join(root, 'index.html'));
 
-  // Encapsulated: reply.sendFile stays local to these routes, and the app's not-found
-  // handler (admin/OpenAI error shapes) still answers what the dashboard does not serve.
+  // Encapsulated: the app's not-found handler (admin/OpenAI error shapes) still answers what
+  // the dashboard does not serve.
   void app.register(async (scope) => {
-    await scope.register(fastifyStatic, { serve: false, decorateReply: true });
-
     const sendIndex = async (reply: FastifyReply) => {
       const html = await index();
       if (html === undefined) return reply.code(503).headers(HTML_HEADERS).header('cache-control', 'no-store').send(NOT_BUILT_PAGE);
@@ -93,17 +90,39 @@ export function registerDashboard(app: FastifyInstance, options: DashboardOption
 
       const file = await buildFile(root, pathname);
       if (file !== undefined) {
-        reply.header('x-content-type-options', 'nosniff');
         // Vite names everything under /assets by content hash: a new build means new names.
-        if (file.startsWith('assets/')) return reply.sendFile(`/${file}`, root, { maxAge: IMMUTABLE_MAX_AGE_MS, immutable: true });
-        reply.header('cache-control', 'no-cache');
-        return reply.sendFile(`/${file}`, root, { cacheControl: false });
+        const caching = file.startsWith('assets/') ? { maxAge: IMMUTABLE_MAX_AGE_MS, immutable: true } : { cacheControl: false };
+        const sent = await sendBuildFile(request, reply, root, file, caching);
+        if (sent) return sent;
       }
       // A missing hashed asset must not turn into HTML (the browser would report a MIME error).
       if (!pathname.startsWith('/assets/') && acceptsHtml(request)) return sendIndex(reply);
       return notFound(reply);
     });
   });
+}
+
+type Send = typeof import('@fastify/send');
+let sendModule: Promise<Send> | undefined;
+
+/**
+ * A file of the build with ETag, Last-Modified, conditional GET and ranges (@fastify/send, the
+ * engine of @fastify/static). Loaded on the first file request: an operator opens the dashboard
+ * now and then, while every gateway would otherwise hold the module (and @fastify/static's glob
+ * dependencies) in memory from the start. Undefined when the file vanished since it was found.
+ */
+async function sendBuildFile(request: FastifyRequest, reply: FastifyReply, root: string, file: string, caching: { maxAge?: number; immutable?: boolean; cacheControl?: boolean }): Promise<FastifyReply | undefined> {
+  sendModule ??= import('@fastify/send').then((module) => module.default);
+  const send = await sendModule;
+  // send() URI-decodes the path it is given; `file` is already decoded and checked by buildFile.
+  const result = await send(request.raw, encodeURI(`/${file}`), { root, dotfiles: 'deny', index: false, ...caching });
+  if (result.type !== 'file') {
+    result.stream.destroy();
+    return undefined;
+  }
+  reply.code(result.statusCode).headers(result.headers).header('x-content-type-options', 'nosniff');
+  if (caching.cacheControl === false) reply.header('cache-control', 'no-cache');
+  return reply.send(result.stream);
 }
 
 /** The app's own 404 (its not-found handler renders the right error shape for the path). */

@@ -1,5 +1,5 @@
 /**
- * Prometheus metrics (prom-client), fed by the call recorder as each call ends. Counters live in
+ * Prometheus metrics (formatted by prom-client), fed by the call recorder as each call ends. Counters live in
  * this process's memory and only ever grow: they are never computed from the request log (a
  * prune would make them go down) and never reloaded from it at start (a restart is a counter
  * reset, which Prometheus' `rate()` expects). A scrape formats what is in memory: no database.
@@ -8,7 +8,7 @@
  * new values are reported as `other`. A model name only takes a slot with a call that was not
  * refused as the client's mistake (4xx), so made-up model names cannot use up the slots.
  */
-import { collectDefaultMetrics, Counter, Gauge, Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
 import type { LimitKind } from './limits.js';
 import { registerScrapeTimeMetric, ScrapeTimeMetric, SecondsHistogram, type MetricValue } from './scrape-time-metrics.js';
 
@@ -83,75 +83,76 @@ export function isUpstreamFailure(errorClass: string | undefined, status: number
 }
 
 export class GatewayMetrics {
-  readonly registry = new Registry();
   readonly #models: LabelCap;
   readonly #keys: LabelCap;
+  readonly #processMetrics: boolean;
+  readonly #queueLength: (() => number) | undefined;
+  readonly #limitsShared: (() => boolean) | undefined;
   #inFlight = 0;
-  readonly #upstreamErrors: Counter<'model' | 'class'>;
-  readonly #rateLimited: Counter<'key' | 'limit'>;
-  readonly #dropped: Counter;
-  readonly #written: Counter;
-  readonly #writeFailures: Counter;
+  /** `model` → `class` → calls. */
+  readonly #upstreamErrors = new Map<string, Map<string, number>>();
+  /** `key` → `limit` → calls. */
+  readonly #rateLimited = new Map<string, Map<LimitKind, number>>();
+  #dropped = 0;
+  #written = 0;
+  #writeFailures = 0;
   /** model → key → series; bounded by the label caps. */
   readonly #series = new Map<string, Map<string, CallSeries>>();
+  /** Built at the first scrape (#buildRegistry). */
+  #registry: Promise<Registry> | undefined;
 
   constructor(options: MetricsOptions & { queueLength?: () => number; limitsShared?: () => boolean } = {}) {
     this.#models = new LabelCap(options.maxModels ?? 100);
     this.#keys = new LabelCap(options.maxKeys ?? 200);
-    const registers = [this.registry];
+    this.#processMetrics = options.processMetrics ?? true;
+    this.#queueLength = options.queueLength;
+    this.#limitsShared = options.limitsShared;
+  }
+
+  /**
+   * prom-client is loaded, and its registry filled, when /metrics is first asked for: a gateway
+   * nobody scrapes does not keep the module (~3 MB resident) or its process-metric observers.
+   * Every counter is a plain number from the start, so nothing counted before is lost; Node's
+   * process metrics (GC, event-loop lag) count from the first scrape on.
+   */
+  async #buildRegistry(): Promise<Registry> {
+    const { Registry, collectDefaultMetrics } = await import('prom-client');
+    const registry = new Registry();
+    const add = (name: string, help: string, type: 'counter' | 'gauge' | 'histogram', values: () => MetricValue[]) =>
+      registerScrapeTimeMetric(registry, new ScrapeTimeMetric(name, help, type, values));
     const each = (pick: (series: CallSeries) => MetricValue[]) => () => {
       const out: MetricValue[] = [];
       for (const byKey of this.#series.values()) for (const series of byKey.values()) out.push(...pick(series));
       return out;
     };
     const histogram = (name: string, help: string, of: (series: CallSeries) => SecondsHistogram) =>
-      registerScrapeTimeMetric(this.registry, new ScrapeTimeMetric(name, help, 'histogram', each((series) => of(series).values(name, series.labels))));
-    registerScrapeTimeMetric(
-      this.registry,
-      new ScrapeTimeMetric('gatehouse_requests_total', 'Calls to /v1 that ended, by model, key name and HTTP status (499: the client left before a status was sent).', 'counter',
-        each((series) => [...series.requests].map(([status, value]) => ({ labels: { ...series.labels, status: String(status) }, value }))),
-      ),
+      add(name, help, 'histogram', each((series) => of(series).values(name, series.labels)));
+    const single = (value: () => number) => () => [{ labels: {}, value: value() }];
+    const nested = <K extends string>(map: Map<string, Map<K, number>>, outer: string, inner: string) => () =>
+      [...map].flatMap(([a, byB]) => [...byB].map(([b, value]) => ({ labels: { [outer]: a, [inner]: b }, value })));
+
+    add('gatehouse_requests_total', 'Calls to /v1 that ended, by model, key name and HTTP status (499: the client left before a status was sent).', 'counter',
+      each((series) => [...series.requests].map(([status, value]) => ({ labels: { ...series.labels, status: String(status) }, value }))),
     );
-    registerScrapeTimeMetric(
-      this.registry,
-      new ScrapeTimeMetric('gatehouse_tokens_total', 'Tokens of calls that ended, by type: input (cached included), output, cached.', 'counter',
-        each((series) =>
-          // Every type from the series' first call on, zero included: rate() needs a starting point.
-          (['input', 'output', 'cached'] as const).map((type) => ({ labels: { ...series.labels, type }, value: series[type] })),
-        ),
+    add('gatehouse_tokens_total', 'Tokens of calls that ended, by type: input (cached included), output, cached.', 'counter',
+      each((series) =>
+        // Every type from the series' first call on, zero included: rate() needs a starting point.
+        (['input', 'output', 'cached'] as const).map((type) => ({ labels: { ...series.labels, type }, value: series[type] })),
       ),
     );
     histogram('gatehouse_request_duration_seconds', 'Time from the call arriving to the response ending.', (series) => series.duration);
     histogram('gatehouse_time_to_first_byte_seconds', 'Time from the call arriving to the response headers being sent.', (series) => series.ttfb);
     histogram('gatehouse_time_to_first_token_seconds', 'Time from the call arriving to the first generated token (streams) or the first body byte.', (series) => series.ttft);
-    registerScrapeTimeMetric(
-      this.registry,
-      new ScrapeTimeMetric('gatehouse_requests_in_flight', 'Calls to /v1 not yet ended, streams included.', 'gauge', () => [{ labels: {}, value: this.#inFlight }]),
-    );
-    this.#upstreamErrors = new Counter({ name: 'gatehouse_upstream_errors_total', help: 'Calls that failed because of llama-swap or the model server (timeout, unreachable, broken stream, 5xx), by class (upstream_timeout, upstream_unreachable, upstream_status ...).', labelNames: ['model', 'class'], registers });
-    this.#rateLimited = new Counter({ name: 'gatehouse_rate_limited_total', help: 'Calls refused with 429 by a per-key limit, by key name and limit (rpm, tpm, concurrent).', labelNames: ['key', 'limit'], registers });
-    this.#dropped = new Counter({ name: 'gatehouse_usage_records_dropped_total', help: 'Usage records dropped because the write queue was full (the store was too slow or down).', registers });
-    this.#written = new Counter({ name: 'gatehouse_usage_records_written_total', help: 'Usage records written to the store.', registers });
-    this.#writeFailures = new Counter({ name: 'gatehouse_usage_write_failures_total', help: 'Failed batch writes of usage records (the batch is retried).', registers });
-    const queueLength = options.queueLength;
-    new Gauge({
-      name: 'gatehouse_usage_queue_length',
-      help: 'Usage records waiting to be written.',
-      registers,
-      collect() {
-        this.set(queueLength?.() ?? 0);
-      },
-    });
-    const limitsShared = options.limitsShared;
-    new Gauge({
-      name: 'gatehouse_limits_shared',
-      help: 'Per-key limits are counted in Redis for every replica (1), or by this replica alone (0: GATEHOUSE_REDIS_URL unset, or Redis unreachable).',
-      registers,
-      collect() {
-        this.set(limitsShared?.() ? 1 : 0);
-      },
-    });
-    if (options.processMetrics ?? true) collectDefaultMetrics({ register: this.registry });
+    add('gatehouse_requests_in_flight', 'Calls to /v1 not yet ended, streams included.', 'gauge', single(() => this.#inFlight));
+    add('gatehouse_upstream_errors_total', 'Calls that failed because of llama-swap or the model server (timeout, unreachable, broken stream, 5xx), by class (upstream_timeout, upstream_unreachable, upstream_status ...).', 'counter', nested(this.#upstreamErrors, 'model', 'class'));
+    add('gatehouse_rate_limited_total', 'Calls refused with 429 by a per-key limit, by key name and limit (rpm, tpm, concurrent).', 'counter', nested(this.#rateLimited, 'key', 'limit'));
+    add('gatehouse_usage_records_dropped_total', 'Usage records dropped because the write queue was full (the store was too slow or down).', 'counter', single(() => this.#dropped));
+    add('gatehouse_usage_records_written_total', 'Usage records written to the store.', 'counter', single(() => this.#written));
+    add('gatehouse_usage_write_failures_total', 'Failed batch writes of usage records (the batch is retried).', 'counter', single(() => this.#writeFailures));
+    add('gatehouse_usage_queue_length', 'Usage records waiting to be written.', 'gauge', single(() => this.#queueLength?.() ?? 0));
+    add('gatehouse_limits_shared', 'Per-key limits are counted in Redis for every replica (1), or by this replica alone (0: GATEHOUSE_REDIS_URL unset, or Redis unreachable).', 'gauge', single(() => (this.#limitsShared?.() ? 1 : 0)));
+    if (this.#processMetrics) collectDefaultMetrics({ register: registry });
+    return registry;
   }
 
   callStarted(): void {
@@ -172,7 +173,7 @@ export class GatewayMetrics {
     series.duration.observe(call.durationMs / 1000);
     if (call.ttfbMs !== undefined) series.ttfb.observe(call.ttfbMs / 1000);
     if (call.ttftMs !== undefined) series.ttft.observe(call.ttftMs / 1000);
-    if (isUpstreamFailure(call.errorClass, call.status)) this.#upstreamErrors.inc({ model, class: call.errorClass! });
+    if (isUpstreamFailure(call.errorClass, call.status)) increment(this.#upstreamErrors, model, call.errorClass!, 1);
   }
 
   #seriesOf(model: string, key: string): CallSeries {
@@ -190,23 +191,37 @@ export class GatewayMetrics {
   }
 
   rateLimited(keyName: string | undefined, limit: LimitKind): void {
-    this.#rateLimited.inc({ key: keyName === undefined ? NONE_LABEL : this.#keys.label(keyName), limit });
+    increment(this.#rateLimited, keyName === undefined ? NONE_LABEL : this.#keys.label(keyName), limit, 1);
   }
 
   recordsDropped(n: number): void {
-    this.#dropped.inc(n);
+    this.#dropped += n;
   }
 
   recordsWritten(n: number): void {
-    this.#written.inc(n);
+    this.#written += n;
   }
 
   writeFailed(): void {
-    this.#writeFailures.inc();
+    this.#writeFailures++;
   }
 
   /** The Prometheus text exposition. */
   async exposition(): Promise<{ contentType: string; body: string }> {
-    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+    this.#registry ??= this.#buildRegistry().catch((error: unknown) => {
+      this.#registry = undefined;
+      throw error;
+    });
+    const registry = await this.#registry;
+    return { contentType: registry.contentType, body: await registry.metrics() };
   }
+}
+
+function increment<K extends string>(map: Map<string, Map<K, number>>, outer: string, inner: K, n: number): void {
+  let byInner = map.get(outer);
+  if (!byInner) {
+    byInner = new Map();
+    map.set(outer, byInner);
+  }
+  byInner.set(inner, (byInner.get(inner) ?? 0) + n);
 }
