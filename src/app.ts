@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import { GatewayError, isGatewayError } from './http/errors.js';
 import { errorBody } from './http/render-error.js';
 import { registerRoutes, type RouteTable } from './http/routes.js';
+import { createAccessLog } from './logging/access-log.js';
 import type { KeyIndex, KeyVerifier } from './auth/key-index.js';
 import type { KeyUseRecorder } from './auth/client-auth-steps.js';
 import type { ListModels } from './proxy/models-list.js';
@@ -51,6 +52,8 @@ export interface AppDeps {
   /** An extra response tap, beside the usage tap (tests). */
   tap?: TapFactory;
   onProxyStart?: (ctx: ProxyContext) => void;
+  /** Counts `/v1` calls in flight (graceful shutdown); set by buildApp. */
+  proxyInFlight?: { start(res: ServerResponse): void; end(): void };
   /** The clock for admin sessions and the login rate limit (tests move it). Default `Date.now`. */
   now?: () => number;
 }
@@ -112,14 +115,16 @@ export async function buildApp(input: BuildAppInput): Promise<App> {
   let inFlight = 0;
   let draining = false;
   let drained: (() => void) | undefined;
-  const track = (res: ServerResponse) => {
+  const started = (res: ServerResponse) => {
     inFlight++;
     if (draining) res.shouldKeepAlive = false;
-    res.once('close', () => {
-      inFlight--;
-      if (draining && inFlight === 0) drained?.();
-    });
   };
+  const ended = () => {
+    inFlight--;
+    if (draining && inFlight === 0) drained?.();
+  };
+  // /v1 calls report through the proxy route's own 'close' listener (one per call on the hot path).
+  deps.proxyInFlight = { start: started, end: ended };
 
   let routes: RouteTable | undefined;
   const fastify = Fastify({
@@ -134,10 +139,11 @@ export async function buildApp(input: BuildAppInput): Promise<App> {
     // Node 20's http server closes idle keep-alive sockets after 5 s; keep the default.
     serverFactory: (fastifyHandler) =>
       createServer({ noDelay: true }, (req: IncomingMessage, res: ServerResponse) => {
-        track(res);
         const raw = routes?.raw(req.url ?? '/');
-        if (raw) raw(req, res);
-        else fastifyHandler(req, res);
+        if (raw) return raw(req, res);
+        started(res);
+        res.once('close', ended);
+        fastifyHandler(req, res);
       }),
   }) as unknown as FastifyInstance;
 
@@ -159,10 +165,11 @@ export async function buildApp(input: BuildAppInput): Promise<App> {
     const error = new GatewayError('not_found', { message: `No route for ${request.method} ${request.url.split('?')[0]}.` });
     void reply.code(404).send(errorBody(error, wireFormatForPath(request.url)));
   });
+  const accessLog = createAccessLog(logger);
   fastify.addHook('onResponse', (request, reply, done) => {
     const url = request.url;
     const q = url.indexOf('?');
-    request.log.info({ req_id: request.id, method: request.method, path: q < 0 ? url : url.slice(0, q), status: reply.statusCode, ms: Math.round(reply.elapsedTime * 100) / 100 }, 'request');
+    accessLog({ req_id: request.id, method: request.method, path: q < 0 ? url : url.slice(0, q), status: reply.statusCode, ms: Math.round(reply.elapsedTime * 100) / 100 });
     done();
   });
 

@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
+import { createAccessLog, type AccessLog } from '../logging/access-log.js';
 import type { ProxyContext } from '../proxy/context.js';
 import type { Forwarder, TapFactory } from '../proxy/forward.js';
 import { saneRequestId } from '../proxy/headers.js';
@@ -26,15 +27,18 @@ export interface ProxyRouteOptions {
   forwarder: Forwarder;
   logger: Logger;
   tap?: TapFactory;
-  /** Told when a call starts and ends (in-flight tracking for graceful shutdown, metrics). */
+  /** Told when a call starts (usage accounting hooks in here). */
   onStart?: (ctx: ProxyContext) => void;
+  /** Counts calls in flight for graceful shutdown: `start` as a call arrives, `end` when its response closes. */
+  inFlight?: { start(res: ServerResponse): void; end(): void };
 }
 
 /** How much of an unwanted body is read and dropped before answering (see discardRest). */
 const DISCARD_MAX_BYTES = 64 * 1024 * 1024;
 
 export function createProxyRoute(options: ProxyRouteOptions): (req: IncomingMessage, res: ServerResponse) => void {
-  const { steps, forwarder, logger } = options;
+  const { steps, forwarder, logger, inFlight } = options;
+  const accessLog = createAccessLog(logger);
 
   async function run(ctx: ProxyContext): Promise<void> {
     try {
@@ -87,37 +91,42 @@ export function createProxyRoute(options: ProxyRouteOptions): (req: IncomingMess
       errorClass: undefined,
       usage: undefined,
       requestBody: undefined,
+      onClientGone: undefined,
       onDone: [],
     };
-    res.once('close', () => finish(ctx, logger));
+    // The one 'close' listener of the call: the access line, the completion hooks, then the
+    // upstream request is aborted if it still runs (forward sets onClientGone meanwhile).
+    res.once('close', () => {
+      finish(ctx, logger, accessLog);
+      ctx.onClientGone?.();
+      inFlight?.end();
+    });
+    inFlight?.start(res);
     options.onStart?.(ctx);
     void run(ctx);
   };
 }
 
-function finish(ctx: ProxyContext, logger: Logger): void {
+function finish(ctx: ProxyContext, logger: Logger, accessLog: AccessLog): void {
   if (!ctx.res.writableFinished && !ctx.clientAborted) {
     ctx.clientAborted = true;
     ctx.errorClass ??= 'client_abort';
   }
   const durationMs = performance.now() - ctx.startedAt;
   // The one access-log line: named fields only, never headers, so no credential can leak.
-  logger.info(
-    {
-      req_id: ctx.requestId,
-      method: ctx.method,
-      path: ctx.path,
-      status: ctx.clientAborted && ctx.status === 0 ? 499 : ctx.status,
-      model: ctx.model,
-      key: ctx.caller?.keyName,
-      ms: Math.round(durationMs * 100) / 100,
-      bytes_in: ctx.body?.received() ?? 0,
-      bytes_out: ctx.bytesOut,
-      stream: ctx.streamed || undefined,
-      error: ctx.errorClass,
-    },
-    'request',
-  );
+  accessLog({
+    req_id: ctx.requestId,
+    method: ctx.method,
+    path: ctx.path,
+    status: ctx.clientAborted && ctx.status === 0 ? 499 : ctx.status,
+    model: ctx.model,
+    key: ctx.caller?.keyName,
+    ms: Math.round(durationMs * 100) / 100,
+    bytes_in: ctx.body?.received() ?? 0,
+    bytes_out: ctx.bytesOut,
+    stream: ctx.streamed || undefined,
+    error: ctx.errorClass,
+  });
   for (const done of ctx.onDone) {
     try {
       done(ctx);

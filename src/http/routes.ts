@@ -105,6 +105,7 @@ export function registerRoutes(app: FastifyInstance, deps: AppDeps): RouteTable 
           deps.onProxyStart!(ctx);
         }
       : usage.onStart,
+    inFlight: deps.proxyInFlight,
   });
 
   app.head('/', async (_request, reply) => reply.code(200).send());

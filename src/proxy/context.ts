@@ -65,6 +65,8 @@ export interface ProxyContext {
   usage: UsageProbe | undefined;
   /** The start of the request body, when body capture is on. */
   requestBody: (() => string | undefined) | undefined;
+  /** Set by `forward` while the upstream request runs: aborts it when the client's connection closes. */
+  onClientGone: (() => void) | undefined;
   /** Called exactly once when the exchange is over, whichever way it ended. */
   readonly onDone: Array<(ctx: ProxyContext) => void>;
 }
