@@ -91,8 +91,14 @@ class Exchange implements Dispatcher.DispatchHandler {
   #controller: Dispatcher.DispatchController | undefined;
   #tap: ResponseTap | undefined;
   #isSse = false;
+  /** The body length llama-swap announced (Content-Length), when it did. */
+  #length: number | undefined;
+  /** The client's response was ended with the body's last chunk. */
+  #ended = false;
   #started = false;
   #settled = false;
+  /** A 'drain' listener is on the client's socket (only while the upstream is paused for it). */
+  #waitingForDrain = false;
   /** Set while an error body is being held back: its chunks, until decided. */
   #held: { chunks: Buffer[]; size: number; status: number; headers: IncomingHttpHeaders; contentType: string | undefined } | undefined;
 
@@ -103,8 +109,8 @@ class Exchange implements Dispatcher.DispatchHandler {
     private readonly resolve: () => void,
     private readonly reject: (error: unknown) => void,
   ) {
-    ctx.res.once('close', this.#onClientClose);
-    ctx.res.on('drain', this.#onDrain);
+    // The route's one 'close' listener calls this (proxy-route.ts): no listener of our own.
+    ctx.onClientGone = this.#onClientClose;
   }
 
   onRequestStart(controller: Dispatcher.DispatchController): void {
@@ -137,7 +143,14 @@ class Exchange implements Dispatcher.DispatchHandler {
     const { ctx } = this;
     ctx.bytesOut += chunk.length;
     this.#tap?.onChunk(chunk);
-    if (!ctx.res.write(chunk)) controller.pause();
+    if (ctx.bytesOut === this.#length) {
+      // The last chunk of a body of known length: end() sends it (and the headers, when still
+      // waiting) in one write, where write() then end() took two system calls.
+      this.#ended = true;
+      ctx.res.end(chunk);
+      return;
+    }
+    if (!ctx.res.write(chunk)) this.#pauseUntilDrain(controller);
   }
 
   onResponseEnd(): void {
@@ -161,7 +174,7 @@ class Exchange implements Dispatcher.DispatchHandler {
       }
       this.#relayHeld();
     }
-    this.ctx.res.end();
+    if (!this.#ended) this.ctx.res.end();
     this.#finish('complete');
   }
 
@@ -195,6 +208,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     ctx.streamed = isSse;
     const outHeaders = clientResponseHeaders(headers);
     outHeaders['x-request-id'] = ctx.requestId;
+    if (ctx.method !== 'HEAD') this.#length = declaredLength(headerString(headers['content-length']));
     if (isSse) {
       // Proxies in front of us (nginx) must not buffer the stream either.
       outHeaders['x-accel-buffering'] = 'no';
@@ -220,11 +234,20 @@ class Exchange implements Dispatcher.DispatchHandler {
     ctx.errorClass = 'upstream_status';
     for (const chunk of held.chunks) {
       ctx.bytesOut += chunk.length;
-      if (!ctx.res.write(chunk)) this.#controller?.pause();
+      if (!ctx.res.write(chunk) && this.#controller) this.#pauseUntilDrain(this.#controller);
     }
   }
 
+  /** Backpressure: the client's socket is full, so the upstream waits for its 'drain'. */
+  #pauseUntilDrain(controller: Dispatcher.DispatchController): void {
+    controller.pause();
+    if (this.#waitingForDrain) return;
+    this.#waitingForDrain = true;
+    this.ctx.res.once('drain', this.#onDrain);
+  }
+
   readonly #onDrain = (): void => {
+    this.#waitingForDrain = false;
     this.#controller?.resume();
   };
 
@@ -254,8 +277,11 @@ class Exchange implements Dispatcher.DispatchHandler {
   }
 
   #detach(): void {
-    this.ctx.res.off('close', this.#onClientClose);
-    this.ctx.res.off('drain', this.#onDrain);
+    this.ctx.onClientGone = undefined;
+    if (this.#waitingForDrain) {
+      this.#waitingForDrain = false;
+      this.ctx.res.off('drain', this.#onDrain);
+    }
   }
 }
 
