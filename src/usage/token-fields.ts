@@ -76,7 +76,11 @@ function isKeyWithObject(buf: Buffer, at: number, keyLength: number): boolean {
 
 function objectAfterKey(buf: Buffer, at: number, keyLength: number): { start: number; end: number } | undefined {
   if (!isKeyWithObject(buf, at, keyLength)) return undefined;
-  const start = buf.indexOf(OPEN, at + keyLength);
+  return objectFrom(buf, buf.indexOf(OPEN, at + keyLength));
+}
+
+/** The byte range of the JSON object whose `{` is at `start`, or undefined when it is cut off. */
+function objectFrom(buf: Buffer, start: number): { start: number; end: number } | undefined {
   let depth = 0;
   let inString = false;
   for (let i = start; i < buf.length; i++) {
@@ -102,7 +106,15 @@ function isSpace(byte: number): boolean {
 
 /** Parses the object held by `key` in `buf` (the last one), or undefined. */
 export function readObjectField(buf: Buffer, key: Buffer): Record<string, unknown> | undefined {
-  const range = lastObjectField(buf, key);
+  return parseRange(buf, lastObjectField(buf, key));
+}
+
+/** Parses the JSON object whose `{` is at `start` (found by a caller that already read the key). */
+export function parseObjectAt(buf: Buffer, start: number): Record<string, unknown> | undefined {
+  return buf[start] === OPEN ? parseRange(buf, objectFrom(buf, start)) : undefined;
+}
+
+function parseRange(buf: Buffer, range: { start: number; end: number } | undefined): Record<string, unknown> | undefined {
   if (!range) return undefined;
   try {
     const value: unknown = JSON.parse(buf.toString('utf8', range.start, range.end));

@@ -61,6 +61,32 @@ describe('usage tap on streams', () => {
     expect(probe().tokens()).toEqual({ input: 3, output: 2, cached: null, source: 'usage' });
   });
 
+  it('reads frames written with spaces around the colons (Python json.dumps), and every kind of generated text', () => {
+    const { push, probe } = streamTap();
+    const spaced = (value: object) => `data: ${JSON.stringify(value).replace(/":/g, '": ').replace(/,"/g, ', "')}\n\n`;
+    push(spaced({ choices: [{ index: 0, delta: { role: 'assistant', content: '' } }] }));
+    push(spaced({ choices: [{ index: 0, delta: { reasoning_content: 'Thinking' } }] }));
+    push(spaced({ choices: [{ index: 0, delta: { content: 'Hi' } }] }));
+    push(spaced({ choices: [{ index: 0, text: ' there' }] }));
+    push(spaced({ choices: [{ index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: '{"a":1}' } }] } }] }));
+    // Keys that only look alike, and a quoted "usage" inside generated text, count for nothing.
+    push(spaced({ choices: [{ index: 0, delta: { context: 'x', subtext: 'y', content: 'say \"usage\": {\"prompt_tokens\": 99}' } }] }));
+    expect(probe().tokens()).toEqual({ input: null, output: 5, cached: null, source: 'estimate' });
+    push(spaced({ choices: [], usage: { prompt_tokens: 8, completion_tokens: 5 } }));
+    push(DONE);
+    expect(probe().tokens()).toEqual({ input: 8, output: 5, cached: null, source: 'usage' });
+  });
+
+  it('takes usage and timings each from the last frame that held it', () => {
+    const { push, probe } = streamTap();
+    push(chunk({ content: 'a' }, { usage: { prompt_tokens: 5, completion_tokens: 1 }, timings: { prompt_n: 4, cache_n: 1, predicted_n: 1 } }));
+    push(chunk({ content: 'b' }, { usage: { prompt_tokens: 5, completion_tokens: 2 } }));
+    push(chunk({ content: 'c' }, { timings: { prompt_n: 4, cache_n: 1, predicted_n: 3 } }));
+    push(DONE);
+    // usage from the second frame (not the first's), the cached count from the latest timings.
+    expect(probe().tokens()).toEqual({ input: 5, output: 2, cached: 1, source: 'usage' });
+  });
+
   it('merges an Anthropic stream: input from message_start, output from message_delta', () => {
     const { push, probe } = streamTap();
     const event = (name: string, data: object) => `event: ${name}\ndata: ${JSON.stringify({ type: name, ...data })}\n\n`;
