@@ -49,6 +49,16 @@ describe('usage record segment', () => {
     expect(segment.decode()).toEqual(records);
   });
 
+  it('keeps strings that turn non-ASCII after an ASCII start, and long ones, byte for byte', () => {
+    const records = [
+      usageRecord({ model: 'qwen-ñ', keyName: 'ascii then 🚀', endpoint: `/v1/${'a'.repeat(300)}`, requestId: 'x'.repeat(256) }),
+      usageRecord({ model: `${'m'.repeat(255)}é`, keyName: '\u007f\u0080', endpoint: '/v1/chat/completions' }),
+    ];
+    const segment = new RecordSegment();
+    for (const r of records) segment.append(r);
+    expect(segment.decode()).toEqual(records);
+  });
+
   it('grows past its first buffer without losing what it already holds', () => {
     const segment = new RecordSegment();
     const records = Array.from({ length: 2000 }, (_, i) => usageRecord({ at: 1_700_000_000_000 + i, requestId: `req-${i}-${'x'.repeat(i % 97)}` }));
