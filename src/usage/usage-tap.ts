@@ -25,7 +25,7 @@
  */
 import type { ObservedTokens, ProxyContext, UsageProbe } from '../proxy/context.js';
 import type { ResponseTap, TapFactory } from '../proxy/forward.js';
-import { SseParser, type SseFrame } from '../proxy/sse-decoder.js';
+import { SseParser } from '../proxy/sse-decoder.js';
 import { BodyCapture } from './body-capture.js';
 import { countsFromTimings, countsFromUsage, parseObjectAt, readObjectField, TIMINGS_KEY, USAGE_KEY, type TokenCounts } from './token-fields.js';
 
@@ -46,11 +46,11 @@ const COLON = 0x3a;
 const OPEN = 0x7b;
 const COMMA = 0x2c;
 
-/** Where `scanFrame` found the last `usage` / `timings` object of a frame (offset of its `{`). */
-interface FrameObjects {
-  usage: number;
-  timings: number;
-}
+/**
+ * Where the last `scanFrame` found a `usage` / `timings` object (offset of its `{`). One object
+ * for every call: scanFrame is synchronous, and its caller reads these right after it returns.
+ */
+const objectsAt = { usage: 0, timings: 0 };
 
 /** What `scanFrame` found in a frame, as bits. */
 const GENERATED_TEXT = 1;
@@ -90,12 +90,13 @@ class StreamTap implements ResponseTap, UsageProbe {
   #reported: TokenCounts | undefined;
   /** A `usage` that comes at the end was seen (not only Anthropic's `message_start`). */
   #final = false;
-  /** The last unnamed frames holding a `usage` / `timings` object, not yet parsed (`tokens()` does). */
-  #usageFrame: Buffer | undefined;
-  #timingsFrame: Buffer | undefined;
-  /** Where in them the objects start. */
-  readonly #at: FrameObjects = { usage: 0, timings: 0 };
+  /**
+   * The chunks holding the last unnamed frame's `usage` / `timings` object, and the offset of
+   * its `{`; parsed by `tokens()`, not before.
+   */
+  #usageBytes: Buffer | undefined;
   #usageAt = 0;
+  #timingsBytes: Buffer | undefined;
   #timingsAt = 0;
   #timings: TokenCounts | undefined;
   #generatedFrames = 0;
@@ -104,7 +105,7 @@ class StreamTap implements ResponseTap, UsageProbe {
   constructor(ctx: ProxyContext, capture: BodyCapture | undefined) {
     this.#ctx = ctx;
     this.#capture = capture;
-    this.#parser = new SseParser((frame) => this.#frame(frame), { maxLineBytes: MAX_FRAME_LINE });
+    this.#parser = new SseParser((event, bytes, start, end) => this.#frame(event, bytes, start, end), { maxLineBytes: MAX_FRAME_LINE });
   }
 
   onChunk(chunk: Buffer): void {
@@ -114,26 +115,24 @@ class StreamTap implements ResponseTap, UsageProbe {
 
   onEnd(): void {}
 
-  #frame(frame: SseFrame): void {
-    const { event, data } = frame;
+  #frame(event: string, bytes: Buffer, start: number, end: number): void {
     if (event === '') {
-      if (data.length === DONE.length && data.equals(DONE)) return;
-      const at = this.#at;
-      const found = scanFrame(data, at);
+      if (end - start === DONE.length && DONE.compare(bytes, start, end) === 0) return;
+      const found = scanFrame(bytes, start, end);
       if (found & GENERATED_TEXT) this.#generated();
       if (found & HAS_USAGE) {
-        this.#usageFrame = data;
-        this.#usageAt = at.usage;
+        this.#usageBytes = bytes;
+        this.#usageAt = objectsAt.usage;
       }
       if (found & HAS_TIMINGS) {
-        this.#timingsFrame = data;
-        this.#timingsAt = at.timings;
+        this.#timingsBytes = bytes;
+        this.#timingsAt = objectsAt.timings;
       }
       return;
     }
     if (event === 'content_block_delta') return this.#generated(); // Anthropic text; never counts
     if (event.startsWith('response.') && event.endsWith('.delta')) return this.#generated(); // OpenAI Responses
-    this.#readCounts(data, event !== 'message_start');
+    this.#readCounts(bytes.subarray(start, end), event !== 'message_start');
   }
 
   #generated(): void {
@@ -165,14 +164,14 @@ class StreamTap implements ResponseTap, UsageProbe {
 
 
   tokens(): ObservedTokens | undefined {
-    const timingsFrame = this.#timingsFrame;
-    const usageFrame = this.#usageFrame;
-    this.#timingsFrame = undefined;
-    this.#usageFrame = undefined;
+    const usageBytes = this.#usageBytes;
+    const timingsBytes = this.#timingsBytes;
+    this.#usageBytes = undefined;
+    this.#timingsBytes = undefined;
     // Each from the last frame that held it: both are cumulative where a backend repeats them.
-    if (usageFrame) this.#mergeUsage(parseObjectAt(usageFrame, this.#usageAt), true);
-    if (timingsFrame) {
-      const timings = parseObjectAt(timingsFrame, this.#timingsAt);
+    if (usageBytes) this.#mergeUsage(parseObjectAt(usageBytes, this.#usageAt), true);
+    if (timingsBytes) {
+      const timings = parseObjectAt(timingsBytes, this.#timingsAt);
       if (timings) this.#timings = countsFromTimings(timings);
     }
     const reported = this.#reported;
@@ -218,25 +217,25 @@ class StreamTap implements ResponseTap, UsageProbe {
  * (Python's json.dumps writes `"key": value`). A colon inside a string value is passed over: it is
  * not preceded by a closing quote, and a quote inside a string is escaped.
  */
-export function scanFrame(data: Buffer, at: FrameObjects): number {
+export function scanFrame(data: Buffer, start: number, end: number): number {
   let found = 0;
-  const length = data.length;
-  for (let colon = data.indexOf(COLON); colon !== -1; colon = data.indexOf(COLON, colon + 1)) {
+  for (let colon = data.indexOf(COLON, start); colon !== -1 && colon < end; colon = data.indexOf(COLON, colon + 1)) {
     let keyEnd = colon - 1;
-    while (keyEnd > 0 && isSpace(data[keyEnd]!)) keyEnd--;
-    if (keyEnd < 1 || data[keyEnd] !== QUOTE) continue;
+    while (keyEnd > start && isSpace(data[keyEnd]!)) keyEnd--;
+    if (keyEnd <= start || data[keyEnd] !== QUOTE) continue;
     let value = colon + 1;
-    while (value < length && isSpace(data[value]!)) value++;
+    while (value < end && isSpace(data[value]!)) value++;
+    if (value >= end) break;
     const first = data[value];
     if (first === QUOTE) {
-      if ((found & GENERATED_TEXT) === 0 && value + 1 < length && data[value + 1] !== QUOTE && isGeneratedKey(data, keyEnd)) found |= GENERATED_TEXT;
+      if ((found & GENERATED_TEXT) === 0 && value + 1 < end && data[value + 1] !== QUOTE && isGeneratedKey(data, start, keyEnd)) found |= GENERATED_TEXT;
     } else if (first === OPEN) {
-      if (isKey(data, keyEnd, USAGE)) {
+      if (isKey(data, start, keyEnd, USAGE)) {
         found |= HAS_USAGE;
-        at.usage = value;
-      } else if (isKey(data, keyEnd, TIMINGS)) {
+        objectsAt.usage = value;
+      } else if (isKey(data, start, keyEnd, TIMINGS)) {
         found |= HAS_TIMINGS;
-        at.timings = value;
+        objectsAt.timings = value;
       }
     }
   }
@@ -244,26 +243,26 @@ export function scanFrame(data: Buffer, at: FrameObjects): number {
 }
 
 /** Whether the key ending with the quote at `quote` is one whose string value is generated text. */
-function isGeneratedKey(data: Buffer, quote: number): boolean {
-  if (endsWith(data, quote, CONTENT)) return true;
-  for (const name of EXACT_GENERATED) if (endsWith(data, quote, name) && data[quote - name.length - 1] === QUOTE) return true;
+function isGeneratedKey(data: Buffer, start: number, quote: number): boolean {
+  if (endsWith(data, start, quote, CONTENT)) return true;
+  for (const name of EXACT_GENERATED) if (endsWith(data, start, quote, name) && data[quote - name.length - 1] === QUOTE) return true;
   return false;
 }
 
 /** Whether the key ending with the quote at `quote` is exactly `name`, and stands where an object key does. */
-function isKey(data: Buffer, quote: number, name: Buffer): boolean {
+function isKey(data: Buffer, start: number, quote: number, name: Buffer): boolean {
   const open = quote - name.length - 1;
-  if (open < 1 || data[open] !== QUOTE || !endsWith(data, quote, name)) return false;
+  if (open <= start || data[open] !== QUOTE || !endsWith(data, start, quote, name)) return false;
   let before = open - 1;
-  while (before > 0 && isSpace(data[before]!)) before--;
+  while (before > start && isSpace(data[before]!)) before--;
   return data[before] === OPEN || data[before] === COMMA;
 }
 
-/** Whether the bytes right before `end` are `name`. */
-function endsWith(data: Buffer, end: number, name: Buffer): boolean {
-  const start = end - name.length;
-  if (start < 0) return false;
-  for (let i = 0; i < name.length; i++) if (data[start + i] !== name[i]) return false;
+/** Whether the bytes of the frame right before `end` are `name` (the frame starts at `start`). */
+function endsWith(data: Buffer, start: number, end: number, name: Buffer): boolean {
+  const from = end - name.length;
+  if (from < start) return false;
+  for (let i = 0; i < name.length; i++) if (data[from + i] !== name[i]) return false;
   return true;
 }
 

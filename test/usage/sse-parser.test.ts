@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { ProxyContext } from '../../src/proxy/context.js';
-import { SseDecoder, SseParser, type SseFrame } from '../../src/proxy/sse-decoder.js';
+import { SseDecoder, SseParser } from '../../src/proxy/sse-decoder.js';
 import { createUsageTap } from '../../src/usage/usage-tap.js';
 
 const MIXED = Buffer.from(
@@ -27,7 +27,7 @@ interface Plain {
 
 function parse(chunks: Buffer[], maxLineBytes?: number): Plain[] {
   const out: Plain[] = [];
-  const parser = new SseParser((f: SseFrame) => out.push({ event: f.event, data: f.data.toString('utf8') }), maxLineBytes === undefined ? {} : { maxLineBytes });
+  const parser = new SseParser((event, bytes, start, end) => out.push({ event, data: bytes.toString('utf8', start, end) }), maxLineBytes === undefined ? {} : { maxLineBytes });
   for (const chunk of chunks) parser.push(chunk);
   return out;
 }
