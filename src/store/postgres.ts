@@ -55,7 +55,7 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
   const watcher = notificationWatcher(options.url, channel, instanceId, options.resyncIntervalMs ?? 5000);
   // Usage batches are decoded, encoded for the driver and sent from their own thread and
   // connection, so none of that work lands on the proxy's event loop.
-  const usageWriter = new UsageWriteThread({ target: { kind: 'postgres', url: options.url, schema, applicationName: usageWriterApplicationName(schema) }, sql: compileUsageSql(db, 'unnest') });
+  const usageWriter = new UsageWriteThread({ target: { kind: 'postgres', url: options.url, schema, applicationName: usageWriterApplicationName(schema) }, sql: compileUsageSql(db, 'copy') });
   return createKyselyStore(db, {
     kind: 'postgres',
     migrationsApplied,

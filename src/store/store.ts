@@ -136,7 +136,11 @@ export interface AdminSessionStore {
  * the fields mirror what the gateway saw, never what the client claimed.
  */
 export interface UsageRecord {
-  /** Time-ordered unique id (see `usage/usage-id.ts`); the keyset cursor's tie-breaker. */
+  /**
+   * Unique id that begins with `at` in base36 (`newUsageId`, store/usage-id.ts): the request log
+   * is keyed by (at, id) and finds a call by its id through that prefix. The keyset cursor's
+   * tie-breaker.
+   */
   id: string;
   /** When the call arrived, epoch ms. */
   at: number;

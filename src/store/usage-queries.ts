@@ -17,6 +17,7 @@
 import { CompiledQuery, sql, type Kysely, type RawBuilder, type Selectable } from 'kysely';
 import type { Database, UsageRequestsTable } from './schema.js';
 import type { TokensSource, UsageBucket, UsageListRow, UsageRecord, UsageStore } from './store.js';
+import { usageIdTime } from './usage-id.js';
 import { RecordSegment } from './usage-record-codec.js';
 import {
   allChunkSizes,
@@ -26,7 +27,7 @@ import {
   requestRow,
   ROLLUP_CHUNK,
   SUM_COLUMNS,
-  UNNEST_INSERT_SQL,
+  COPY_REQUESTS_SQL,
   type RollupRow,
   type RollupTable,
   type UsageSqlTexts,
@@ -42,12 +43,9 @@ type LooseRollups = Kysely<Record<RollupTable, RollupRow>>;
 
 /**
  * How a batch of request rows is inserted. `values`: multi-row INSERTs of up to 256 rows
- * (portable). `unnest`: PostgreSQL only, one INSERT ... SELECT FROM unnest() of one array per
- * column: 23 parameters instead of 23 per row, so the server parses and plans one short
- * statement per batch instead of one with thousands of parameters per 256 rows (measured: the
- * database server's CPU per recorded call fell from ~57 µs, see docs/benchmarks.md).
+ * (portable; SQLite). `copy`: PostgreSQL's COPY FROM STDIN, one per batch (usage-rows.ts).
  */
-export type RequestInsert = 'values' | 'unnest';
+export type RequestInsert = 'values' | 'copy';
 
 /** Every SQL text a usage batch can need, compiled by Kysely for `db`'s dialect. */
 export function compileUsageSql(db: Kysely<Database>, requestInsert: RequestInsert): UsageSqlTexts {
@@ -69,8 +67,8 @@ export function compileUsageSql(db: Kysely<Database>, requestInsert: RequestInse
     );
   return {
     requests:
-      requestInsert === 'unnest'
-        ? { kind: 'unnest', sql: UNNEST_INSERT_SQL }
+      requestInsert === 'copy'
+        ? { kind: 'copy', sql: COPY_REQUESTS_SQL }
         : { kind: 'values', bySize: bySize(INSERT_CHUNK, (size) => db.insertInto('usage_requests').values(Array.from({ length: size }, () => requestRow(sample)) as never).compile().sql) },
     minutes: upsert('usage_minutes'),
     hours: upsert('usage_hours'),
@@ -117,7 +115,10 @@ export function createUsageStore(db: Kysely<Database>, writes: { appendBatch: Ap
     },
 
     async get(id) {
-      const row = await db.selectFrom('usage_requests').selectAll().where('id', '=', id).executeTakeFirst();
+      // The table is keyed by (at, id): the id gives the time to look in.
+      const at = usageIdTime(id);
+      if (at === undefined) return undefined;
+      const row = await db.selectFrom('usage_requests').selectAll().where('at', '=', at).where('id', '=', id).executeTakeFirst();
       return row && fromRow(row);
     },
 
@@ -162,7 +163,9 @@ export function createUsageStore(db: Kysely<Database>, writes: { appendBatch: Ap
         // A subquery with LIMIT keeps each delete small on both engines (no DELETE ... LIMIT in PG).
         db
           .deleteFrom('usage_requests')
-          .where('id', 'in', (eb) => eb.selectFrom('usage_requests').select('id').where('at', '<', cutoffs.requestsBefore).orderBy('at').limit(limit))
+          .where(({ eb, refTuple, selectFrom }) =>
+            eb(refTuple('at', 'id'), 'in', selectFrom('usage_requests').select(['at', 'id']).where('at', '<', cutoffs.requestsBefore).orderBy('at').limit(limit).$asTuple('at', 'id')),
+          )
           .compile(),
         // Rollups are small (one row per minute or hour per key and model): no batching needed.
         db.deleteFrom('usage_minutes').where('bucket', '<', cutoffs.minutesBefore).compile(),

@@ -10,6 +10,8 @@
  *
  * Jobs run one at a time, in the order they arrive.
  */
+import { finished } from 'node:stream/promises';
+import type BetterSqlite3 from 'better-sqlite3';
 import { parentPort, workerData } from 'node:worker_threads';
 import { decodeRecords } from './usage-record-codec.js';
 import { batchStatements, type Statement, type UsageSqlTexts } from './usage-rows.js';
@@ -44,15 +46,18 @@ async function openConnection(target: UsageWriteTarget): Promise<Connection> {
     // Multi-row INSERTs and upserts keep a statement journal; on disk that is a temp file created,
     // written and unlinked per statement (~1 pwrite per recorded call, measured with strace).
     db.pragma('temp_store = MEMORY');
-    const prepared = new Map<string, ReturnType<typeof db.prepare>>();
+    const prepared = new Map<string, BetterSqlite3.Statement<unknown[]>>();
     const runAll = db.transaction((statements: readonly Statement[]) =>
       statements.map(({ sql, parameters }) => {
+        if (parameters === undefined) throw new Error('usage write thread: COPY is for PostgreSQL only');
         let statement = prepared.get(sql);
         if (!statement) {
-          statement = db.prepare(sql);
+          statement = db.prepare<unknown[]>(sql);
           prepared.set(sql, statement);
         }
-        return statement.run(parameters).changes;
+        // Spread, not one array: better-sqlite3 reads an array argument element by element
+        // through V8's generic property lookup, arguments directly (~1 µs less per row of 23).
+        return statement.run(...parameters).changes;
       }),
     );
     return {
@@ -79,8 +84,16 @@ async function openConnection(target: UsageWriteTarget): Promise<Connection> {
       const c = await connected();
       try {
         await c.query('begin');
+        // Usage rows may wait for the WAL writer (~200 ms) instead of an fsync per batch: a
+        // database crash then loses at most the last fraction of a second of records, within
+        // what a gateway crash loses anyway (the usage writer's batching); keys and sessions are
+        // written on the store's own connections, durably.
+        await c.query('set local synchronous_commit = off');
         const counts: number[] = [];
-        for (const { sql, parameters } of statements) counts.push((await c.query(sql, parameters)).rowCount ?? 0);
+        for (const statement of statements) {
+          if (statement.copyRows !== undefined) counts.push(await copyIn(c, statement.sql, statement.copyRows));
+          else counts.push((await c.query(statement.sql, statement.parameters.map(withoutNul))).rowCount ?? 0);
+        }
         await c.query('commit');
         return counts;
       } catch (error) {
@@ -96,6 +109,23 @@ async function openConnection(target: UsageWriteTarget): Promise<Connection> {
       client = undefined;
     },
   };
+}
+
+/**
+ * PostgreSQL text cannot hold NUL (a client can put one in, say, a model name): it becomes
+ * U+FFFD, as in the COPY rows (usage-rows.ts), so one odd call cannot get its whole batch refused.
+ */
+function withoutNul(value: unknown): unknown {
+  return typeof value === 'string' && value.includes('\0') ? value.replaceAll('\0', '\uFFFD') : value;
+}
+
+/** `COPY ... FROM STDIN` with `rows` as its data; the rows copied. */
+async function copyIn(client: import('pg').Client, sql: string, rows: string): Promise<number> {
+  const { from: copyFrom } = await import('pg-copy-streams');
+  const stream = client.query(copyFrom(sql));
+  stream.end(rows);
+  await finished(stream);
+  return stream.rowCount;
 }
 
 function serve(): void {

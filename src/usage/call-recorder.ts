@@ -8,7 +8,8 @@ import type { ProxyContext } from '../proxy/context.js';
 import type { UsageRecord } from '../store/store.js';
 import type { LimitStore } from './limits.js';
 import type { GatewayMetrics } from './metrics.js';
-import { newUsageId, type UsageWriter } from './usage-writer.js';
+import { newUsageId } from '../store/usage-id.js';
+import type { UsageWriter } from './usage-writer.js';
 
 export interface CallRecorderDeps {
   metrics: GatewayMetrics;

@@ -6,7 +6,6 @@
  * records and COUNTS them (`gatehouse_usage_records_dropped_total`) rather than grow without end;
  * a failed batch goes back to the front of the queue and is retried on the next tick.
  */
-import { randomBytes } from 'node:crypto';
 import type { UsageRecord, UsageStore } from '../store/store.js';
 import { RecordSegment } from '../store/usage-record-codec.js';
 
@@ -157,17 +156,4 @@ export function isPermanent(error: unknown): boolean {
   if (typeof code !== 'string') return false;
   if (/^SQLITE_(CONSTRAINT|MISMATCH|TOOBIG|RANGE)/.test(code)) return true;
   return /^(22|23|42)[0-9A-Z]{3}$/.test(code);
-}
-
-const PROCESS_TAG = randomBytes(4).toString('hex');
-let sequence = 0;
-
-/**
- * A unique, time-ordered record id: start time (base36, fixed width), a per-process random tag
- * (replicas sharing a database), and a counter. Ordered ids keep the primary-key index
- * append-mostly.
- */
-export function newUsageId(at: number): string {
-  sequence = (sequence + 1) % 0x7fffffff;
-  return `${Math.max(0, Math.floor(at)).toString(36).padStart(9, '0')}-${PROCESS_TAG}-${sequence.toString(36).padStart(6, '0')}`;
 }

@@ -6,6 +6,7 @@
  * Each run works in its own schemas (dropped afterwards), so parallel runs do not collide.
  */
 import { randomBytes } from 'node:crypto';
+import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeEach, describe, expect, it } from 'vitest';
 import { MIGRATIONS } from '../../src/store/migrations.js';
@@ -13,6 +14,7 @@ import { openPostgresStore } from '../../src/store/postgres.js';
 import { usageWriterApplicationName } from '../../src/store/usage-write-thread.js';
 import { describeStoreContract, keyRecord, waitFor } from './store-contract.js';
 import { usageRecord } from './usage-contract.js';
+import { expectUsageLogMigrated, writeOldUsageLog } from './usage-migration.js';
 
 const url = process.env.GATEHOUSE_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const run = `gh_test_${process.pid}_${randomBytes(4).toString('hex')}`;
@@ -139,6 +141,28 @@ describe('PostgreSQL store', () => {
       expect(await store.usage.get(batch[1]!.id)).toEqual(batch[1]);
     } finally {
       await admin.end().catch(() => {});
+      await store.close();
+    }
+  });
+
+  it('keeps a request log written before it was keyed by time, with a key index that skips calls made without a key', async () => {
+    const schema = schemaFor('oldlog');
+    const pool = new pg.Pool({ connectionString: url, max: 1, options: `-c search_path=${schema}` });
+    await pool.query(`create schema "${schema}"`);
+    const old = new Kysely<unknown>({ dialect: new PostgresDialect({ pool }) });
+    const records = await writeOldUsageLog(old, { migrationTableSchema: schema });
+    await old.destroy();
+
+    const store = await expectUsageLogMigrated(() => openPostgresStore({ url, schema, poolSize: 2 }), records);
+    const client = new pg.Client({ connectionString: url });
+    try {
+      await client.connect();
+      const { rows } = await client.query<{ indexname: string; indexdef: string }>('select indexname, indexdef from pg_indexes where schemaname = $1 and tablename = $2 order by indexname', [schema, 'usage_requests']);
+      expect(rows.map((r) => r.indexname)).toEqual(['usage_requests_key_idx', 'usage_requests_model_idx', 'usage_requests_pk']);
+      expect(rows[0]!.indexdef).toMatch(/\(key_id, at, id\) WHERE \(key_id IS NOT NULL\)/);
+      expect(rows[2]!.indexdef).toMatch(/UNIQUE INDEX usage_requests_pk .*\(at, id\)/);
+    } finally {
+      await client.end();
       await store.close();
     }
   });

@@ -1,13 +1,15 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
+import { Kysely, SqliteDialect } from 'kysely';
 import { afterAll, describe, expect, it } from 'vitest';
 import { MIGRATIONS } from '../../src/store/migrations.js';
 import { openSqliteStore, SQLITE_FILE_NAME } from '../../src/store/sqlite.js';
 import { openStore } from '../../src/store/store.js';
 import { describeStoreContract, keyRecord, waitFor } from './store-contract.js';
+import { expectUsageLogMigrated, writeOldUsageLog } from './usage-migration.js';
 
 const root = mkdtempSync(join(tmpdir(), 'gatehouse-sqlite-store-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -138,5 +140,30 @@ describe('SQLite store', () => {
     raw.prepare("insert into kysely_migration (name, timestamp) values ('9999_from_the_future', 'x')").run();
     raw.close();
     await expect(openSqliteStore({ dataDir })).rejects.toThrow(/9999_from_the_future/);
+  });
+
+  it('keeps a request log written before it was keyed by time, and finds calls through the new indexes', async () => {
+    const dataDir = join(root, 'old-usage-log');
+    mkdirSync(dataDir, { recursive: true });
+    const file = join(dataDir, SQLITE_FILE_NAME);
+    const old = new Kysely<unknown>({ dialect: new SqliteDialect({ database: new BetterSqlite3(file) }) });
+    const records = await writeOldUsageLog(old, { disableTransactions: true });
+    await old.destroy();
+
+    const store = await expectUsageLogMigrated(() => openSqliteStore({ dataDir }), records);
+    const raw = new BetterSqlite3(file, { readonly: true });
+    try {
+      const indexes = raw.prepare("select name, sql from sqlite_master where type = 'index' and tbl_name = 'usage_requests' order by name").all() as Array<{ name: string; sql: string | null }>;
+      expect(indexes.map((i) => i.name)).toEqual(['sqlite_autoindex_usage_requests_1', 'usage_requests_key_idx', 'usage_requests_model_idx']);
+      expect(indexes[1]!.sql).toMatch(/where "key_id" is not null/i);
+      const plan = (query: string, ...args: unknown[]) => (raw.prepare(`explain query plan ${query}`).all(...args) as Array<{ detail: string }>).map((r) => r.detail).join('; ');
+      expect(plan('select id from usage_requests order by at desc, id desc limit 10')).toMatch(/sqlite_autoindex_usage_requests_1/);
+      expect(plan('select id from usage_requests where key_id = ? order by at desc, id desc limit 10', 'key_1')).toMatch(/usage_requests_key_idx/);
+      expect(plan('select id from usage_requests where model = ? order by at desc, id desc limit 10', 'm1')).toMatch(/usage_requests_model_idx/);
+      expect(plan('select * from usage_requests where at = ? and id = ?', 1, 'x')).toMatch(/sqlite_autoindex_usage_requests_1 \(at=\? AND id=\?\)/);
+    } finally {
+      raw.close();
+      await store.close();
+    }
   });
 });

@@ -84,7 +84,8 @@ export function describeUsageContract(current: () => Store, openOther: () => Pro
       const awkward = ['', 'NULL', 'null', '"quoted"', 'back\\slash', '{braces}', 'a,b', "it's", ' lead and trail ', 'tab\tnew\nline', 'ünïcødé ✓ 🦙'];
       const records = Array.from({ length: 600 }, (_, i) =>
         usageRecord({
-          id: `awk-${String(i).padStart(4, '0')}`,
+          // Ids begin with the call's time (store/usage-id.ts): that is how get() finds a row.
+          id: `${(1_000_000 + i).toString(36).padStart(9, '0')}-awk-${String(i).padStart(4, '0')}`,
           at: 1_000_000 + i,
           requestId: awkward[i % awkward.length]!,
           keyName: awkward[(i + 1) % awkward.length]!,
@@ -99,6 +100,16 @@ export function describeUsageContract(current: () => Store, openOther: () => Pro
       await store.usage.append(records);
       expect(await store.usage.count()).toBe(600);
       for (const i of [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 255, 256, 599]) expect(await store.usage.get(records[i]!.id)).toEqual(records[i]);
+    });
+
+    it('writes a batch holding a NUL character (PostgreSQL text cannot: it is stored as U+FFFD there)', async () => {
+      const odd = usageRecord({ model: 'bad\u0000model', keyName: 'a\u0000b' });
+      const fine = usageRecord();
+      await store.usage.append([fine, odd]);
+      expect(await store.usage.get(fine.id)).toEqual(fine);
+      const back = await store.usage.get(odd.id);
+      expect(['bad\u0000model', 'bad\uFFFDmodel']).toContain(back?.model);
+      expect(['a\u0000b', 'a\uFFFDb']).toContain(back?.keyName);
     });
 
     it('lists newest first and pages with a keyset cursor, ties on time included, without gaps or repeats', async () => {

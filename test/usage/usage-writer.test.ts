@@ -5,7 +5,8 @@
 import { describe, expect, it } from 'vitest';
 import type { UsageRecord, UsageStore } from '../../src/store/store.js';
 import type { RecordSegment } from '../../src/store/usage-record-codec.js';
-import { isPermanent, newUsageId, UsageWriter } from '../../src/usage/usage-writer.js';
+import { newUsageId, usageIdTime } from '../../src/store/usage-id.js';
+import { isPermanent, UsageWriter } from '../../src/usage/usage-writer.js';
 import { usageRecord } from '../store/usage-contract.js';
 
 function fakeStore(fail: () => Error | undefined): { store: UsageStore; written: UsageRecord[]; batches: number[] } {
@@ -125,5 +126,11 @@ describe('usage writer', () => {
     const ids = [newUsageId(2000), newUsageId(1000), newUsageId(1000), newUsageId(30_000_000_000_000)];
     expect(new Set(ids).size).toBe(4);
     expect([...ids].sort()).toEqual([ids[1], ids[2], ids[0], ids[3]]);
+  });
+
+  it('reads back the time an id begins with, and nothing from an id that is not one', () => {
+    for (const at of [0, 1000, 1_795_563_181_355, 30_000_000_000_000]) expect(usageIdTime(newUsageId(at))).toBe(at);
+    expect(usageIdTime(newUsageId(1234.9))).toBe(1234);
+    for (const id of ['', 'nope', 'awk-0001', '000000rs-x', '000000RS0-x', '000000 rs-x', '00000000rs']) expect(usageIdTime(id), id).toBeUndefined();
   });
 });
