@@ -1,7 +1,9 @@
 /**
  * Memory under many idle streams: opens N streams through a proxy to the upstream's
  * idle-stream endpoint (headers and one event, then silence), waits until every one has its
- * first event, and reads the proxy's resident set size. Then closes them all.
+ * first event, and reads the proxy's resident set size: 1 s later, and (with `settle`) again
+ * 20 s later, after V8 has collected the garbage of opening them (its memory reducer runs when
+ * a process goes quiet: RSS fell by 10-20 MB 5-15 s in, measured). Then closes them all.
  */
 import { Agent, request, type ClientRequest } from 'node:http';
 import { memoryOf } from './proc.js';
@@ -12,9 +14,14 @@ export interface IdleStreamsResult {
   /** Streams that delivered their first event and were held open when RSS was read. */
   open: number;
   rssBeforeBytes: number | undefined;
+  /** 1 s after the last stream opened. */
   rssWithStreamsBytes: number | undefined;
   /** The anonymous part of that RSS (without the node binary and native modules mapped from disk). */
   anonWithStreamsBytes: number | undefined;
+  /** SETTLE_WAIT_MS later, the streams still open (V8 has collected by then); undefined when not asked for. */
+  rssSettledBytes: number | undefined;
+  /** When the settled value was read, ms after the 1-s reading. */
+  settledAfterMs: number | undefined;
   rssAfterCloseBytes: number | undefined;
 }
 
@@ -24,8 +31,18 @@ const OPEN_TIMEOUT_MS = 30_000;
 /** The upstream ends an idle stream by itself after this, should the bench fail to close it. */
 const HOLD_MS = 120_000;
 const SETTLE_MS = 1000;
+/**
+ * How long the streams are held before the settled reading. V8's memory reducer starts a few
+ * seconds after a process goes quiet and collects in steps some seconds apart (measured: RSS
+ * fell in 2-3 steps between 4 and 15 s after 1,000 streams opened), so this waits it out.
+ */
+const SETTLE_WAIT_MS = 20_000;
 
-export async function measureIdleStreams(target: { url: string; pid: number; headers: Readonly<Record<string, string>> }, count: number): Promise<IdleStreamsResult> {
+export async function measureIdleStreams(
+  target: { url: string; pid: number; headers: Readonly<Record<string, string>> },
+  count: number,
+  options: { settle?: boolean } = {},
+): Promise<IdleStreamsResult> {
   // No socket limit (the default Agent has none either, but be explicit), no keep-alive reuse.
   const agent = new Agent({ keepAlive: false, maxSockets: Infinity });
   const requests: ClientRequest[] = [];
@@ -40,13 +57,31 @@ export async function measureIdleStreams(target: { url: string; pid: number; hea
     }
     await sleep(SETTLE_MS);
     const withStreams = await memoryOf(target.pid);
+    const settled = options.settle && withStreams ? await settledRss(target.pid) : undefined;
     closeAll(requests, agent);
     await sleep(SETTLE_MS);
     const rssAfterCloseBytes = (await memoryOf(target.pid))?.rssBytes;
-    return { requested: count, open, rssBeforeBytes, rssWithStreamsBytes: withStreams?.rssBytes, anonWithStreamsBytes: withStreams?.anonBytes, rssAfterCloseBytes };
+    return {
+      requested: count,
+      open,
+      rssBeforeBytes,
+      rssWithStreamsBytes: withStreams?.rssBytes,
+      anonWithStreamsBytes: withStreams?.anonBytes,
+      rssSettledBytes: settled?.rssBytes,
+      settledAfterMs: settled?.afterMs,
+      rssAfterCloseBytes,
+    };
   } finally {
     closeAll(requests, agent);
   }
+}
+
+/** RSS after SETTLE_WAIT_MS more with the streams open. */
+async function settledRss(pid: number): Promise<{ rssBytes: number; afterMs: number } | undefined> {
+  const startedAt = Date.now();
+  await sleep(SETTLE_WAIT_MS);
+  const rss = (await memoryOf(pid))?.rssBytes;
+  return rss === undefined ? undefined : { rssBytes: rss, afterMs: Date.now() - startedAt };
 }
 
 function closeAll(requests: ClientRequest[], agent: Agent): void {

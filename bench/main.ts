@@ -8,14 +8,14 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { judgeBars, type RssEntry } from './bars.js';
+import { FLOOR_BAR_SCENARIO, judgeBars, type RssEntry } from './bars.js';
 import { codeVersion, staleBuildWarning } from './build-check.js';
 import { measureIdleStreams } from './idle-streams.js';
 import { busyShareWhileIdle, startForeignCpuMeter } from './machine.js';
 import { createLoadDriver, type LoadDriver } from './load.js';
-import { runLoadCell, warmUpTargets, type LoadCellResult, type PairSpec, type Workload } from './load-suite.js';
+import { requestFor, runLoadCell, warmUpTargets, type LoadCellResult, type PairSpec, type Workload } from './load-suite.js';
 import { HELP, parseOptions, UsageError, type BenchOptions } from './options.js';
-import { GATEHOUSE_NODE_FLAGS, ProcessGroup, runGatehouse, type RunningProcess } from './processes.js';
+import { GATEHOUSE_NODE_ENV, GATEHOUSE_NODE_FLAGS, ProcessGroup, runGatehouse, type RunningProcess } from './processes.js';
 import { compare, renderReport, type BenchReport } from './report.js';
 import { selectScenarios, type ScenarioSelection } from './scenarios.js';
 import { checkTargets } from './smoke.js';
@@ -103,6 +103,15 @@ async function startTargets(
   };
 }
 
+/** Seconds of JSON and of SSE calls a freshly started target serves before its idle-stream RSS is read. */
+const IDLE_RSS_WARMUP_SECONDS = 0.2;
+
+/** Calls at 10 connections, JSON then SSE, then a pause long enough for the gateway's usage writer to write them. */
+async function serveFor(driver: LoadDriver, target: Target, seconds: number): Promise<void> {
+  for (const workload of ['json', 'sse'] as const) await driver.run(target.url, requestFor(workload, target.headers), 10, seconds / 2);
+  await new Promise((resolve) => setTimeout(resolve, 1500));
+}
+
 async function runSuites(options: BenchOptions, driver: LoadDriver, started: Started): Promise<Pick<BenchReport, 'load' | 'streams' | 'rss'>> {
   const { profile, suites } = options;
   const { targets } = started;
@@ -120,18 +129,30 @@ async function runSuites(options: BenchOptions, driver: LoadDriver, started: Sta
   }
   const rss: RssEntry[] = [];
   if (suites.has('rss')) {
-    // Fresh processes carry the bar: their RSS is the streams' cost on top of a started gateway,
-    // the same whichever suites ran before. The loaded gateway (heap grown by the load suites) is context.
+    // Freshly started processes carry the bar, so the result does not depend on which suites ran
+    // before; each first serves calls for a moment, as any gateway in use has (its usage write
+    // thread runs from the first record on: a gateway that never recorded one is not the one to
+    // measure). The gateway that ran the load suites (heap grown by them) is context.
+    // The bar's gateway is measured in several fresh processes (the bar takes their median): a
+    // served process's RSS varies by 10-30 MB with what V8 happened to compile during its calls
+    // (glibc keeps the compiler's freed memory), see docs/benchmarks.md.
     const subjects: Array<{ target: Target; fresh: boolean }> = [];
     for (const target of [...byKind(started.targets, 'floor'), ...byKind(started.targets, 'gateway')]) {
-      subjects.push({ target: await started.startFresh(target), fresh: true });
+      const copies = target.scenarioId === FLOOR_BAR_SCENARIO ? profile.idleRssProcesses : 1;
+      for (let copy = 0; copy < copies; copy++) {
+        const fresh = await started.startFresh(target);
+        progress(`idle streams: ${target.label} (fresh, pid ${fresh.pid}) serves calls for ${IDLE_RSS_WARMUP_SECONDS} s first`);
+        await serveFor(driver, fresh, IDLE_RSS_WARMUP_SECONDS);
+        subjects.push({ target: fresh, fresh: true });
+      }
       if (target.kind === 'gateway' && (suites.has('json') || suites.has('sse'))) subjects.push({ target, fresh: false });
     }
     for (const { target, fresh } of subjects) {
-      const state = fresh ? 'fresh' : 'after load';
+      const state = fresh ? 'fresh, served' : 'after load';
       progress(`idle streams: opening ${profile.idleStreams} through ${target.label} (${state}, pid ${target.pid})`);
-      const result = await measureIdleStreams(target, profile.idleStreams);
-      progress(`idle streams: ${result.open} open through ${target.label} (${state}), RSS ${((result.rssWithStreamsBytes ?? Number.NaN) / 1e6).toFixed(1)} MB`);
+      const result = await measureIdleStreams(target, profile.idleStreams, { settle: fresh });
+      const settledNote = result.rssSettledBytes === undefined ? '' : `, settled ${(result.rssSettledBytes / 1e6).toFixed(1)} MB after ${((result.settledAfterMs ?? 0) / 1000).toFixed(0)} s more`;
+      progress(`idle streams: ${result.open} open through ${target.label} (${state}), RSS ${((result.rssWithStreamsBytes ?? Number.NaN) / 1e6).toFixed(1)} MB 1 s after${settledNote}`);
       rss.push({ targetId: target.id, fresh, ...result });
     }
   }
@@ -216,6 +237,7 @@ async function main(argv: string[]): Promise<number> {
         quick: options.quick,
         profile: options.profile,
         gatewayNodeFlags: [...GATEHOUSE_NODE_FLAGS],
+        gatewayNodeEnv: { ...GATEHOUSE_NODE_ENV },
         scenarios: selection.scenarios.map(({ id, title }) => ({ id, title })),
         skippedScenarios: selection.skipped,
       },

@@ -22,6 +22,8 @@ export interface Profile {
   streamChunks: number;
   streamIntervalMs: number;
   idleStreams: number;
+  /** Fresh processes of the bar's gateway measured with idle streams (the bar takes their median). */
+  idleRssProcesses: number;
 }
 
 const FULL: Profile = {
@@ -38,6 +40,7 @@ const FULL: Profile = {
   streamChunks: 20,
   streamIntervalMs: 10,
   idleStreams: 1000,
+  idleRssProcesses: 3,
 };
 
 const QUICK: Profile = {
@@ -51,6 +54,7 @@ const QUICK: Profile = {
     { streams: 1, waves: 3 },
     { streams: 100, waves: 1 },
   ],
+  idleRssProcesses: 1,
 };
 
 export type Engine = 'autocannon' | 'wrk';

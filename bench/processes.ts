@@ -28,19 +28,30 @@ const STDERR_TAIL_BYTES = 8192;
 const GATEHOUSE_BIN = fileURLToPath(new URL('../../bin/gatehouse', import.meta.url));
 
 /**
- * Node flags on bin/gatehouse's shebang (`#!/usr/bin/env -S node --max-semi-space-size=2 --no-parallel-scavenge`).
- * Production runs the script itself (`./bin/gatehouse serve`, the Docker entrypoint), so the
- * flags apply there; the bench starts `node FLAGS bin/gatehouse` to add its own (--cpu-prof)
- * and must pass them too, or it measures a differently tuned process.
+ * What bin/gatehouse's shebang sets (`#!/usr/bin/env -S MALLOC_ARENA_MAX=2 node --max-semi-space-size=2 ...`):
+ * the environment assignments before `node` and the node flags after it. Production runs the
+ * script itself (`./bin/gatehouse serve`, the Docker entrypoint, the systemd unit), so both apply
+ * there; the bench starts `node FLAGS bin/gatehouse` to add its own (--cpu-prof) and must pass
+ * them too, or it measures a differently tuned process.
  */
-export const GATEHOUSE_NODE_FLAGS: readonly string[] = (() => {
+const SHEBANG = (() => {
   const firstLine = readFileSync(GATEHOUSE_BIN, 'utf8').split('\n', 1)[0] ?? '';
-  const afterNode = /^#!.*?\bnode\b(.*)$/.exec(firstLine)?.[1] ?? '';
-  return afterNode.split(/\s+/).filter((arg) => arg.startsWith('-'));
+  const words = (/^#!\S*\benv\s+-S\s+(.*)$/.exec(firstLine)?.[1] ?? '').split(/\s+/).filter(Boolean);
+  const node = words.findIndex((word) => /(^|\/)node$/.test(word));
+  const env: Record<string, string> = {};
+  for (const word of node < 0 ? [] : words.slice(0, node)) {
+    const eq = word.indexOf('=');
+    if (eq > 0) env[word.slice(0, eq)] = word.slice(eq + 1);
+  }
+  return { env, flags: node < 0 ? [] : words.slice(node + 1).filter((arg) => arg.startsWith('-')) };
 })();
 
+export const GATEHOUSE_NODE_FLAGS: readonly string[] = SHEBANG.flags;
+/** Environment the shebang sets for node (e.g. MALLOC_ARENA_MAX). */
+export const GATEHOUSE_NODE_ENV: Readonly<Record<string, string>> = SHEBANG.env;
+
 /** Environment names the bench controls for the gateway; inherited values are dropped. */
-const CONTROLLED_ENV = /^(GATEHOUSE_|INFERENCE_CONFIG_|HOST$|PORT$|NODE_OPTIONS$)/;
+const CONTROLLED_ENV = /^(GATEHOUSE_|INFERENCE_CONFIG_|HOST$|PORT$|NODE_OPTIONS$|MALLOC_)/;
 
 export interface GatewayLaunch {
   upstreamUrl: string;
@@ -178,7 +189,7 @@ function httpStatus(url: string, timeoutMs = 1000): Promise<number> {
 function gatehouseEnv(dataDir: string, extra: Readonly<Record<string, string>>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [key, value] of Object.entries(process.env)) if (!CONTROLLED_ENV.test(key)) env[key] = value;
-  return Object.assign(env, { GATEHOUSE_DATA_DIR: dataDir }, extra);
+  return Object.assign(env, GATEHOUSE_NODE_ENV, { GATEHOUSE_DATA_DIR: dataDir }, extra);
 }
 
 /** Runs `gatehouse ARGS...` (e.g. `keys create`) to completion, killed after `timeoutMs`. */

@@ -29,6 +29,8 @@ export interface BenchMeta {
   profile: Profile;
   /** Node flags the gateway ran with, from bin/gatehouse's shebang (as in production). */
   gatewayNodeFlags: string[];
+  /** Environment the shebang sets for node (as in production), e.g. MALLOC_ARENA_MAX. */
+  gatewayNodeEnv: Record<string, string>;
   /** The gateway scenarios run, in order (the first is `baseline`). */
   scenarios: Array<{ id: string; title: string }>;
   /** Default scenarios that could not run on this machine, and why. */
@@ -141,7 +143,9 @@ export function compare(
     }
     const a = rss.find((r) => r.targetId === subjectTargetId && r.fresh);
     const b = rss.find((r) => r.targetId === referenceTargetId && r.fresh);
-    if (a?.rssWithStreamsBytes !== undefined && b?.rssWithStreamsBytes !== undefined) summary.idleRssDeltaBytes = a.rssWithStreamsBytes - b.rssWithStreamsBytes;
+    const heldA = a?.rssSettledBytes ?? a?.rssWithStreamsBytes;
+    const heldB = b?.rssSettledBytes ?? b?.rssWithStreamsBytes;
+    if (heldA !== undefined && heldB !== undefined) summary.idleRssDeltaBytes = heldA - heldB;
     out.push(summary);
   }
   return out;
@@ -160,7 +164,8 @@ export function renderReport(report: BenchReport): string {
   lines.push(`other work on the machine: ${pct(meta.busyBeforeStart ?? Number.NaN)} CPU busy before start, ${pct(meta.foreignCpuShare ?? Number.NaN)} of all CPU used by other processes during the run${meta.quick ? '; --quick: one short round each, numbers are rough' : ''}`);
   lines.push(`Method: separate processes on 127.0.0.1; targets alternate within each round (order rotated); medians of ${p.rounds} round${p.rounds > 1 ? 's' : ''} (streams: ${p.streamRounds}).`);
   lines.push('"added" = target − direct (the upstream without a proxy), from the same run.');
-  lines.push(`Gateway scenarios (one process each: node ${[...meta.gatewayNodeFlags, ''].join(' ')}bin/gatehouse serve, flags from its shebang; bench/scenarios.ts):`);
+  const shebangEnv = Object.entries(meta.gatewayNodeEnv ?? {}).map(([name, value]) => `${name}=${value} `).join('');
+  lines.push(`Gateway scenarios (one process each: ${shebangEnv}node ${[...meta.gatewayNodeFlags, ''].join(' ')}bin/gatehouse serve, as its shebang runs it; bench/scenarios.ts):`);
   const idWidth = Math.max(0, ...meta.scenarios.map((s) => s.id.length), ...meta.skippedScenarios.map((s) => s.id.length));
   for (const s of meta.scenarios) {
     lines.push(`  ${s.id.padEnd(idWidth)}  ${s.title}${s.id === FLOOR_BAR_SCENARIO ? '  <- the floor bars judge this one' : ''}`);
@@ -219,18 +224,23 @@ export function renderReport(report: BenchReport): string {
 
   if (report.rss.length > 0) {
     lines.push('');
-    lines.push(`Idle streams held open through each proxy (upstream sends headers + one event, then nothing); RSS from /proc/PID/status`);
-    const rows = report.rss.map((r) => [
-      `  ${label(r.targetId)} (${r.fresh ? 'fresh' : 'after load'})`,
+    lines.push('Idle streams held open through each proxy (upstream sends headers + one event, then nothing); RSS from /proc/PID/status.');
+    lines.push('"fresh, served": started anew, then 0.2 s of calls (JSON, SSE) before the streams. "1 s after": RSS 1 s after the last');
+    lines.push('stream opened; "settled": 20 s later (V8 collects the garbage of opening them once the process goes quiet).');
+    // The bar's marker goes on the last of a target's fresh rows (the bar takes their median).
+    const lastFresh = new Map(report.rss.map((r, i) => [r.targetId, r.fresh ? i : -1] as const).filter(([, i]) => i >= 0));
+    const rows = report.rss.map((r, i) => [
+      `  ${label(r.targetId)} (${r.fresh ? 'fresh, served' : 'after load'})`,
       `${r.open}/${r.requested}`,
       mb(r.rssBeforeBytes),
       mb(r.rssWithStreamsBytes),
       mb(r.anonWithStreamsBytes),
+      r.rssSettledBytes === undefined ? '—' : `${mb(r.rssSettledBytes)} (+${((r.settledAfterMs ?? 0) / 1000).toFixed(0)} s)`,
       mb(r.rssAfterCloseBytes),
       r.rssBeforeBytes !== undefined && r.rssWithStreamsBytes !== undefined && r.open > 0 ? `${((r.rssWithStreamsBytes - r.rssBeforeBytes) / r.open / 1024).toFixed(1)} KiB` : '—',
-      r.fresh ? marker(report.bars, 'idle-rss', r.targetId) : '',
+      r.fresh && lastFresh.get(r.targetId) === i ? marker(report.bars, 'idle-rss', r.targetId) : '',
     ]);
-    lines.push(...table(['  target', 'open', 'RSS before', 'RSS with streams', 'of which anon', 'RSS after close', 'per stream'], rows));
+    lines.push(...table(['  target', 'open', 'RSS before', 'RSS 1 s after', 'of which anon', 'RSS settled', 'RSS after close', 'per stream'], rows));
   }
 
   if (report.comparisons.length > 0) {
@@ -256,7 +266,7 @@ export function renderReport(report: BenchReport): string {
       });
       lines.push(...table([`    ${c.subject} vs ${c.reference}`, 'req/s ratio', 'loss', 'per round', 'p50 Δ ms', 'CPU/req ratio'], rows));
       for (const st of c.streams) lines.push(`    streams, ${st.streams} concurrent: first byte p50 ${signed(st.ttfbP50DeltaMs)} ms, event p50 ${signed(st.eventP50DeltaMs)} ms`);
-      if (c.idleRssDeltaBytes !== undefined) lines.push(`    idle streams, fresh processes: RSS ${c.idleRssDeltaBytes >= 0 ? '+' : ''}${mb(c.idleRssDeltaBytes)}`);
+      if (c.idleRssDeltaBytes !== undefined) lines.push(`    idle streams, fresh processes (served, settled): RSS ${c.idleRssDeltaBytes >= 0 ? '+' : ''}${mb(c.idleRssDeltaBytes)}`);
     }
   }
 
