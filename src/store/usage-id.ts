@@ -23,7 +23,16 @@ export function usageIdTime(id: string): number | undefined {
   return Number.isSafeInteger(at) ? at : undefined;
 }
 
+let lastMs = -1;
+let lastPrefix = '';
+
 /** The base36 time an id starts with (epoch ms, whole). */
 export function timePrefix(at: number): string {
-  return Math.max(0, Math.floor(at)).toString(36).padStart(TIME_DIGITS, '0');
+  const ms = Math.max(0, Math.floor(at));
+  // Calls under load start many to a millisecond: the previous prefix is mostly this one.
+  if (ms !== lastMs) {
+    lastMs = ms;
+    lastPrefix = ms.toString(36).padStart(TIME_DIGITS, '0');
+  }
+  return lastPrefix;
 }

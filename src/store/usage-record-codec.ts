@@ -9,9 +9,12 @@
  * heap. The bytes are also what crosses to the usage write thread (usage-write-thread.ts): the
  * batch is decoded back into objects there, so the proxy's thread never builds a batch at all.
  *
- * Layout of one record (little-endian): a u16 null mask, a u8 flag byte, u16 status, nine
- * float64 numbers, then eleven strings, each a u32 byte length and UTF-8 bytes (nulls are in
- * the mask and take no bytes).
+ * Layout of one record (little-endian): a u16 null mask, a u8 flag byte, a u8 "same" mask,
+ * u16 status, nine float64 numbers, then eleven strings, each a u32 byte length and UTF-8 bytes.
+ * Nulls are in the null mask and take no bytes; so does a repeating field (key, model, method,
+ * endpoint, token source, error class) whose value is the previous record's in the segment,
+ * flagged in the "same" mask: consecutive calls mostly share them, and neither thread then
+ * copies, compares or decodes those bytes again (the decoder hands out the same string).
  */
 import type { TokensSource, UsageRecord } from './store.js';
 
@@ -34,11 +37,18 @@ const N_RESPONSE_BODY = 1 << 11;
 const F_STREAMED = 1;
 const F_ABORTED = 2;
 
-/** Fields decoded with `repeated()`: key id and name, model, method, endpoint, token source, error class. */
+/** Repeating fields, by their bit in the "same" mask: key id and name, model, method, endpoint, token source, error class. */
+const R_KEY_ID = 0;
+const R_KEY_NAME = 1;
+const R_MODEL = 2;
+const R_METHOD = 3;
+const R_ENDPOINT = 4;
+const R_SOURCE = 5;
+const R_ERROR = 6;
 const REPEATING_FIELDS = 7;
 
-/** Bytes of the fixed part: mask, flags, status, nine float64. */
-const FIXED_BYTES = 2 + 1 + 2 + 9 * 8;
+/** Bytes of the fixed part: null mask, flags, same mask, status, nine float64. */
+const FIXED_BYTES = 2 + 1 + 1 + 2 + 9 * 8;
 
 /**
  * Records appended as bytes; `count` of them. Grows by doubling; never shrinks (a sealed
@@ -48,6 +58,8 @@ export class RecordSegment {
   #buf: Buffer = Buffer.allocUnsafeSlow(INITIAL_SEGMENT_BYTES);
   #end = 0;
   #count = 0;
+  /** Each repeating field's last value written (null: none yet), for the "same" mask. */
+  readonly #last: Array<string | null> = new Array<string | null>(REPEATING_FIELDS).fill(null);
 
   get count(): number {
     return this.#count;
@@ -71,17 +83,37 @@ export class RecordSegment {
     if (r.errorClass === null) mask |= N_ERROR;
     if (r.requestBody === null) mask |= N_REQUEST_BODY;
     if (r.responseBody === null) mask |= N_RESPONSE_BODY;
+    const last = this.#last;
+    let same = 0;
+    if (r.keyId !== null && r.keyId === last[R_KEY_ID]) same |= 1 << R_KEY_ID;
+    if (r.keyName !== null && r.keyName === last[R_KEY_NAME]) same |= 1 << R_KEY_NAME;
+    if (r.model !== null && r.model === last[R_MODEL]) same |= 1 << R_MODEL;
+    if (r.method === last[R_METHOD]) same |= 1 << R_METHOD;
+    if (r.endpoint === last[R_ENDPOINT]) same |= 1 << R_ENDPOINT;
+    if (r.tokensSource !== null && r.tokensSource === last[R_SOURCE]) same |= 1 << R_SOURCE;
+    if (r.errorClass !== null && r.errorClass === last[R_ERROR]) same |= 1 << R_ERROR;
 
     // Worst case per string: 3 bytes per UTF-16 unit, plus its length word.
-    const strings = [r.id, r.requestId, r.keyId, r.keyName, r.model, r.method, r.endpoint, r.tokensSource, r.errorClass, r.requestBody, r.responseBody];
-    let worst = FIXED_BYTES;
-    for (const s of strings) worst += 4 + (s === null ? 0 : s.length * 3);
-    this.#reserve(worst);
+    this.#reserve(
+      FIXED_BYTES +
+        worstBytes(r.id) +
+        worstBytes(r.requestId) +
+        worstBytes(r.keyId) +
+        worstBytes(r.keyName) +
+        worstBytes(r.model) +
+        worstBytes(r.method) +
+        worstBytes(r.endpoint) +
+        worstBytes(r.tokensSource) +
+        worstBytes(r.errorClass) +
+        worstBytes(r.requestBody) +
+        worstBytes(r.responseBody),
+    );
 
     const buf = this.#buf;
     let at = this.#end;
     at = buf.writeUInt16LE(mask, at);
     at = buf.writeUInt8((r.streamed ? F_STREAMED : 0) | (r.clientAborted ? F_ABORTED : 0), at);
+    at = buf.writeUInt8(same, at);
     at = buf.writeUInt16LE(r.status, at);
     at = buf.writeDoubleLE(r.at, at);
     at = buf.writeDoubleLE(r.inputTokens ?? 0, at);
@@ -92,12 +124,17 @@ export class RecordSegment {
     at = buf.writeDoubleLE(r.durationMs, at);
     at = buf.writeDoubleLE(r.bytesIn, at);
     at = buf.writeDoubleLE(r.bytesOut, at);
-    for (const s of strings) {
-      if (s === null) continue;
-      const written = writeString(buf, s, at + 4);
-      buf.writeUInt32LE(written, at);
-      at += 4 + written;
-    }
+    at = putString(buf, at, r.id);
+    at = putString(buf, at, r.requestId);
+    at = putRepeating(buf, at, r.keyId, same, R_KEY_ID, last);
+    at = putRepeating(buf, at, r.keyName, same, R_KEY_NAME, last);
+    at = putRepeating(buf, at, r.model, same, R_MODEL, last);
+    at = putRepeating(buf, at, r.method, same, R_METHOD, last);
+    at = putRepeating(buf, at, r.endpoint, same, R_ENDPOINT, last);
+    at = putRepeating(buf, at, r.tokensSource, same, R_SOURCE, last);
+    at = putRepeating(buf, at, r.errorClass, same, R_ERROR, last);
+    at = putString(buf, at, r.requestBody);
+    at = putString(buf, at, r.responseBody);
     this.#end = at;
     this.#count++;
   }
@@ -126,6 +163,25 @@ export class RecordSegment {
     this.#buf.copy(grown, 0, 0, this.#end);
     this.#buf = grown;
   }
+}
+
+function worstBytes(s: string | null): number {
+  return s === null ? 0 : 4 + s.length * 3;
+}
+
+/** Writes a length word and the string's bytes at `at` (nothing for null); returns the next offset. */
+function putString(buf: Buffer, at: number, s: string | null): number {
+  if (s === null) return at;
+  const written = writeString(buf, s, at + 4);
+  buf.writeUInt32LE(written, at);
+  return at + 4 + written;
+}
+
+/** As putString, except for a value flagged in `same` (it is the previous one); notes it as the last. */
+function putRepeating(buf: Buffer, at: number, s: string | null, same: number, field: number, last: Array<string | null>): number {
+  if (s === null || (same & (1 << field)) !== 0) return at;
+  last[field] = s;
+  return putString(buf, at, s);
 }
 
 /** Strings up to this length are tried as ASCII first (ids, methods, paths, model names). */
@@ -161,29 +217,20 @@ export function decodeRecords(bytes: Uint8Array, count: number): UsageRecord[] {
     at = start + length;
     return buf.toString('utf8', start, at);
   };
-  // Key, model, method, endpoint and the like repeat from one call to the next: a value equal
-  // to the same field's in the previous record reuses that string (a byte comparison instead
-  // of a new string per record, so a 500-record batch allocates little beyond ids).
-  const lastStart = new Int32Array(REPEATING_FIELDS).fill(-1);
-  const lastEnd = new Int32Array(REPEATING_FIELDS);
+  // A repeating field flagged "same" is the previous record's string, handed out again.
   const lastText: string[] = new Array<string>(REPEATING_FIELDS).fill('');
-  const repeated = (field: number): string => {
-    const length = buf.readUInt32LE(at);
-    const start = at + 4;
-    at = start + length;
-    const prevStart = lastStart[field]!;
-    if (prevStart >= 0 && lastEnd[field]! - prevStart === length && buf.compare(buf, prevStart, lastEnd[field], start, at) === 0) return lastText[field]!;
-    const value = buf.toString('utf8', start, at);
-    lastStart[field] = start;
-    lastEnd[field] = at;
+  const repeating = (same: number, field: number): string => {
+    if ((same & (1 << field)) !== 0) return lastText[field]!;
+    const value = text();
     lastText[field] = value;
     return value;
   };
   for (let i = 0; i < count; i++) {
     const mask = buf.readUInt16LE(at);
     const flags = buf.readUInt8(at + 2);
-    const status = buf.readUInt16LE(at + 3);
-    at += 5;
+    const same = buf.readUInt8(at + 3);
+    const status = buf.readUInt16LE(at + 4);
+    at += 6;
     const when = buf.readDoubleLE(at);
     const input = buf.readDoubleLE(at + 8);
     const output = buf.readDoubleLE(at + 16);
@@ -197,13 +244,13 @@ export function decodeRecords(bytes: Uint8Array, count: number): UsageRecord[] {
     // Object literal in UsageRecord's field order: every decoded record shares one shape.
     const id = text();
     const requestId = text();
-    const keyId = mask & N_KEY_ID ? null : repeated(0);
-    const keyName = mask & N_KEY_NAME ? null : repeated(1);
-    const model = mask & N_MODEL ? null : repeated(2);
-    const method = repeated(3);
-    const endpoint = repeated(4);
-    const tokensSource = mask & N_SOURCE ? null : (repeated(5) as TokensSource);
-    const errorClass = mask & N_ERROR ? null : repeated(6);
+    const keyId = mask & N_KEY_ID ? null : repeating(same, R_KEY_ID);
+    const keyName = mask & N_KEY_NAME ? null : repeating(same, R_KEY_NAME);
+    const model = mask & N_MODEL ? null : repeating(same, R_MODEL);
+    const method = repeating(same, R_METHOD);
+    const endpoint = repeating(same, R_ENDPOINT);
+    const tokensSource = mask & N_SOURCE ? null : (repeating(same, R_SOURCE) as TokensSource);
+    const errorClass = mask & N_ERROR ? null : repeating(same, R_ERROR);
     const requestBody = mask & N_REQUEST_BODY ? null : text();
     const responseBody = mask & N_RESPONSE_BODY ? null : text();
     out[i] = {

@@ -210,15 +210,20 @@ export function latencyBucket(durationMs: number): number {
  */
 function rollupRows(records: readonly UsageRecord[], size: number): RollupRow[] {
   const rows = new Map<string, RollupRow>();
+  let row: RollupRow | undefined;
   for (const r of records) {
     const bucket = Math.floor(r.at / size) * size;
     const keyId = r.keyId ?? '';
     const model = r.model ?? '';
-    const id = `${bucket}\u0000${keyId}\u0000${model}`;
-    let row = rows.get(id);
-    if (!row) {
-      row = emptyRollupRow(bucket, keyId, r.keyName, model);
-      rows.set(id, row);
+    // Consecutive calls mostly share all three (and, decoded, the very same strings): the
+    // previous row then is this one, without building and looking up its map key.
+    if (row === undefined || row.bucket !== bucket || row.key_id !== keyId || row.model !== model) {
+      const id = `${bucket}\u0000${keyId}\u0000${model}`;
+      row = rows.get(id);
+      if (!row) {
+        row = emptyRollupRow(bucket, keyId, r.keyName, model);
+        rows.set(id, row);
+      }
     }
     if (r.keyName !== null) row.key_name = r.keyName;
     row.requests = (row.requests as number) + 1;

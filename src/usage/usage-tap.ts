@@ -314,10 +314,12 @@ class BodyTap implements ResponseTap, UsageProbe {
       if (parts.length === 0) continue;
       const body = parts.length === 1 ? parts[0]! : Buffer.concat(parts);
       const usage = readObjectField(body, USAGE_KEY);
-      const timingsObject = readObjectField(body, TIMINGS_KEY);
+      const c = usage ? countsFromUsage(usage) : undefined;
+      // llama.cpp's timings only fill what usage lacks: not searched for when it lacks nothing.
+      const complete = c !== undefined && c.input !== null && c.output !== null && c.cached !== null;
+      const timingsObject = complete ? undefined : readObjectField(body, TIMINGS_KEY);
       const timings = timingsObject ? countsFromTimings(timingsObject) : undefined;
-      if (usage) {
-        const c = countsFromUsage(usage);
+      if (c) {
         this.#tokens = { input: c.input ?? timings?.input ?? null, output: c.output ?? timings?.output ?? 0, cached: c.cached ?? timings?.cached ?? null, source: 'usage' };
       } else if (timings) {
         this.#tokens = { ...timings, source: 'timings' };

@@ -59,6 +59,30 @@ describe('usage record segment', () => {
     expect(segment.decode()).toEqual(records);
   });
 
+  it('writes a value repeated from the previous record once, and decodes every record whole', () => {
+    // Runs of equal values broken by nulls and by changes, in every repeating field.
+    const records = [
+      usageRecord({ keyId: 'k1', keyName: 'alice', model: 'm1', tokensSource: 'usage', errorClass: null }),
+      usageRecord({ keyId: 'k1', keyName: 'alice', model: 'm1', tokensSource: 'usage', errorClass: null }),
+      usageRecord({ keyId: null, keyName: null, model: null, tokensSource: null, errorClass: 'upstream_timeout' }),
+      usageRecord({ keyId: 'k1', keyName: 'alice', model: 'm1', tokensSource: 'usage', errorClass: 'upstream_timeout' }),
+      usageRecord({ keyId: 'k2', keyName: 'bob', model: 'm1', method: 'GET', endpoint: '/v1/models', tokensSource: 'timings', errorClass: null }),
+      usageRecord({ keyId: 'k1', keyName: 'bob', model: 'm2', method: 'GET', endpoint: '/v1/models', tokensSource: 'timings', errorClass: null }),
+    ];
+    const repeated = new RecordSegment();
+    for (const r of records) repeated.append(r);
+    expect(repeated.decode()).toEqual(records);
+
+    // The same records with nothing shared (distinct ids of equal length) take more bytes.
+    const alone = (r: (typeof records)[number]) => {
+      const segment = new RecordSegment();
+      segment.append(r);
+      return segment.byteLength;
+    };
+    const separate = records.reduce((sum, r) => sum + alone(r), 0);
+    expect(repeated.byteLength).toBeLessThan(separate);
+  });
+
   it('grows past its first buffer without losing what it already holds', () => {
     const segment = new RecordSegment();
     const records = Array.from({ length: 2000 }, (_, i) => usageRecord({ at: 1_700_000_000_000 + i, requestId: `req-${i}-${'x'.repeat(i % 97)}` }));
