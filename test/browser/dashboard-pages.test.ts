@@ -400,7 +400,10 @@ describe('dashboard pages against the admin API contract', () => {
     const t = await start({ limitsInfo: { limitsScope: 'shared', redis: 'connected', unavailableSince: null } });
     await signedIn(t.page, '/keys');
     const row = t.page.getByRole('row').filter({ has: t.page.getByText('open-webui', { exact: true }) });
-    expect(await row.locator('td[data-label="Limits"] li').allTextContents()).toEqual(['120 rpm', '200K tpm', '4 at once']);
+    const limits = row.locator('td[data-label="Limits"] li');
+    // The keys arrive after the page shows: read the list once the row holds it.
+    await limits.first().waitFor();
+    expect(await limits.allTextContents()).toEqual(['120 rpm', '200K tpm', '4 at once']);
     expect(await t.page.getByTestId('limits-scope').textContent()).toContain('Limits are shared');
     await t.page.getByRole('button', { name: 'Edit open-webui' }).click();
     const dialog = t.page.getByRole('dialog', { name: 'Edit “open-webui”' });
@@ -414,7 +417,7 @@ describe('dashboard pages against the admin API contract', () => {
     await dialog.getByRole('button', { name: 'Save changes' }).click();
     await dialog.waitFor({ state: 'hidden' });
     expect(api.state.keys.find((k) => k.id === 'key_01')?.limits).toEqual({ rpm: 1000, tpm: null, concurrent: 4 });
-    expect(await row.locator('td[data-label="Limits"] li').allTextContents()).toEqual(['1,000 rpm', '4 at once']);
+    await expect.poll(() => limits.allTextContents()).toEqual(['1,000 rpm', '4 at once']);
 
     // Redis gone: the line turns into a warning; an older gateway without the route: per process.
     api.state.limitsInfo = { limitsScope: 'replica', redis: 'unavailable', unavailableSince: new Date().toISOString() };
