@@ -6,7 +6,7 @@
  * builder with portable types (`text`, `integer`, `bigint`) so SQLite and PostgreSQL share it;
  * take `Kysely<unknown>` because a migration must not depend on today's row types.
  */
-import { Migrator, SqliteAdapter, sql, type Kysely, type Migration, type MigrationProvider } from 'kysely';
+import { Migrator, SqliteAdapter, sql, type CreateTableBuilder, type Kysely, type Migration, type MigrationProvider } from 'kysely';
 
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0001_api_keys_and_meta': {
@@ -53,27 +53,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
         .createTable('usage_requests')
         .addColumn('id', 'text', (c) => c.primaryKey())
         .addColumn('at', 'bigint', (c) => c.notNull())
-        .addColumn('request_id', 'text', (c) => c.notNull())
-        .addColumn('key_id', 'text')
-        .addColumn('key_name', 'text')
-        .addColumn('model', 'text')
-        .addColumn('method', 'text', (c) => c.notNull())
-        .addColumn('endpoint', 'text', (c) => c.notNull())
-        .addColumn('status', 'integer', (c) => c.notNull())
-        .addColumn('streamed', 'integer', (c) => c.notNull())
-        .addColumn('input_tokens', 'integer')
-        .addColumn('output_tokens', 'integer')
-        .addColumn('cached_tokens', 'integer')
-        .addColumn('tokens_source', 'text')
-        .addColumn('ttfb_ms', 'double precision')
-        .addColumn('ttft_ms', 'double precision')
-        .addColumn('duration_ms', 'double precision', (c) => c.notNull())
-        .addColumn('bytes_in', 'bigint', (c) => c.notNull())
-        .addColumn('bytes_out', 'bigint', (c) => c.notNull())
-        .addColumn('client_aborted', 'integer', (c) => c.notNull())
-        .addColumn('error_class', 'text')
-        .addColumn('request_body', 'text')
-        .addColumn('response_body', 'text')
+        .$call(usageRequestColumnsAfterAt)
         .execute();
       // Newest-first pages (keyset on at, id) and the retention prune; then the two filters.
       await db.schema.createIndex('usage_requests_at_idx').on('usage_requests').columns(['at', 'id']).execute();
@@ -115,27 +95,7 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
           .createTable('usage_requests_next')
           .addColumn('id', 'text', (c) => c.notNull())
           .addColumn('at', 'bigint', (c) => c.notNull())
-          .addColumn('request_id', 'text', (c) => c.notNull())
-          .addColumn('key_id', 'text')
-          .addColumn('key_name', 'text')
-          .addColumn('model', 'text')
-          .addColumn('method', 'text', (c) => c.notNull())
-          .addColumn('endpoint', 'text', (c) => c.notNull())
-          .addColumn('status', 'integer', (c) => c.notNull())
-          .addColumn('streamed', 'integer', (c) => c.notNull())
-          .addColumn('input_tokens', 'integer')
-          .addColumn('output_tokens', 'integer')
-          .addColumn('cached_tokens', 'integer')
-          .addColumn('tokens_source', 'text')
-          .addColumn('ttfb_ms', 'double precision')
-          .addColumn('ttft_ms', 'double precision')
-          .addColumn('duration_ms', 'double precision', (c) => c.notNull())
-          .addColumn('bytes_in', 'bigint', (c) => c.notNull())
-          .addColumn('bytes_out', 'bigint', (c) => c.notNull())
-          .addColumn('client_aborted', 'integer', (c) => c.notNull())
-          .addColumn('error_class', 'text')
-          .addColumn('request_body', 'text')
-          .addColumn('response_body', 'text')
+          .$call(usageRequestColumnsAfterAt)
           .addPrimaryKeyConstraint('usage_requests_pk', ['at', 'id'])
           .execute();
         // The old table's columns in the same order, so `select *` lines up.
@@ -158,6 +118,36 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
     },
   },
 };
+
+/**
+ * usage_requests' columns after `id` and `at`, as migration 0003 created them. Migration 0004 rebuilds
+ * the SQLite table with the same columns in the same order (it copies with `select *`), so both
+ * take them from here. Frozen with those migrations: a new column goes in a new migration.
+ */
+function usageRequestColumnsAfterAt<TB extends string, C extends string>(table: CreateTableBuilder<TB, C>) {
+  return table
+    .addColumn('request_id', 'text', (c) => c.notNull())
+    .addColumn('key_id', 'text')
+    .addColumn('key_name', 'text')
+    .addColumn('model', 'text')
+    .addColumn('method', 'text', (c) => c.notNull())
+    .addColumn('endpoint', 'text', (c) => c.notNull())
+    .addColumn('status', 'integer', (c) => c.notNull())
+    .addColumn('streamed', 'integer', (c) => c.notNull())
+    .addColumn('input_tokens', 'integer')
+    .addColumn('output_tokens', 'integer')
+    .addColumn('cached_tokens', 'integer')
+    .addColumn('tokens_source', 'text')
+    .addColumn('ttfb_ms', 'double precision')
+    .addColumn('ttft_ms', 'double precision')
+    .addColumn('duration_ms', 'double precision', (c) => c.notNull())
+    .addColumn('bytes_in', 'bigint', (c) => c.notNull())
+    .addColumn('bytes_out', 'bigint', (c) => c.notNull())
+    .addColumn('client_aborted', 'integer', (c) => c.notNull())
+    .addColumn('error_class', 'text')
+    .addColumn('request_body', 'text')
+    .addColumn('response_body', 'text');
+}
 
 const provider: MigrationProvider = {
   getMigrations: () => Promise.resolve(MIGRATIONS),
