@@ -46,16 +46,6 @@ export function lastObjectField(buf: Buffer, key: Buffer): { start: number; end:
   return undefined;
 }
 
-/** True when `buf` holds `key` used as a key with an object value (not `null`). */
-export function hasObjectField(buf: Buffer, key: Buffer): boolean {
-  let at = buf.indexOf(key);
-  while (at !== -1) {
-    if (isKeyWithObject(buf, at, key.length)) return true;
-    at = buf.indexOf(key, at + key.length);
-  }
-  return false;
-}
-
 function isKeyWithObject(buf: Buffer, at: number, keyLength: number): boolean {
   let before = at - 1;
   while (before >= 0 && isSpace(buf[before]!)) before--;
