@@ -143,7 +143,7 @@ class StreamTap implements ResponseTap, UsageProbe {
   /** Merges a frame's `usage` (field by field: Anthropic splits it over two frames) and `timings`. */
   #readCounts(data: Buffer, final: boolean): void {
     this.#mergeUsage(readObjectField(data, USAGE_KEY), final);
-    const timings = data.indexOf(TIMINGS_KEY) === -1 ? undefined : readObjectField(data, TIMINGS_KEY);
+    const timings = readObjectField(data, TIMINGS_KEY);
     if (timings) this.#timings = countsFromTimings(timings);
   }
 
