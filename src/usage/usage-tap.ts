@@ -14,7 +14,8 @@
  * - named events (Anthropic `message_start` / `message_delta`, OpenAI Responses
  *   `response.completed`): searched as they come, except the many content deltas, which never
  *   carry counts.
- * JSON.parse runs only on the small `usage` / `timings` objects found.
+ * Only the small `usage` / `timings` objects found are read (token-fields.ts: a byte scan, JSON.parse
+ * where it gives up).
  *
  * Other bodies are kept (bounded) when they are JSON and searched once at the end.
  *
@@ -27,7 +28,7 @@ import type { ObservedTokens, ProxyContext, UsageProbe } from '../proxy/context.
 import type { ResponseTap, TapFactory } from '../proxy/forward.js';
 import { SseParser } from '../proxy/sse-decoder.js';
 import { BodyCapture } from './body-capture.js';
-import { countsFromTimings, countsFromUsage, parseObjectAt, readObjectField, TIMINGS_KEY, USAGE_KEY, type TokenCounts } from './token-fields.js';
+import { readTimingsCounts, readUsageCounts, timingsCountsAt, usageCountsAt, type TokenCounts } from './token-fields.js';
 
 export interface UsageTapOptions {
   /** Bytes of each response body to keep for the request log; 0 = none. */
@@ -142,14 +143,13 @@ class StreamTap implements ResponseTap, UsageProbe {
 
   /** Merges a frame's `usage` (field by field: Anthropic splits it over two frames) and `timings`. */
   #readCounts(data: Buffer, final: boolean): void {
-    this.#mergeUsage(readObjectField(data, USAGE_KEY), final);
-    const timings = readObjectField(data, TIMINGS_KEY);
-    if (timings) this.#timings = countsFromTimings(timings);
+    this.#mergeUsage(readUsageCounts(data), final);
+    const timings = readTimingsCounts(data);
+    if (timings) this.#timings = timings;
   }
 
-  #mergeUsage(usage: Record<string, unknown> | undefined, final: boolean): void {
-    if (usage) {
-      const counts = countsFromUsage(usage);
+  #mergeUsage(counts: TokenCounts | undefined, final: boolean): void {
+    if (counts) {
       const before = this.#reported;
       this.#reported = {
         input: counts.input ?? before?.input ?? null,
@@ -169,10 +169,10 @@ class StreamTap implements ResponseTap, UsageProbe {
     this.#usageBytes = undefined;
     this.#timingsBytes = undefined;
     // Each from the last frame that held it: both are cumulative where a backend repeats them.
-    if (usageBytes) this.#mergeUsage(parseObjectAt(usageBytes, this.#usageAt), true);
+    if (usageBytes) this.#mergeUsage(usageCountsAt(usageBytes, this.#usageAt), true);
     if (timingsBytes) {
-      const timings = parseObjectAt(timingsBytes, this.#timingsAt);
-      if (timings) this.#timings = countsFromTimings(timings);
+      const timings = timingsCountsAt(timingsBytes, this.#timingsAt);
+      if (timings) this.#timings = timings;
     }
     const reported = this.#reported;
     const timings = this.#timings;
@@ -313,12 +313,10 @@ class BodyTap implements ResponseTap, UsageProbe {
     for (const parts of [this.#tail, this.#head]) {
       if (parts.length === 0) continue;
       const body = parts.length === 1 ? parts[0]! : Buffer.concat(parts);
-      const usage = readObjectField(body, USAGE_KEY);
-      const c = usage ? countsFromUsage(usage) : undefined;
+      const c = readUsageCounts(body);
       // llama.cpp's timings only fill what usage lacks: not searched for when it lacks nothing.
       const complete = c !== undefined && c.input !== null && c.output !== null && c.cached !== null;
-      const timingsObject = complete ? undefined : readObjectField(body, TIMINGS_KEY);
-      const timings = timingsObject ? countsFromTimings(timingsObject) : undefined;
+      const timings = complete ? undefined : readTimingsCounts(body);
       if (c) {
         this.#tokens = { input: c.input ?? timings?.input ?? null, output: c.output ?? timings?.output ?? 0, cached: c.cached ?? timings?.cached ?? null, source: 'usage' };
       } else if (timings) {
