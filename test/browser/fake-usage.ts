@@ -5,6 +5,7 @@
  * series, groups sorted by requests; exact percentiles stand in for the histogram estimate).
  */
 import type { FastifyInstance, FastifyReply } from 'fastify';
+import { prng } from '../helpers/prng.js';
 
 export interface FakeUsageRecord {
   id: string;
@@ -51,18 +52,6 @@ const RANGES = {
   '24h': { rangeMs: 86_400_000, stepMs: 900_000 },
   '30d': { rangeMs: 30 * 86_400_000, stepMs: 86_400_000 },
 } as const;
-
-/** mulberry32: a small seeded PRNG, so the demo traffic is the same on every run. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
 
 /** About 2,000 calls over 30 days, busier in the last day and in working hours. */
 export function demoUsage(now = Date.now()): FakeUsageRecord[] {

@@ -5,6 +5,7 @@
  * not read to JSON.parse.
  */
 import { describe, expect, it } from 'vitest';
+import { prng } from '../helpers/prng.js';
 import { readTimingsCounts, readUsageCounts, timingsCountsAt, usageCountsAt, type TokenCounts } from '../../src/usage/token-fields.js';
 
 type Json = Record<string, unknown>;
@@ -30,18 +31,6 @@ function referenceTimings(t: Json): TokenCounts {
   const promptN = count(t.prompt_n);
   const cacheN = count(t.cache_n);
   return { input: promptN === null && cacheN === null ? null : (promptN ?? 0) + (cacheN ?? 0), output: count(t.predicted_n), cached: cacheN };
-}
-
-/** A small deterministic PRNG, so a failure names a seed that reproduces it. */
-function prng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const NUMBER_TEXTS = ['0', '7', '12', '4096', '123456789012345', '1234567890123456789', '-0', '-3', '2.5', '3.0', '1e2', '1E+2', '25e-1', '0.49999', '1e400', '-1e400'];
