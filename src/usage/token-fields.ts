@@ -279,8 +279,7 @@ function scanObject(buf: Buffer, i: number, depth: number, table: KeyTable | und
       fields[role.slot] = Number.NaN;
       i = buf[i] === OPEN ? scanObject(buf, i, depth + 1, DETAILS[role.slot]) : skipValue(buf, i, depth + 1);
     } else {
-      const byte = buf[i]!;
-      if (byte === MINUS || (byte >= ZERO && byte <= NINE)) {
+      if (buf[i] === MINUS || isDigit(buf[i])) {
         const end = numberEnd(buf, i);
         if (end === FAIL) return FAIL;
         fields[role.slot] = numberValue(buf, i, end);
@@ -318,7 +317,7 @@ function skipValue(buf: Buffer, i: number, depth: number): number {
   if (byte === QUOTE) return stringEnd(buf, i);
   if (byte === OPEN) return scanObject(buf, i, depth, undefined);
   if (byte === BRACKET) return arrayEnd(buf, i, depth);
-  if (byte === MINUS || (byte !== undefined && byte >= ZERO && byte <= NINE)) return numberEnd(buf, i);
+  if (byte === MINUS || isDigit(byte)) return numberEnd(buf, i);
   for (const literal of LITERALS) if (bytesAt(buf, i, literal)) return i + literal.length;
   return FAIL;
 }
