@@ -134,8 +134,9 @@ async function runSuites(options: BenchOptions, driver: LoadDriver, started: Sta
     // thread runs from the first record on: a gateway that never recorded one is not the one to
     // measure). The gateway that ran the load suites (heap grown by them) is context.
     // The bar's gateway is measured in several fresh processes (the bar takes their median): a
-    // served process's RSS varies by 10-30 MB with what V8 happened to compile during its calls
-    // (glibc keeps the compiler's freed memory), see docs/benchmarks.md.
+    // served process's RSS varied by 10-30 MB with what V8 happened to compile during its calls
+    // (glibc kept the compiler's freed memory; mostly undici's WebAssembly parser optimized on a
+    // helper thread, which bin/gatehouse's --no-liftoff now avoids), see docs/benchmarks.md.
     const subjects: Array<{ target: Target; fresh: boolean }> = [];
     for (const target of [...byKind(started.targets, 'floor'), ...byKind(started.targets, 'gateway')]) {
       const copies = target.scenarioId === FLOOR_BAR_SCENARIO ? profile.idleRssProcesses : 1;
