@@ -145,6 +145,30 @@ describe('PostgreSQL store', () => {
     }
   });
 
+  it('adds up rollups over many batches of every chunk size, each upsert text prepared once on the write connection', async () => {
+    const schema = schemaFor('usage_prepared');
+    const store = await openPostgresStore({ url, schema, poolSize: 2 });
+    try {
+      const hour = 3_600_000;
+      const base = Date.UTC(2031, 0, 1);
+      // Batch n spreads its calls over n keys: upserts of 1 to 9 rows, several chunk sizes
+      // (9 = 8 + 1), each text run more often than PostgreSQL's switch to a generic plan (5).
+      const expected = new Map<string, number>();
+      for (let round = 0; round < 3; round++) {
+        for (let n = 1; n <= 9; n++) {
+          const batch = Array.from({ length: n * 2 }, (_, i) => usageRecord({ at: base + round * 1000 + i, keyId: `key_${i % n}`, keyName: `key ${i % n}`, model: 'm' }));
+          for (const r of batch) expected.set(r.keyId!, (expected.get(r.keyId!) ?? 0) + 1);
+          await store.usage.append(batch);
+        }
+      }
+      const byKey = await store.usage.rollup({ resolution: 'hour', from: base, to: base + hour, stepMs: hour, groupBy: 'key' });
+      expect(new Map(byKey.map((b) => [b.group, b.requests]))).toEqual(expected);
+      expect(await store.usage.count()).toBe([...expected.values()].reduce((a, b) => a + b, 0));
+    } finally {
+      await store.close();
+    }
+  });
+
   it('keeps a request log written before it was keyed by time, with a key index that skips calls made without a key', async () => {
     const schema = schemaFor('oldlog');
     const pool = new pg.Pool({ connectionString: url, max: 1, options: `-c search_path=${schema}` });
