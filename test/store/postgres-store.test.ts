@@ -145,7 +145,7 @@ describe('PostgreSQL store', () => {
     }
   });
 
-  it('adds up rollups over many batches of every chunk size, each upsert text prepared once on the write connection', async () => {
+  it('adds up rollups over many batches of several chunk sizes, each upsert text prepared once on the write connection', async () => {
     const schema = schemaFor('usage_prepared');
     const store = await openPostgresStore({ url, schema, poolSize: 2 });
     try {
