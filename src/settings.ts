@@ -17,6 +17,8 @@ export interface Settings {
   headersTimeoutMs: number;
   idleTimeoutMs: number;
   bodyLimitBytes: number;
+  /** Longest pause between two bytes of a request body before it is answered 408. */
+  bodyTimeoutMs: number;
   shutdownGraceMs: number;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   dataDir: string;
@@ -233,7 +235,8 @@ export const SETTINGS: ReadonlyArray<SettingSpec<keyof Settings>> = [
   { key: 'connectTimeoutMs', env: 'GATEHOUSE_CONNECT_TIMEOUT', default: '10s', parse: parseDuration, description: 'Time allowed to open a connection to llama-swap (then 504; a refused connection is 502 at once).' },
   { key: 'headersTimeoutMs', env: 'GATEHOUSE_HEADERS_TIMEOUT', default: '10m', parse: parseDuration, description: "Time allowed until llama-swap's response headers arrive (then 504). Large models take minutes to load." },
   { key: 'idleTimeoutMs', env: 'GATEHOUSE_IDLE_TIMEOUT', default: '5m', parse: parseDuration, description: 'Longest silence allowed inside a streamed response body (then one terminal error event).' },
-  { key: 'bodyLimitBytes', env: 'GATEHOUSE_BODY_LIMIT', flag: '--body-limit', default: '50MiB', parse: parseSize, description: 'Largest request body accepted (then 413), counted while streaming.' },
+  { key: 'bodyTimeoutMs', env: 'GATEHOUSE_BODY_TIMEOUT', flag: '--body-timeout', default: '60s', parse: parseDuration, description: 'Longest pause between two bytes of a request body; then 408. Bodies are received whole before anything is forwarded.' },
+  { key: 'bodyLimitBytes', env: 'GATEHOUSE_BODY_LIMIT', flag: '--body-limit', default: '50MiB', parse: parseSize, description: 'Largest request body accepted (then 413), counted as it arrives.' },
   { key: 'shutdownGraceMs', env: 'GATEHOUSE_SHUTDOWN_GRACE', default: '30s', parse: parseDuration, description: 'On SIGTERM/SIGINT, how long in-flight requests and streams may run before the process exits.' },
   { key: 'logLevel', env: 'GATEHOUSE_LOG_LEVEL', flag: '--log-level', default: 'info', parse: parseLogLevel, description: 'pino log level: fatal, error, warn, info, debug, trace, silent.' },
   { key: 'dataDir', env: 'GATEHOUSE_DATA_DIR', flag: '--data-dir', default: './data', parse: parseString, description: 'Directory for the embedded SQLite store (created if missing).' },

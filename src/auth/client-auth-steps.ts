@@ -4,7 +4,8 @@
  */
 import { GatewayError } from '../http/errors.js';
 import type { ProxyStep } from '../http/proxy-route.js';
-import { authenticateClient, modelAllowed } from './client-auth.js';
+import { authenticateClient } from './client-auth.js';
+import { modelCovered, type ModelCatalog } from './model-access.js';
 import type { KeyVerifier } from './key-index.js';
 
 export interface KeyUseRecorder {
@@ -27,14 +28,33 @@ export function clientAuth(keys: KeyVerifier & KeyUseRecorder, now: () => number
   };
 }
 
-/** `modelAllowList`: a key restricted to some models gets 403 naming any other model. */
-export const modelAllowList: ProxyStep = function modelAllowListStep(ctx) {
-  const caller = ctx.caller;
-  if (!caller || caller.allowedModels.length === 0 || ctx.model === undefined) return;
-  if (!modelAllowed({ models: caller.allowedModels as string[] }, ctx.model)) {
-    throw new GatewayError('model_not_allowed', {
-      message: `This API key may not use the model "${ctx.model}". Allowed: ${caller.allowedModels.join(', ')}.`,
-      param: 'model',
+/**
+ * `modelAllowList`: a key restricted to some models may call only those (their aliases and
+ * patterns included, see model-access.ts). Fail closed: a call whose model cannot be read with
+ * certainty, or that names none, is refused and never reaches llama-swap.
+ */
+export function modelAllowList(catalog: () => Promise<ModelCatalog | undefined>): ProxyStep {
+  return function modelAllowListStep(ctx) {
+    const allowed = ctx.caller?.allowedModels;
+    if (!allowed || allowed.length === 0) return;
+    const reading = ctx.modelReading ?? { status: 'absent' };
+    if (reading.status === 'uncertain') {
+      throw new GatewayError('model_required', { message: `This API key may only use some models, and the model of this call cannot be read with certainty: ${reading.reason}.`, param: 'model' });
+    }
+    if (reading.status === 'absent') {
+      throw new GatewayError('model_required', { message: 'This API key may only use some models, so every call must name one ("model").', param: 'model' });
+    }
+    const model = reading.model;
+    if (modelCovered(allowed, model, undefined)) return;
+    return catalog().then((known) => {
+      if (!modelCovered(allowed, model, known)) throw notAllowed(model, allowed);
     });
-  }
-};
+  };
+}
+
+function notAllowed(model: string, allowed: readonly string[]): GatewayError {
+  return new GatewayError('model_not_allowed', {
+    message: `This API key may not use the model "${model}". Allowed: ${allowed.join(', ')}.`,
+    param: 'model',
+  });
+}

@@ -88,8 +88,3 @@ function headerValues(value: string | string[] | undefined): string[] {
   if (value === undefined) return [];
   return Array.isArray(value) ? value : [value];
 }
-
-/** An empty allow-list means every model; otherwise the id must match exactly. */
-export function modelAllowed(key: Pick<KeyRecord, 'models'>, model: string): boolean {
-  return key.models.length === 0 || key.models.includes(model);
-}

@@ -57,7 +57,9 @@ export function createProxyRoute(options: ProxyRouteOptions): (req: IncomingMess
       }
       // A client still sending its body (a 401 or 413 before the end) first gets to finish,
       // then reads the answer; one that sends far too much is answered and cut off.
-      const drained = ctx.req.complete || (await discardRest(ctx.req, DISCARD_MAX_BYTES));
+      // A body that stopped arriving is not waited for again.
+      const stalled = isGatewayError(error) && error.code === 'body_timeout';
+      const drained = ctx.req.complete || (!stalled && (await discardRest(ctx.req, DISCARD_MAX_BYTES)));
       if (!drained) ctx.res.shouldKeepAlive = false;
       const rendered = sendError(ctx.res, error, ctx.format, ctx.requestId);
       ctx.status = rendered.status;
@@ -82,7 +84,9 @@ export function createProxyRoute(options: ProxyRouteOptions): (req: IncomingMess
       clientAddress: req.socket.remoteAddress ?? '',
       caller: undefined,
       body: undefined,
+      modelReading: undefined,
       model: undefined,
+      requestJson: undefined,
       status: 0,
       bytesOut: 0,
       firstByteMs: undefined,

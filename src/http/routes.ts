@@ -2,7 +2,7 @@
  * The route table: every path the gateway serves, with its middleware chain, on one screen.
  *
  *   /v1/*              client API → llama-swap   clientAuth → keyLimits → readModel → [captureRequestBody] →
- *                                                modelAllowList → modelsListing → forward (+ usage tap)
+ *                                                modelsListing → modelAllowList → forward (+ usage tap)
  *                      every call, whichever way it ends, is recorded once (usage/call-recorder.ts)
  *   HEAD /             liveness probe (Claude Code sends it before anything else)
  *   GET  /healthz      the process is alive
@@ -58,6 +58,8 @@ import { sameOrigin } from '../auth/same-origin.js';
 import { modelsListing } from '../proxy/models-list.js';
 import type { TapFactory } from '../proxy/forward.js';
 import { readModel } from '../proxy/read-model.js';
+import { cachedCatalog } from '../auth/model-access.js';
+import { join } from 'node:path';
 import { createConfigHandlers } from './admin/config-handlers.js';
 import { createEndpointsHandler } from './admin/endpoints-handlers.js';
 import { createKeyHandlers } from './admin/keys-handlers.js';
@@ -87,14 +89,15 @@ export interface RouteTable {
 
 export function registerRoutes(app: FastifyInstance, deps: AppDeps): RouteTable {
   const usage = deps.usage;
+  const catalog = cachedCatalog(deps.listModels);
   const v1 = createProxyRoute({
     steps: [
       clientAuth(deps.keys),
       usage.limitStep,
-      readModel(deps.settings.bodyLimitBytes),
+      readModel({ bodyLimitBytes: deps.settings.bodyLimitBytes, bodyTimeoutMs: deps.settings.bodyTimeoutMs, spoolDir: join(deps.settings.dataDir, 'spool') }),
       ...(usage.captureStep ? [usage.captureStep] : []),
-      modelAllowList,
       modelsListing(deps.listModels),
+      modelAllowList(catalog),
     ],
     forwarder: deps.forwarder,
     logger: deps.logger,

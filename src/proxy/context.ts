@@ -5,6 +5,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { WireFormat } from '../http/wire-format.js';
 import type { BodyHead } from './request-body.js';
+import type { JsonMember } from './request-json.js';
+import type { ModelReading } from './request-model.js';
 
 export interface CallerIdentity {
   /** `undefined` in open mode (no keys exist). */
@@ -52,7 +54,12 @@ export interface ProxyContext {
   readonly clientAddress: string;
   caller: CallerIdentity | undefined;
   body: BodyHead | undefined;
+  /** The model as llama-swap will read it, with how certain that is (set by `readModel`). */
+  modelReading: ModelReading | undefined;
+  /** The model the call is attributed to in usage and logs (llama-swap's reading, or its best guess). */
   model: string | undefined;
+  /** Top-level members of a JSON body read by `readModel` (`max_tokens`, `stream`...). */
+  requestJson: ReadonlyMap<string, JsonMember> | undefined;
   status: number;
   bytesOut: number;
   /** When the first response byte reached the client, relative to `startedAt`. */

@@ -54,7 +54,7 @@ export function createForwarder(options: UpstreamOptions): Forwarder {
       proto: 'http',
       priorForwardedFor: undefined,
       upstreamApiKey: options.apiKey,
-      contentLength: body?.complete ? body.bytes : declaredLength(req.headers['content-length']),
+      contentLength: body ? body.bytes : declaredLength(req.headers['content-length']),
     });
     return new Promise<void>((resolve, reject) => {
       const exchange = new Exchange(ctx, tapFactory, options, resolve, reject);

@@ -7,6 +7,7 @@
 import { GatewayError } from '../http/errors.js';
 import type { ProxyStep } from '../http/proxy-route.js';
 import type { ProxyContext } from './context.js';
+import { catalogFromList, modelCovered } from '../auth/model-access.js';
 
 export interface ListedModel {
   id: string;
@@ -37,8 +38,10 @@ async function answerModelList(ctx: ProxyContext, listModels: ListModels, restri
     throw upstreamListError(error);
   }
   if (restricted) {
-    const allowed = new Set(ctx.caller!.allowedModels);
-    models = models.filter((m) => allowed.has(m.id));
+    // Exactly what the key may call: resolved against this very list (aliases, patterns).
+    const allowed = ctx.caller!.allowedModels;
+    const known = catalogFromList(models);
+    models = models.filter((m) => modelCovered(allowed, m.id, known));
   }
   const body = anthropic ? anthropicList(models) : { object: 'list', data: models };
   const payload = JSON.stringify(body);

@@ -1,20 +1,42 @@
 /**
- * The `readModel` step: learns which model a call asks for, the way llama-swap will
- * (JSON `model`, a form field, or `?model=`), and prepares the body for forwarding.
+ * The `readModel` step: receives the whole body (request-body.ts) and reads the model from it
+ * as llama-swap will (request-model.ts). `ctx.modelReading` keeps the full answer for the
+ * allow-list; `ctx.model` is what usage and logs attribute the call to.
  */
 import type { ProxyContext } from './context.js';
-import { modelFromQuery, snifferFor } from './model-sniffer.js';
-import { readBodyHead } from './request-body.js';
+import { bodyModelReader, modelFromGet, type ModelReading } from './request-model.js';
+import { hasBody, prepareSpoolDir, receiveBody } from './request-body.js';
 
-export function readModel(bodyLimitBytes: number) {
+export interface ReadModelOptions {
+  bodyLimitBytes: number;
+  bodyTimeoutMs: number;
+  /** Where bodies too large for memory are spooled while they arrive. */
+  spoolDir: string;
+}
+
+export function readModel(options: ReadModelOptions) {
+  const { bodyLimitBytes, bodyTimeoutMs, spoolDir } = options;
   if (!Number.isSafeInteger(bodyLimitBytes) || bodyLimitBytes < 1) throw new Error('readModel: bodyLimitBytes must be a positive integer');
+  prepareSpoolDir(spoolDir);
   return async function readModelStep(ctx: ProxyContext): Promise<void> {
-    if (ctx.method === 'GET' || ctx.method === 'HEAD') {
-      ctx.model = modelFromQuery(ctx.url);
-      return;
+    const q = ctx.url.indexOf('?');
+    const rawQuery = q < 0 ? '' : ctx.url.slice(q + 1);
+    if (ctx.method === 'GET') {
+      setReading(ctx, modelFromGet(rawQuery));
+      if (!hasBody(ctx.req)) return;
     }
-    const sniffer = snifferFor(ctx.req.headers['content-type']);
-    ctx.body = await readBodyHead(ctx.req, bodyLimitBytes, sniffer);
-    ctx.model = ctx.body.model ?? modelFromQuery(ctx.url);
+    const reader = ctx.method === 'GET' ? undefined : bodyModelReader(ctx.method, ctx.req.headers['content-type'], rawQuery);
+    const head = await receiveBody(ctx.req, { limit: bodyLimitBytes, idleTimeoutMs: bodyTimeoutMs, spoolDir, observe: reader && ((chunk) => reader.feed(chunk)) });
+    ctx.body = head;
+    ctx.onDone.push(() => head.dispose());
+    if (reader) {
+      setReading(ctx, reader.end());
+      ctx.requestJson = reader.json;
+    }
   };
+}
+
+function setReading(ctx: ProxyContext, reading: ModelReading): void {
+  ctx.modelReading = reading;
+  ctx.model = reading.status === 'found' ? reading.model : reading.status === 'uncertain' ? reading.guess : undefined;
 }

@@ -1,28 +1,49 @@
 /**
- * Reads just enough of a request body to know its model, then hands the body on as one
- * stream: the chunks already read (held, never concatenated) followed by the rest as it
- * arrives. So the gateway holds at most one copy of a body, and a large upload streams.
- * The body limit is enforced on the bytes actually received; a lying or missing
- * Content-Length does not get around it.
+ * Receives a request body whole before anything is forwarded (nginx's
+ * `proxy_request_buffering on`): a slow client holds a socket of ours, never one of the
+ * upstream connections every other client needs. Small bodies stay in memory; above
+ * `MEMORY_BODY_MAX_BYTES` the body goes to a spool file in the data directory, removed when the
+ * call ends. Each chunk is shown to an observer as it arrives (the model reader), so the model
+ * is known the moment the body is complete.
+ *
+ * The body limit counts received bytes, so a missing or lying Content-Length does not get
+ * around it, and a body that stops arriving for `idleTimeoutMs` is answered 408.
  */
+import { createReadStream, createWriteStream, mkdirSync, readdirSync, rmSync, type WriteStream } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
+import { join } from 'node:path';
+import type { Readable } from 'node:stream';
+import { randomUUID } from 'node:crypto';
 import { GatewayError } from '../http/errors.js';
-import { endSniffer, type ModelSniffer } from './model-sniffer.js';
 
 export interface BodyHead {
-  /** The whole body when it ended while sniffing; `undefined` when more is still to come. */
-  complete: Buffer[] | undefined;
-  /** Bytes received so far. */
   bytes: number;
-  model: string | undefined;
-  /** The body to forward: the complete chunks, or held chunks followed by the rest. */
-  body: Buffer | Buffer[] | AsyncIterable<Buffer> | null;
-  /** Total bytes forwarded so far (grows while a streamed body flows). */
+  /** The whole body when it is held in memory; `undefined` when it was spooled to disk. */
+  complete: Buffer[] | undefined;
+  /** The first bytes of the body (all of it when in memory), for body capture. */
+  start: Buffer[];
+  /** What is forwarded: the chunks, a read stream of the spool file, or nothing. */
+  body: Buffer | Buffer[] | Readable | null;
+  /** Bytes received. */
   readonly received: () => number;
+  /** Removes the spool file, if any (called when the call ends). */
+  dispose(): void;
 }
 
-/** Bodies up to this size (by Content-Length) are read whole before forwarding. */
-const READ_WHOLE_MAX_BYTES = 256 * 1024;
+export interface ReceiveOptions {
+  limit: number;
+  idleTimeoutMs: number;
+  spoolDir: string;
+  /** Sees every chunk, in order, as it arrives. */
+  observe?: ((chunk: Buffer) => void) | undefined;
+}
+
+/** Bodies up to this size are held in memory; larger ones are spooled to disk. */
+export const MEMORY_BODY_MAX_BYTES = 256 * 1024;
+/** How much of a spooled body stays in memory for body capture. */
+const START_BYTES = 64 * 1024;
+
+const NO_BODY: BodyHead = Object.freeze({ bytes: 0, complete: [], start: [], body: null, received: () => 0, dispose: () => undefined });
 
 export function tooLarge(limit: number): GatewayError {
   return new GatewayError('body_too_large', {
@@ -34,88 +55,101 @@ function formatBytes(n: number): string {
   return n % (1024 * 1024) === 0 ? `${n / (1024 * 1024)} MiB` : `${n} bytes`;
 }
 
+/** Creates the spool directory and removes files a crashed process left there. */
+export function prepareSpoolDir(dir: string): void {
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  for (const name of readdirSync(dir)) if (name.endsWith('.body')) rmSync(join(dir, name), { force: true });
+}
+
+export function hasBody(req: IncomingMessage): boolean {
+  const declared = req.headers['content-length'];
+  return !(declared === '0' || (declared === undefined && req.headers['transfer-encoding'] === undefined));
+}
+
 /**
- * Reads the body head. Rejects with 413 as soon as the limit is crossed (or at once when the
- * declared Content-Length is over it).
+ * Receives the whole body. Rejects with 413 as soon as the limit is crossed (at once when the
+ * declared Content-Length is over it) and with 408 when the body stops arriving.
  */
-export function readBodyHead(req: IncomingMessage, limit: number, sniffer: ModelSniffer | undefined): Promise<BodyHead> {
+export function receiveBody(req: IncomingMessage, options: ReceiveOptions): Promise<BodyHead> {
+  const { limit, observe } = options;
   const declared = req.headers['content-length'];
   if (declared !== undefined && Number(declared) > limit) return Promise.reject(tooLarge(limit));
-  if (declared === '0' || (declared === undefined && req.headers['transfer-encoding'] === undefined)) {
-    return Promise.resolve({ complete: [], bytes: 0, model: undefined, body: null, received: () => 0 });
-  }
-
-  // A body whose end is near is read whole: handing undici one buffer with a known length is
-  // much cheaper than a stream (profiled: ~20 % of the gateway's CPU per small JSON call).
-  const declaredBytes = declared === undefined ? undefined : Number(declared);
-  const readWhole = declaredBytes !== undefined && declaredBytes <= READ_WHOLE_MAX_BYTES;
+  if (!hasBody(req)) return Promise.resolve(NO_BODY);
 
   return new Promise<BodyHead>((resolve, reject) => {
     const held: Buffer[] = [];
+    const start: Buffer[] = [];
+    let startBytes = 0;
     let bytes = 0;
-    let sniffing = sniffer !== undefined;
+    let spool: { path: string; out: WriteStream } | undefined;
+    let settled = false;
 
-    const cleanup = () => {
+    const dispose = () => {
+      if (spool) rmSync(spool.path, { force: true });
+    };
+    const settle = (error: unknown, head?: BodyHead) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
       req.off('data', onData);
       req.off('end', onEnd);
       req.off('error', onError);
       req.off('aborted', onAborted);
+      if (error === undefined) return resolve(head!);
+      if (spool) spool.out.destroy();
+      dispose();
+      reject(error);
     };
+    let timer = setTimeout(onIdle, options.idleTimeoutMs);
+    function onIdle() {
+      req.pause();
+      settle(new GatewayError('body_timeout', { message: `The request body stopped arriving: nothing for ${options.idleTimeoutMs / 1000} s (GATEHOUSE_BODY_TIMEOUT).` }));
+    }
+
     const onData = (chunk: Buffer) => {
+      timer.refresh();
       bytes += chunk.length;
-      if (bytes > limit) {
-        cleanup();
-        reject(tooLarge(limit));
+      if (bytes > limit) return settle(tooLarge(limit));
+      observe?.(chunk);
+      if (startBytes < START_BYTES) {
+        start.push(chunk);
+        startBytes += chunk.length;
+      }
+      if (!spool && bytes <= MEMORY_BODY_MAX_BYTES) {
+        held.push(chunk);
         return;
       }
-      held.push(chunk);
-      if (sniffing && sniffer!.feed(chunk)) sniffing = false;
-      if (!sniffing && !readWhole && bytes !== declaredBytes) {
-        // The model is known: stop reading here and let the rest stream with backpressure.
+      if (!spool) {
+        const path = join(options.spoolDir, `${randomUUID()}.body`);
+        spool = { path, out: createWriteStream(path, { mode: 0o600 }) };
+        spool.out.on('error', (error) => settle(error));
+        for (const piece of held) spool.out.write(piece);
+        held.length = 0;
+      }
+      if (!spool.out.write(chunk)) {
         req.pause();
-        cleanup();
-        resolve(streamingHead(req, held, bytes, limit, sniffer?.model));
+        spool.out.once('drain', () => req.resume());
       }
     };
     const onEnd = () => {
-      cleanup();
-      if (sniffer) endSniffer(sniffer);
-      const body = held.length === 1 ? held[0]! : held.length === 0 ? null : held;
-      resolve({ complete: held, bytes, model: sniffer?.model, body, received: () => bytes });
+      clearTimeout(timer);
+      if (!spool) {
+        const body = held.length === 1 ? held[0]! : held.length === 0 ? null : held;
+        return settle(undefined, { bytes, complete: held, start: held, body, received: () => bytes, dispose: () => undefined });
+      }
+      const { path, out } = spool;
+      out.end(() => {
+        if (settled) return;
+        settle(undefined, { bytes, complete: undefined, start, body: createReadStream(path), received: () => bytes, dispose });
+      });
     };
-    const onError = (error: Error) => {
-      cleanup();
-      reject(error);
-    };
-    const onAborted = () => {
-      cleanup();
-      reject(new Error('client aborted the request body'));
-    };
+    const onError = (error: Error) => settle(error);
+    const onAborted = () => settle(new Error('client aborted the request body'));
     req.on('data', onData);
     req.on('end', onEnd);
     req.on('error', onError);
     req.on('aborted', onAborted);
-    // Without a sniffer there is nothing to look for: stream from the first byte.
-    if (!sniffing && !readWhole) {
-      cleanup();
-      resolve(streamingHead(req, held, bytes, limit, undefined));
-    }
   });
-}
-
-function streamingHead(req: IncomingMessage, held: Buffer[], already: number, limit: number, model: string | undefined): BodyHead {
-  let bytes = already;
-  async function* rest(): AsyncGenerator<Buffer> {
-    for (const chunk of held) yield chunk;
-    held.length = 0;
-    // destroyOnReturn: false — stopping early (limit hit) must leave the socket usable for the 413.
-    for await (const chunk of req.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
-      bytes += chunk.length;
-      if (bytes > limit) throw tooLarge(limit);
-      yield chunk;
-    }
-  }
-  return { complete: undefined, bytes: already, model, body: rest(), received: () => bytes };
 }
 
 /**

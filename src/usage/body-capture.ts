@@ -28,6 +28,11 @@ export class BodyCapture {
     this.#kept += piece.length;
   }
 
+  /** Bytes of the body that were not shown to `add` (a spooled body's rest). */
+  addUnseen(bytes: number): void {
+    this.#seen += bytes;
+  }
+
   text(): string | undefined {
     if (this.#seen === 0) return undefined;
     if (!this.#textual) return `[${this.#contentType} body not captured]`;
@@ -43,8 +48,8 @@ export function isTextual(contentType: string | undefined): boolean {
 }
 
 /**
- * `captureRequestBody`: copies the start of the request body as it is forwarded. Runs after
- * `readModel` (the body is then ready to forward) and wraps only what is still to stream.
+ * `captureRequestBody`: copies the start of the request body. Runs after `readModel`, which
+ * has received the body whole and kept its start in memory.
  */
 export function captureRequestBody(maxBytes: number): ProxyStep {
   if (!Number.isSafeInteger(maxBytes) || maxBytes < 1) throw new Error('captureRequestBody: maxBytes must be a positive integer');
@@ -53,17 +58,7 @@ export function captureRequestBody(maxBytes: number): ProxyStep {
     if (!head) return;
     const capture = new BodyCapture(maxBytes, ctx.req.headers['content-type']);
     ctx.requestBody = () => capture.text();
-    if (head.complete) {
-      for (const chunk of head.complete) capture.add(chunk);
-      return;
-    }
-    const source = head.body;
-    if (source === null || Buffer.isBuffer(source) || Array.isArray(source)) return;
-    head.body = (async function* tee(): AsyncGenerator<Buffer> {
-      for await (const chunk of source) {
-        capture.add(chunk);
-        yield chunk;
-      }
-    })();
+    for (const chunk of head.start) capture.add(chunk);
+    capture.addUnseen(head.bytes - head.start.reduce((n, chunk) => n + chunk.length, 0));
   };
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { hashApiKey, newKeyRecord } from '../../src/auth/api-keys.js';
-import { authenticateClient, keyCandidates, modelAllowed, type IncomingHeaders } from '../../src/auth/client-auth.js';
+import { authenticateClient, keyCandidates, type IncomingHeaders } from '../../src/auth/client-auth.js';
 import type { KeyVerifier } from '../../src/auth/key-index.js';
 import type { KeyRecord } from '../../src/store/store.js';
 
@@ -151,21 +151,5 @@ describe('keyCandidates', () => {
       ['Bearerx sk-abc', []],
     ];
     for (const [authorization, expected] of cases) expect(keyCandidates({ authorization }), JSON.stringify(authorization)).toEqual(expected);
-  });
-});
-
-describe('modelAllowed', () => {
-  it('allows every model when the allow-list is empty', () => {
-    expect(modelAllowed({ models: [] }, 'anything')).toBe(true);
-  });
-
-  it('allows exactly the listed ids, nothing similar', () => {
-    const key = { models: ['qwen2.5-7b', 'llama-3'] };
-    expect(modelAllowed(key, 'qwen2.5-7b')).toBe(true);
-    expect(modelAllowed(key, 'llama-3')).toBe(true);
-    expect(modelAllowed(key, 'Qwen2.5-7b')).toBe(false);
-    expect(modelAllowed(key, 'qwen2.5')).toBe(false);
-    expect(modelAllowed(key, 'llama-3-70b')).toBe(false);
-    expect(modelAllowed(key, '')).toBe(false);
   });
 });

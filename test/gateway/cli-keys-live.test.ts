@@ -58,8 +58,9 @@ describe('managing keys from the CLI while the server runs', () => {
     expect(list.code).toBe(0);
     expect(list.stdout).toContain('ci-bot');
     expect(list.stdout).not.toContain(secret);
-    for (const file of readdirSync(dataDir)) {
-      expect(readFileSync(join(dataDir, file)).includes(Buffer.from(secret)), file).toBe(false);
+    for (const file of readdirSync(dataDir, { recursive: true, withFileTypes: true })) {
+      if (!file.isFile()) continue;
+      expect(readFileSync(join(file.parentPath, file.name)).includes(Buffer.from(secret)), file.name).toBe(false);
     }
     expect(gw.output()).not.toContain(secret);
   });

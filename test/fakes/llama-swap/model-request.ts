@@ -1,9 +1,13 @@
 /**
- * Model extraction of contract §1.1 (`swaputil/http.go` `extractContext`): GET reads `?model=`,
- * a POST whose Content-Type *contains* `application/json` reads the JSON `model` field (gjson
- * semantics: invalid JSON simply yields nothing), any other POST goes through Go's form parsing.
+ * Model extraction of contract §1.1 (`swaputil/http.go` `extractContext`), through the gateway's
+ * own request reader (src/proxy/request-model.ts), so the simulator and the gateway cannot
+ * disagree about which model a body names: GET reads `?model=`, a POST whose Content-Type
+ * *contains* `application/json` reads the first top-level `model` (gjson), any other POST goes
+ * through Go's form parsing. Where the gateway gives no certain answer the simulator uses its
+ * best guess of llama-swap's reading (the first `model`), or finds none.
  */
-import { parseMultipart } from './multipart.js';
+import { bodyModelReader, modelFromGet, type ModelReading } from '../../../src/proxy/request-model.js';
+import type { JsonMember } from '../../../src/proxy/request-json.js';
 
 export interface ExtractedModel {
   model: string;
@@ -11,54 +15,36 @@ export interface ExtractedModel {
 }
 
 /** Returns `undefined` when no model can be identified (→ 404 `no model id could be identified`). */
-export function extractModel(method: string, contentType: string, query: URLSearchParams, body: Buffer): ExtractedModel | undefined {
-  let model = '';
+export function extractModel(method: string, contentType: string, rawQuery: string, body: Buffer): ExtractedModel | undefined {
+  let reading: ModelReading;
   let stream = false;
   if (method === 'GET') {
-    model = query.get('model') ?? '';
-    stream = query.get('stream') === 'true';
-  } else if (contentType.includes('application/json')) {
-    const parsed = parseJsonLoose(body);
-    if (isRecord(parsed)) {
-      model = gjsonString(parsed.model);
-      stream = gjsonBool(parsed.stream);
-    }
+    reading = modelFromGet(rawQuery);
+    stream = new URLSearchParams(rawQuery).get('stream') === 'true';
   } else {
-    const form = goFormValues(contentType, query, body);
-    if (form === undefined) return undefined;
-    model = form.get('model') ?? '';
-    stream = form.get('stream') === 'true';
+    const reader = bodyModelReader(method, contentType, rawQuery);
+    reader.feed(body);
+    reading = reader.end();
+    if (reader.json) stream = gjsonBool(reader.json.get('stream'));
+    else if (!contentType.includes('application/json')) stream = formStream(contentType, rawQuery, body);
   }
-  return model === '' ? undefined : { model, stream };
+  const model = reading.status === 'found' ? reading.model : reading.status === 'uncertain' ? reading.guess : undefined;
+  return model === undefined || model === '' ? undefined : { model, stream };
 }
 
-/**
- * `r.FormValue` after `ParseMultipartForm`/`ParseForm`: the first value of `r.Form`, where a
- * urlencoded body comes before the query, and multipart fields come after it. Returns
- * `undefined` when Go's parser would fail.
- */
-function goFormValues(contentType: string, query: URLSearchParams, body: Buffer): Map<string, string> | undefined {
-  const values = new Map<string, string>();
-  const add = (k: string, v: string) => {
-    if (!values.has(k)) values.set(k, v);
-  };
-  if (contentType.includes('multipart/form-data')) {
-    let parts;
-    try {
-      parts = parseMultipart(body, contentType);
-    } catch {
-      return undefined;
-    }
-    for (const [k, v] of query) add(k, v);
-    for (const part of parts) if (part.filename === undefined) add(part.name, part.data.toString('utf8'));
-    return values;
-  }
-  const mediaType = contentType.split(';')[0]?.trim().toLowerCase() ?? '';
-  if (mediaType === 'application/x-www-form-urlencoded') {
-    for (const [k, v] of new URLSearchParams(body.toString('utf8'))) add(k, v);
-  }
-  for (const [k, v] of query) add(k, v);
-  return values;
+/** `r.FormValue("stream") == "true"` for the simple bodies the simulator's tests send. */
+function formStream(contentType: string, rawQuery: string, body: Buffer): boolean {
+  const fromBody = contentType.startsWith('application/x-www-form-urlencoded') ? new URLSearchParams(body.toString('utf8')).get('stream') : null;
+  return (fromBody ?? new URLSearchParams(rawQuery).get('stream')) === 'true';
+}
+
+/** gjson `.Bool()`: true, non-zero numbers, and strings strconv.ParseBool accepts as true. */
+function gjsonBool(member: JsonMember | undefined): boolean {
+  if (!member || member.text === undefined) return false;
+  if (member.kind === 'true') return true;
+  if (member.kind === 'number') return Number(member.text) !== 0;
+  if (member.kind === 'string') return ['1', 't', 'T', 'TRUE', 'true', 'True'].includes(member.text);
+  return false;
 }
 
 export function parseJsonLoose(body: Buffer): unknown {
@@ -67,24 +53,4 @@ export function parseJsonLoose(body: Buffer): unknown {
   } catch {
     return undefined;
   }
-}
-
-/** gjson `.String()`: strings as-is, numbers/bools as text, objects/arrays as raw JSON, null → "". */
-function gjsonString(v: unknown): string {
-  if (v === undefined || v === null) return '';
-  if (typeof v === 'string') return v;
-  if (typeof v === 'number' || typeof v === 'boolean') return String(v);
-  return JSON.stringify(v);
-}
-
-/** gjson `.Bool()`: true, non-zero numbers, and strings strconv.ParseBool accepts as true. */
-function gjsonBool(v: unknown): boolean {
-  if (v === true) return true;
-  if (typeof v === 'number') return v !== 0;
-  if (typeof v === 'string') return ['1', 't', 'T', 'TRUE', 'true', 'True'].includes(v);
-  return false;
-}
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }

@@ -17,7 +17,8 @@ const NEVER = new AbortController().signal;
 
 /** POST/GET model routes: extract, resolve, forward. */
 export async function handleModelRoute(ctx: RequestContext): Promise<void> {
-  const extracted = extractModel(ctx.req.method ?? 'GET', ctx.req.headers['content-type'] ?? '', ctx.query, ctx.body);
+  const url = ctx.req.url ?? '';
+  const extracted = extractModel(ctx.req.method ?? 'GET', ctx.req.headers['content-type'] ?? '', url.includes('?') ? url.slice(url.indexOf('?') + 1) : '', ctx.body);
   if (!extracted) return ctx.sendError(404, 'no model id could be identified');
   ctx.rec.model = extracted.model;
   const target = resolveModel(ctx.inst.cfg, extracted.model);

@@ -1,0 +1,113 @@
+/**
+ * Which models a restricted key may call. An entry of a key's list is a model ID, an alias, or a
+ * pattern with `*` (`qwen*`, `gpu-box/*` for a peer's models). Names are resolved the way
+ * llama-swap resolves them (`RealModelName`: model ID, then alias; a bare peer model name when
+ * exactly one peer lists it), from its model list:
+ * - the name the call asks for, when it is on the list itself, is always allowed;
+ * - otherwise the call's model is allowed when an entry names the same model (the model itself
+ *   or any of its aliases), or a pattern matches the model's ID (models and peer models only —
+ *   selectors and profile pins are allowed only by name).
+ * A name llama-swap's list does not know is allowed only when it is on the key's list as is.
+ */
+import type { ListedModel } from '../proxy/models-list.js';
+
+export interface ModelCatalog {
+  /** The real model a name routes to, or undefined when the list does not know the name. */
+  resolve(name: string): string | undefined;
+  /** Whether a pattern may cover this real model (a local or peer model, not a selector). */
+  coverable(id: string): boolean;
+}
+
+export function isPattern(entry: string): boolean {
+  return entry.includes('*');
+}
+
+export function modelCovered(allowed: readonly string[], requested: string, catalog: ModelCatalog | undefined): boolean {
+  if (allowed.length === 0 || allowed.includes(requested)) return true;
+  if (!catalog) return false;
+  const target = catalog.resolve(requested);
+  if (target === undefined) return false;
+  for (const entry of allowed) {
+    if (isPattern(entry)) {
+      if (catalog.coverable(target) && globToRegExp(entry).test(target)) return true;
+    } else if (catalog.resolve(entry) === target) return true;
+  }
+  return false;
+}
+
+const globCache = new Map<string, RegExp>();
+
+function globToRegExp(glob: string): RegExp {
+  let re = globCache.get(glob);
+  if (!re) {
+    re = new RegExp(`^${glob.split('*').map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`, 's');
+    if (globCache.size > 1000) globCache.clear();
+    globCache.set(glob, re);
+  }
+  return re;
+}
+
+/** Builds the catalog from llama-swap's `GET /v1/models` entries. */
+export function catalogFromList(models: readonly ListedModel[]): ModelCatalog {
+  const kinds = new Map<string, string>();
+  const aliasOf = new Map<string, string>();
+  const peersByModel = new Map<string, string[]>();
+  for (const m of models) {
+    const type = entryType(m);
+    if (type === 'alias') {
+      if (typeof m.modelID === 'string') aliasOf.set(m.id, m.modelID);
+      continue;
+    }
+    kinds.set(m.id, type);
+    if (Array.isArray(m.aliases)) for (const a of m.aliases) if (typeof a === 'string') aliasOf.set(a, m.id);
+    if (type === 'peer' && typeof m.peerID === 'string' && m.id.startsWith(`${m.peerID}/`)) {
+      const bare = m.id.slice(m.peerID.length + 1);
+      peersByModel.set(bare, [...(peersByModel.get(bare) ?? []), m.id]);
+    }
+  }
+  return {
+    resolve(name) {
+      if (kinds.has(name)) return name;
+      const alias = aliasOf.get(name);
+      if (alias !== undefined) return alias;
+      const peers = peersByModel.get(name);
+      return peers?.length === 1 ? peers[0] : undefined;
+    },
+    coverable(id) {
+      const kind = kinds.get(id);
+      return kind === 'model' || kind === 'peer';
+    },
+  };
+}
+
+function entryType(m: ListedModel): string {
+  const meta = m.meta as { llamaswap?: { type?: unknown } } | undefined;
+  const type = meta?.llamaswap?.type;
+  if (typeof type === 'string') return type;
+  if (typeof m.peerID === 'string') return 'peer';
+  return 'model';
+}
+
+/**
+ * The catalog, refreshed from llama-swap at most every `ttlMs` and only when a call needs it
+ * (a name not on the key's list as is). While llama-swap cannot be asked, the last list is used
+ * for up to `staleMs`; after that only names on a key's list as is are allowed.
+ */
+export function cachedCatalog(list: () => Promise<ListedModel[]>, { ttlMs = 10_000, staleMs = 300_000, now = Date.now } = {}) {
+  let current: { catalog: ModelCatalog; at: number } | undefined;
+  let pending: Promise<ModelCatalog | undefined> | undefined;
+  return function catalog(): Promise<ModelCatalog | undefined> {
+    const at = now();
+    if (current && at - current.at < ttlMs) return Promise.resolve(current.catalog);
+    pending ??= list()
+      .then((models) => {
+        current = { catalog: catalogFromList(models), at: now() };
+        return current.catalog;
+      })
+      .catch(() => (current && now() - current.at < staleMs ? current.catalog : undefined))
+      .finally(() => {
+        pending = undefined;
+      });
+    return pending;
+  };
+}
