@@ -47,21 +47,22 @@ function globToRegExp(glob: string): RegExp {
   return re;
 }
 
-/** Builds the catalog from llama-swap's `GET /v1/models` entries. */
+/** Builds the catalog from llama-swap's `GET /v1/models` entries (their `meta.llamaswap`). */
 export function catalogFromList(models: readonly ListedModel[]): ModelCatalog {
   const kinds = new Map<string, string>();
   const aliasOf = new Map<string, string>();
   const peersByModel = new Map<string, string[]>();
   for (const m of models) {
-    const type = entryType(m);
+    const info = llamaswapMeta(m);
+    const type = typeof info.type === 'string' ? info.type : 'model';
     if (type === 'alias') {
-      if (typeof m.modelID === 'string') aliasOf.set(m.id, m.modelID);
+      if (typeof info.modelID === 'string') aliasOf.set(m.id, info.modelID);
       continue;
     }
     kinds.set(m.id, type);
-    if (Array.isArray(m.aliases)) for (const a of m.aliases) if (typeof a === 'string') aliasOf.set(a, m.id);
-    if (type === 'peer' && typeof m.peerID === 'string' && m.id.startsWith(`${m.peerID}/`)) {
-      const bare = m.id.slice(m.peerID.length + 1);
+    if (Array.isArray(info.aliases)) for (const a of info.aliases) if (typeof a === 'string') aliasOf.set(a.trim(), m.id);
+    if (type === 'peer' && typeof info.peerID === 'string' && m.id.startsWith(`${info.peerID}/`)) {
+      const bare = m.id.slice(info.peerID.length + 1);
       peersByModel.set(bare, [...(peersByModel.get(bare) ?? []), m.id]);
     }
   }
@@ -80,12 +81,9 @@ export function catalogFromList(models: readonly ListedModel[]): ModelCatalog {
   };
 }
 
-function entryType(m: ListedModel): string {
-  const meta = m.meta as { llamaswap?: { type?: unknown } } | undefined;
-  const type = meta?.llamaswap?.type;
-  if (typeof type === 'string') return type;
-  if (typeof m.peerID === 'string') return 'peer';
-  return 'model';
+function llamaswapMeta(m: ListedModel): { type?: unknown; aliases?: unknown; modelID?: unknown; peerID?: unknown } {
+  const meta = m.meta as { llamaswap?: Record<string, unknown> } | undefined;
+  return meta?.llamaswap ?? {};
 }
 
 /**

@@ -4,10 +4,10 @@ import type { ListedModel } from '../../src/proxy/models-list.js';
 
 /** llama-swap's `/v1/models` shape: models with aliases, an alias entry, a peer, a selector. */
 const LIST: ListedModel[] = [
-  { id: 'qwen-7b', aliases: ['qwen', 'gpt-4o-mini'], meta: { llamaswap: { type: 'model' } } },
-  { id: 'llama-3.2-3b', aliases: ['llama'], meta: { llamaswap: { type: 'model' } } },
-  { id: 'qwen-evil', modelID: 'llama-3.2-3b', meta: { llamaswap: { type: 'alias' } } },
-  { id: 'gpu-box/mistral', peerID: 'gpu-box', meta: { llamaswap: { type: 'peer' } } },
+  { id: 'qwen-7b', meta: { llamaswap: { type: 'model', aliases: ['qwen', 'gpt-4o-mini'] } } },
+  { id: 'llama-3.2-3b', meta: { llamaswap: { type: 'model', aliases: ['llama'] } } },
+  { id: 'qwen-evil', meta: { llamaswap: { type: 'alias', modelID: 'llama-3.2-3b' } } },
+  { id: 'gpu-box/mistral', meta: { llamaswap: { type: 'peer', peerID: 'gpu-box' } } },
   { id: 'qwen-auto', meta: { llamaswap: { type: 'selector' } } },
 ];
 const catalog = catalogFromList(LIST);

@@ -24,6 +24,8 @@ export type UpstreamHandler = (req: IncomingMessage, res: ServerResponse, body: 
 export interface RecordingUpstream {
   url: string;
   received: Received[];
+  /** Requests whose headers arrived, complete or not (`received` lists only finished bodies). */
+  readonly started: number;
   handle(handler: UpstreamHandler): void;
   /** Resolves with the first record matching `predicate`, polling every 5 ms. */
   waitFor(predicate: (r: Received) => boolean, timeoutMs?: number): Promise<Received>;
@@ -34,7 +36,9 @@ export async function startRecordingUpstream(handler: UpstreamHandler = (_req, r
   let current = handler;
   const received: Received[] = [];
   const sockets = new Set<Socket>();
+  let started = 0;
   const server: Server = createServer((req, res) => {
+    started++;
     const chunks: Buffer[] = [];
     let record: Received | undefined;
     const onClose = () => {
@@ -74,6 +78,9 @@ export async function startRecordingUpstream(handler: UpstreamHandler = (_req, r
   return {
     url: `http://127.0.0.1:${port}`,
     received,
+    get started() {
+      return started;
+    },
     handle(next) {
       current = next;
     },
