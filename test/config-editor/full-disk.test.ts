@@ -92,6 +92,10 @@ describe.skipIf(!ROOT)('saving a single-file bind mount in place (real tmpfs, ro
     expect((await readFile(file)).equals(Buffer.from(V1))).toBe(true);
     expect((await s.request('GET', '/api/config')).body.text).toBe(V1);
     expect(await hiddenFiles()).toEqual([]);
+    // the restore moved the mtime: the version the client holds is stale
+    const again = await s.request('PUT', '/api/config', { text: V1, version: loaded.version });
+    expect(again.status).toBe(409);
+    expect(again.body.error.details.changed).toEqual(['mtime']);
   });
 
   it('saves a shorter text in place on a full disk, leaving exactly the new bytes', async () => {
