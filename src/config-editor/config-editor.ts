@@ -276,8 +276,10 @@ export class ConfigEditor {
     } catch (error) {
       watcher?.cancel();
       if (error instanceof FileWriteError) {
-        if (error.readOnly) throw new GatewayError('config_read_only', { message: `${error.message}. Give Gatehouse write access to the file (and its directory, for an atomic replace); nothing was lost: the file still has its previous contents.`, cause: error });
-        throw new GatewayError('config_write_failed', { message: `${error.message}. The file still has its previous contents.`, details: { code: error.code ?? null }, cause: error });
+        if (error.outcome === 'damaged') this.options.logger?.warn({ path: target.realPath, err: error.message, restore: error.restoreFailure, oldCopy: error.oldCopyPath ?? null }, 'llama-swap config may be damaged: restoring it after a failed save failed');
+        const left = whatTheFileHas(error, target.realPath);
+        if (error.readOnly) throw new GatewayError('config_read_only', { message: `${error.message}. Give Gatehouse write access to the file (and its directory, for an atomic replace). ${left}`, cause: error });
+        throw new GatewayError('config_write_failed', { message: `${error.message}. ${left}`, details: { code: error.code ?? null, file: error.outcome, oldCopyPath: error.oldCopyPath ?? null }, cause: error });
       }
       throw error;
     }
@@ -336,4 +338,21 @@ function unavailableIssue(reason: string): ConfigIssue {
 
 function isoFromNs(ns: bigint): string {
   return new Date(Number(ns / 1_000_000n)).toISOString();
+}
+
+/** The truth about the file after a failed save, for the end of the error message. */
+function whatTheFileHas(error: FileWriteError, realPath: string): string {
+  switch (error.outcome) {
+    case 'untouched':
+      return 'The file still has its previous contents.';
+    case 'restored':
+      return 'The previous contents were put back, so the file is byte for byte as it was; its modification time changed, so llama-swap may reload it (which restarts every model).';
+    case 'damaged':
+      return (
+        `Writing the previous contents back failed too (${error.restoreFailure ?? 'unknown error'}), so the file may be damaged: ` +
+        (error.oldCopyPath !== undefined
+          ? `a copy of the previous contents is at ${error.oldCopyPath}; copy it over ${realPath}.`
+          : `no copy of the previous contents could be kept; restore ${realPath} from a backup.`)
+      );
+  }
 }

@@ -7,12 +7,14 @@
  * file next to the target, named so that a `-config-dir` scan never loads it (it does not end
  * in `.yml`/`.yaml`), then `rename` replaces the target. Where rename cannot work (the file is
  * a single-file bind mount: EXDEV/EBUSY; a directory the gateway may not write: EACCES/EPERM)
- * the bytes are written in place instead, which llama-swap may briefly see half-written.
+ * the bytes are written in place instead (`in-place-write.ts`), which llama-swap may briefly
+ * see half-written, but which puts the old bytes back when it fails.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { constants as fsConstants } from 'node:fs';
 import * as fsp from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
+import { InPlaceWriteError, overwriteInPlace, writeAll, type InPlaceOutcome } from './in-place-write.js';
 
 export type ConfigTarget =
   | { enabled: true; /** as configured (may be a symlink) */ path: string; /** what gets read and written */ realPath: string }
@@ -191,14 +193,23 @@ export interface WriteResult {
 
 export class FileWriteError extends Error {
   override name = 'FileWriteError';
+  /** What the failed write left in the file; only an in-place write can leave anything but `untouched`. */
+  readonly outcome: InPlaceOutcome;
+  /** When `outcome` is `damaged`: where a copy of the old bytes was written, if that worked. */
+  readonly oldCopyPath: string | undefined;
+  /** When `outcome` is `damaged`: why putting the old bytes back (and keeping a copy) failed. */
+  readonly restoreFailure: string | undefined;
   constructor(
     message: string,
     readonly code: string | undefined,
     /** True when the failure is about permissions / a read-only file system. */
     readonly readOnly: boolean,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; outcome?: InPlaceOutcome; oldCopyPath?: string | undefined; restoreFailure?: string },
   ) {
-    super(message, options);
+    super(message, { cause: options?.cause });
+    this.outcome = options?.outcome ?? 'untouched';
+    this.oldCopyPath = options?.oldCopyPath;
+    this.restoreFailure = options?.restoreFailure;
   }
 }
 
@@ -224,7 +235,7 @@ export async function replaceFileBytes(realPath: string, bytes: Buffer, original
     created = true;
     let written: FileVersion;
     try {
-      await writeAll(handle, bytes);
+      await writeAll(handle, bytes, 0);
       // The umask may have narrowed the mode given to open.
       await handle.chmod(original.mode);
       // Keep the owner when Gatehouse runs as another user that may chown (root); else the
@@ -250,36 +261,47 @@ export async function replaceFileBytes(realPath: string, bytes: Buffer, original
   return { ...(await writeInPlace(realPath, bytes, ops)), fallbackReason };
 }
 
-/**
- * Overwrites from offset 0, then truncates: the file never looks empty to a poll, and
- * truncating last means a shorter text cannot leave a tail of the old one.
- */
+/** Writes through the file's own descriptor; see `overwriteInPlace` for what a failure leaves. */
 async function writeInPlace(realPath: string, bytes: Buffer, ops: FileOps): Promise<WriteResult> {
   let handle: fsp.FileHandle;
   try {
-    handle = await ops.open(realPath, fsConstants.O_WRONLY);
+    // Read-write: the old bytes are read back through the same descriptor, to restore them.
+    handle = await ops.open(realPath, fsConstants.O_RDWR);
   } catch (error) {
     const code = errnoCode(error);
     throw new FileWriteError(`Could not open ${realPath} for writing: ${describeError(error)}`, code, code !== undefined && READ_ONLY_CODES.has(code), { cause: error });
   }
   try {
-    await writeAll(handle, bytes);
-    await handle.truncate(bytes.length);
-    await handle.sync();
+    await overwriteInPlace(handle, bytes);
     return { method: 'in-place', version: await versionOf(handle, bytes) };
   } catch (error) {
-    const code = errnoCode(error);
-    throw new FileWriteError(`Writing ${realPath} in place failed: ${describeError(error)}`, code, code !== undefined && READ_ONLY_CODES.has(code), { cause: error });
+    const cause = error instanceof InPlaceWriteError ? error.cause : error;
+    const code = errnoCode(cause);
+    const message = `Writing ${realPath} in place failed: ${describeError(cause)}`;
+    const readOnly = code !== undefined && READ_ONLY_CODES.has(code);
+    if (!(error instanceof InPlaceWriteError) || error.outcome !== 'damaged') {
+      throw new FileWriteError(message, code, readOnly, { cause, outcome: error instanceof InPlaceWriteError ? error.outcome : 'untouched' });
+    }
+    const copy = await keepOldCopy(realPath, error.oldBytes);
+    const restoreFailure = describeError(error.restoreError) + (copy.failure === undefined ? '' : `; keeping a copy failed too: ${copy.failure}`);
+    throw new FileWriteError(message, code, readOnly, { cause, outcome: 'damaged', oldCopyPath: copy.path, restoreFailure });
   } finally {
     await handle.close();
   }
 }
 
-async function writeAll(handle: fsp.FileHandle, bytes: Buffer): Promise<void> {
-  let offset = 0;
-  while (offset < bytes.length) {
-    const { bytesWritten } = await handle.write(bytes, offset, bytes.length - offset, offset);
-    offset += bytesWritten;
+/**
+ * After a failed restore: the old bytes, in a hidden file next to the config (never
+ * `.yml`/`.yaml`, so a `-config-dir` scan does not load it), for the operator to copy back.
+ */
+async function keepOldCopy(realPath: string, oldBytes: Buffer): Promise<{ path?: string; failure?: string }> {
+  const path = join(dirname(realPath), `.${basename(realPath)}.gatehouse-previous-${randomBytes(6).toString('hex')}`);
+  try {
+    await fsp.writeFile(path, oldBytes, { flag: 'wx', mode: 0o600 });
+    return { path };
+  } catch (error) {
+    await fsp.unlink(path).catch(() => undefined);
+    return { failure: describeError(error) };
   }
 }
 

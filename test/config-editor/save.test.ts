@@ -380,6 +380,64 @@ describe('where and how the file is written', () => {
     });
   }
 
+  /**
+   * Rename fails (a bind mount), and the in-place descriptor's writes follow `plan`: for call n,
+   * 'ok' writes, a number writes only that many bytes, 'fail' throws EIO.
+   */
+  function inPlaceFailing(plan: Array<'ok' | 'fail' | number>): Partial<FileOps> {
+    let call = 0;
+    const eio = () => Object.assign(new Error('i/o error'), { code: 'EIO' });
+    const open = (async (path: Parameters<FileOps['open']>[0], ...rest: unknown[]) => {
+      const handle = await (REAL_FILE_OPS.open as (...a: unknown[]) => ReturnType<FileOps['open']>)(path, ...rest);
+      if (path !== file) return handle;
+      return new Proxy(handle, {
+        get(target, key) {
+          if (key === 'write') {
+            return async (buffer: Buffer, offset: number, length: number, position: number) => {
+              const step = plan[call++] ?? 'fail';
+              if (step === 'fail') throw eio();
+              return target.write(buffer, offset, typeof step === 'number' ? Math.min(step, length) : length, position);
+            };
+          }
+          const value = Reflect.get(target, key, target) as unknown;
+          return typeof value === 'function' ? value.bind(target) : value;
+        },
+      });
+    }) as FileOps['open'];
+    return { open, rename: async () => Promise.reject(Object.assign(new Error('rename: EBUSY'), { code: 'EBUSY' })) };
+  }
+
+  it('puts the old bytes back when an in-place write fails halfway, and says so', async () => {
+    await writeFile(file, V2);
+    const s = await start(file, { fileOps: inPlaceFailing([10, 'fail', 'ok']) });
+    const loaded = (await s.request('GET', '/api/config')).body;
+    const res = await s.request('PUT', '/api/config', { text: V1, version: loaded.version });
+    expect(res.status).toBe(500);
+    expect((await readFile(file)).equals(Buffer.from(V2))).toBe(true);
+    expect(res.body.error).toMatchObject({ code: 'config_write_failed', details: { code: 'EIO', file: 'restored', oldCopyPath: null } });
+    expect(res.body.error.message).toBe(
+      `Writing ${file} in place failed: EIO: i/o error. The previous contents were put back, so the file is byte for byte as it was; ` +
+        'its modification time changed, so llama-swap may reload it (which restarts every model).',
+    );
+    expect(await listDir(dir)).toEqual(['config.yaml']);
+  });
+
+  it('says the file may be damaged, and where a copy of the old bytes is, when putting them back fails too', async () => {
+    await writeFile(file, V2);
+    const s = await start(file, { fileOps: inPlaceFailing([10, 'fail']) });
+    const loaded = (await s.request('GET', '/api/config')).body;
+    const res = await s.request('PUT', '/api/config', { text: V1, version: loaded.version });
+    expect(res.status).toBe(500);
+    expect(res.body.error).toMatchObject({ code: 'config_write_failed', details: { code: 'EIO', file: 'damaged' } });
+    const copy = res.body.error.details.oldCopyPath as string;
+    expect(copy).toMatch(new RegExp(`^${dir}/\\.config\\.yaml\\.gatehouse-previous-[0-9a-f]{12}$`));
+    expect((await readFile(copy)).equals(Buffer.from(V2))).toBe(true);
+    expect(res.body.error.message).toBe(
+      `Writing ${file} in place failed: EIO: i/o error. Writing the previous contents back failed too (EIO: i/o error), so the file may be damaged: ` +
+        `a copy of the previous contents is at ${copy}; copy it over ${file}.`,
+    );
+  });
+
   it('uses the real rename by default', () => {
     expect(REAL_FILE_OPS.rename).toBeTypeOf('function');
   });
