@@ -8,7 +8,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type
 import type { Logger } from 'pino';
 import { GatewayError, isGatewayError } from './http/errors.js';
 import { errorBody } from './http/render-error.js';
-import { registerRoutes, type RouteTable } from './http/routes.js';
+import { ADMIN_BODY_LIMIT_BYTES, registerRoutes, type RouteTable } from './http/routes.js';
 import { createAccessLog } from './logging/access-log.js';
 import type { KeyIndex, KeyVerifier } from './auth/key-index.js';
 import type { KeyUseRecorder } from './auth/client-auth-steps.js';
@@ -65,6 +65,11 @@ function refuseRouteSchemas(): never {
 
 /** Open mode: no key records, everyone may call. For tests and tools without a store. */
 export const NO_KEYS: KeyVerifier & KeyUseRecorder = { hasAnyKeys: () => false, verify: () => undefined, markUsed: () => undefined };
+
+function bodyTooLarge(limit: number): GatewayError {
+  const size = limit % (1024 * 1024) === 0 ? `${limit / (1024 * 1024)} MiB` : limit % 1024 === 0 ? `${limit / 1024} KiB` : `${limit} bytes`;
+  return new GatewayError('body_too_large', { message: `The request body exceeds this route's limit of ${size}.` });
+}
 
 export interface App {
   server: Server;
@@ -135,7 +140,8 @@ export async function buildApp(input: BuildAppInput): Promise<App> {
     schemaController: { compilersFactory: { buildValidator: refuseRouteSchemas, buildSerializer: refuseRouteSchemas } },
     // We write our own access line (onResponse below); Fastify's two lines per request would double it.
     logController: new LogController({ disableRequestLogging: true }),
-    bodyLimit: settings.bodyLimitBytes,
+    // Fastify never sees /v1 (GATEHOUSE_BODY_LIMIT applies there); its routes take small JSON.
+    bodyLimit: ADMIN_BODY_LIMIT_BYTES,
     // Node 20's http server closes idle keep-alive sockets after 5 s; keep the default.
     serverFactory: (fastifyHandler) =>
       createServer({ noDelay: true }, (req: IncomingMessage, res: ServerResponse) => {
@@ -152,7 +158,7 @@ export async function buildApp(input: BuildAppInput): Promise<App> {
     let gatewayError: GatewayError;
     if (isGatewayError(error)) gatewayError = error;
     else if (error.validation) gatewayError = new GatewayError('validation_failed', { message: error.message, details: error.validation });
-    else if (error.statusCode === 413) gatewayError = new GatewayError('body_too_large');
+    else if (error.statusCode === 413) gatewayError = bodyTooLarge(request.routeOptions.bodyLimit);
     else if (error.statusCode === 415) gatewayError = new GatewayError('unsupported_media_type', { message: error.message });
     else if (error.statusCode === 400) gatewayError = new GatewayError('bad_request', { message: error.message });
     else {

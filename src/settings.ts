@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
-import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from './auth/passwords.js';
+import { countCharacters, isTooLong, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from './auth/passwords.js';
 import { parseTrustedProxies } from './http/proxy-trust.js';
 
 export interface Settings {
@@ -117,9 +117,9 @@ const parseProxyList: Parser<readonly string[]> = (raw, name) => {
 /** Never echoes the value: it is a secret. */
 const parseAdminPassword: Parser<string | undefined> = (raw, name) => {
   if (raw === '') return undefined;
-  const length = [...raw].length;
+  if (isTooLong(raw)) throw new SettingsError(`${name}: must be at most ${MAX_PASSWORD_LENGTH} characters`);
+  const length = countCharacters(raw);
   if (length < MIN_PASSWORD_LENGTH) throw new SettingsError(`${name}: must be at least ${MIN_PASSWORD_LENGTH} characters (it has ${length})`);
-  if (length > MAX_PASSWORD_LENGTH) throw new SettingsError(`${name}: must be at most ${MAX_PASSWORD_LENGTH} characters`);
   return raw;
 };
 /** Sessions never outlive 30 days (`auth/admin-sessions.ts`), so a longer idle TTL would be a lie. */

@@ -2,11 +2,12 @@
  * `loginRateLimit`: at most `maxFailures` wrong passwords per client address in any
  * `windowMs` (5 per 15 minutes in the route table); the next attempt gets
  * `429 rate_limited` with `Retry-After` (seconds until the oldest failure leaves the window).
- * A successful sign-in clears the address's failures.
+ * A successful sign-in clears the address's failures. A second instance guards first-run
+ * setup, where a wrong token is a `403` (`failureStatus`).
  *
  * Counting happens around the handler, which never knows about it: `check` (onRequest) counts
  * the attempt as a failure before the password is even read, so parallel guesses cannot slip
- * through together; `settle` (onResponse) keeps it on `401`, clears the address on `2xx`, and
+ * through together; `settle` (onResponse) keeps it on `failureStatus`, clears the address on `2xx`, and
  * withdraws it for any other answer (a malformed request guessed nothing). A request the client
  * abandons stays counted.
  *
@@ -26,6 +27,10 @@ export interface LoginRateLimitOptions {
   now?: () => number;
   /** Addresses remembered at once; the oldest is forgotten beyond this (memory bound). */
   maxTrackedAddresses?: number;
+  /** The answer that means "wrong guess" and stays counted. Default 401. */
+  failureStatus?: number;
+  /** What is being attempted, for the 429 message. Default "sign-in". */
+  attemptName?: string;
 }
 
 interface Attempt {
@@ -44,6 +49,8 @@ export function loginRateLimit(options: LoginRateLimitOptions): LoginRateLimit {
   if (typeof clientAddress !== 'function') throw new TypeError('loginRateLimit: clientAddress is required');
   const now = options.now ?? Date.now;
   const maxTracked = options.maxTrackedAddresses ?? 10_000;
+  const failureStatus = options.failureStatus ?? 401;
+  const attemptName = options.attemptName ?? 'sign-in';
 
   const failures = new Map<string, Attempt[]>();
   const pending = new WeakMap<FastifyRequest, { key: string; attempt: Attempt }>();
@@ -64,7 +71,7 @@ export function loginRateLimit(options: LoginRateLimitOptions): LoginRateLimit {
         const oldest = list[list.length - maxFailures]!.at;
         const retryAfter = Math.max(1, Math.ceil((oldest + windowMs - at) / 1000));
         throw new GatewayError('rate_limited', {
-          message: `Too many failed sign-in attempts from this address. Try again in ${formatWait(retryAfter)}.`,
+          message: `Too many failed ${attemptName} attempts from this address. Try again in ${formatWait(retryAfter)}.`,
           headers: { 'retry-after': String(retryAfter) },
         });
       }
@@ -84,7 +91,7 @@ export function loginRateLimit(options: LoginRateLimitOptions): LoginRateLimit {
       if (!entry) return;
       pending.delete(request);
       const status = reply.statusCode;
-      if (status === 401) return;
+      if (status === failureStatus) return;
       if (status >= 200 && status < 300) {
         failures.delete(entry.key);
         return;

@@ -26,10 +26,34 @@ const HASH_BYTES = 32;
 
 /** Why a new password is refused, or undefined when it is acceptable. Length counts characters. */
 export function passwordProblem(password: string): string | undefined {
-  const length = [...password].length;
-  if (length < MIN_PASSWORD_LENGTH) return `must be at least ${MIN_PASSWORD_LENGTH} characters`;
-  if (length > MAX_PASSWORD_LENGTH) return `must be at most ${MAX_PASSWORD_LENGTH} characters`;
+  if (isTooLong(password)) return `must be at most ${MAX_PASSWORD_LENGTH} characters`;
+  if (countCharacters(password) < MIN_PASSWORD_LENGTH) return `must be at least ${MIN_PASSWORD_LENGTH} characters`;
   return undefined;
+}
+
+/**
+ * Over MAX_PASSWORD_LENGTH characters. A character is at most two UTF-16 units, so a longer
+ * string is refused from its `.length` alone, before anything walks it (a request may carry
+ * megabytes); only strings that could fit are counted.
+ */
+export function isTooLong(password: string): boolean {
+  if (password.length > 2 * MAX_PASSWORD_LENGTH) return true;
+  return password.length > MAX_PASSWORD_LENGTH && countCharacters(password) > MAX_PASSWORD_LENGTH;
+}
+
+/** Code points, without building an array of them. */
+export function countCharacters(text: string): number {
+  let count = 0;
+  for (let i = 0; i < text.length; i++) {
+    const unit = text.charCodeAt(i);
+    // A high surrogate followed by a low one is one character.
+    if (unit >= 0xd800 && unit <= 0xdbff && i + 1 < text.length) {
+      const next = text.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) i++;
+    }
+    count++;
+  }
+  return count;
 }
 
 export async function hashPassword(password: string, cost: Readonly<ScryptCost> = DEFAULT_SCRYPT_COST): Promise<string> {
@@ -45,7 +69,7 @@ export async function hashPassword(password: string, cost: Readonly<ScryptCost> 
 export async function verifyPassword(password: string, stored: string): Promise<boolean> {
   const parsed = parseStoredHash(stored);
   // Hashing an absurdly long guess would cost more than the guess is worth; it is wrong anyway.
-  if ([...password].length > MAX_PASSWORD_LENGTH) return false;
+  if (isTooLong(password)) return false;
   const actual = await derive(password, parsed.salt, parsed.hash.length, parsed.cost);
   return timingSafeEqual(actual, parsed.hash);
 }

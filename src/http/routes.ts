@@ -11,9 +11,11 @@
  *
  * Admin API (`/api/*`): `open` = sameOrigin → jsonContentType; `admin` = open → adminSession.
  * sameOrigin acts on every method but GET/HEAD/OPTIONS; jsonContentType on requests with a body
- * (always POST/PUT/PATCH). loginRateLimit also settles in onResponse (it counts 401s).
+ * (always POST/PUT/PATCH). loginRateLimit also settles in onResponse (it counts 401s; setup's, 403s).
+ * Bodies: at most ADMIN_BODY_LIMIT_BYTES (64 KiB), the config editor's CONFIG_BODY_LIMIT_BYTES (4 MiB);
+ * Fastify counts while reading and refuses a larger Content-Length before reading (413).
  *   GET  /api/session   public: signed in? first run?           open → handler
- *   POST /api/setup     public: first password + setup token    open → handler
+ *   POST /api/setup     public: first password + setup token    open → setupPending → loginRateLimit (its own) → handler
  *   POST /api/login     public: password → session cookie       open → loginRateLimit → handler
  *   POST /api/logout    end this session                        admin → handler
  *   POST /api/password  change password, end other sessions     admin → loginRateLimit → handler
@@ -27,9 +29,9 @@
  *   GET  /api/logs/stream?source=…  relayed log stream (SSE)     admin → handler
  *   GET  /api/endpoints public URL + open mode, for the Endpoints page   admin → handler
  *   GET  /api/config    llama-swap's config.yaml + version      admin → handler
- *   PUT  /api/config    save (version-checked, validated)       admin → handler
- *   POST /api/config/validate   YAML + schema + loader checks   admin → handler
- *   POST /api/config/format     re-print; never saves           admin → handler
+ *   PUT  /api/config    save (version-checked, validated)       admin → handler       (4 MiB body)
+ *   POST /api/config/validate   YAML + schema + loader checks   admin → handler       (4 MiB body)
+ *   POST /api/config/format     re-print; never saves           admin → handler       (4 MiB body)
  *   GET  /api/config/reload-status  did llama-swap reload?      admin → handler
  *   GET  /api/usage/summary?range=&groupBy=   totals + series   admin → handler
  *   GET  /api/usage/requests?key=&model=&status=&from=&to=&cursor=&limit=   request log   admin → handler
@@ -44,7 +46,7 @@
  * and needs nothing Fastify adds (see docs/architecture.md).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { FastifyInstance, RouteOptions } from 'fastify';
+import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify';
 import type { AppDeps } from '../app.js';
 import { AdminAccount } from '../auth/admin-account.js';
 import { createAdminIdentifier } from '../auth/admin-identity.js';
@@ -55,6 +57,7 @@ import { jsonContentType } from '../auth/json-content-type.js';
 import { loginRateLimit } from '../auth/login-rate-limit.js';
 import { metricsToken } from '../auth/metrics-token.js';
 import { sameOrigin } from '../auth/same-origin.js';
+import { setupPending } from '../auth/setup-pending.js';
 import { modelsListing } from '../proxy/models-list.js';
 import type { TapFactory } from '../proxy/forward.js';
 import { readModel } from '../proxy/read-model.js';
@@ -79,6 +82,11 @@ export const PUBLIC_ADMIN_ROUTES: ReadonlySet<string> = new Set(['/api/session',
 /** Wrong passwords allowed per client address within `LOGIN_WINDOW_MS` before `429`. */
 export const LOGIN_MAX_FAILURES = 5;
 export const LOGIN_WINDOW_MS = 15 * 60_000;
+
+/** Largest body of an `/api/*` request (and any other Fastify route): JSON of a few fields. */
+export const ADMIN_BODY_LIMIT_BYTES = 64 * 1024;
+/** Largest body of the config editor's routes: llama-swap's config.yaml travels whole. */
+export const CONFIG_BODY_LIMIT_BYTES = 4 * 1024 * 1024;
 
 export type RawHandler = (req: IncomingMessage, res: ServerResponse) => void;
 
@@ -129,12 +137,10 @@ export function registerRoutes(app: FastifyInstance, deps: AppDeps): RouteTable 
     const trust = createProxyTrust(deps.settings.trustedProxies);
     const sessions = new AdminSessions({ store: store.sessions, ttlMs: deps.settings.sessionTtlMs, now });
     const identifier = createAdminIdentifier({ sessions, adminToken: deps.settings.adminToken });
-    const loginLimit = loginRateLimit({
-      maxFailures: LOGIN_MAX_FAILURES,
-      windowMs: LOGIN_WINDOW_MS,
-      clientAddress: (request) => trust.clientAddress(request.raw),
-      now,
-    });
+    const clientAddress = (request: FastifyRequest) => trust.clientAddress(request.raw);
+    const loginLimit = loginRateLimit({ maxFailures: LOGIN_MAX_FAILURES, windowMs: LOGIN_WINDOW_MS, clientAddress, now });
+    // Wrong setup tokens (403) count like wrong passwords, separately from sign-in's.
+    const setupLimit = loginRateLimit({ maxFailures: LOGIN_MAX_FAILURES, windowMs: LOGIN_WINDOW_MS, clientAddress, now, failureStatus: 403, attemptName: 'setup' });
     const checks = [sameOrigin(trust), jsonContentType()];
     const session = adminSession(identifier);
     guardAdminRoutes(app, session, checks);
@@ -143,15 +149,16 @@ export function registerRoutes(app: FastifyInstance, deps: AppDeps): RouteTable 
     const open = { onRequest: checks };
     const admin = { onRequest: [...checks, session] };
 
+    const account = new AdminAccount(store.meta);
     const s = createSessionHandlers({
-      account: new AdminAccount(store.meta),
+      account,
       sessions,
       identifier,
       cookie: sessionCookie(trust),
       passwordFromSettings: deps.settings.adminPassword !== undefined,
     });
     app.get('/api/session', open, s.session);
-    app.post('/api/setup', open, s.setup);
+    app.post('/api/setup', { onRequest: [...checks, setupPending(account), setupLimit.check], onResponse: setupLimit.settle }, s.setup);
     app.post('/api/login', { onRequest: [...checks, loginLimit.check], onResponse: loginLimit.settle }, s.login);
     app.post('/api/logout', admin, s.logout);
     app.post('/api/password', { onRequest: [...checks, session, loginLimit.check], onResponse: loginLimit.settle }, s.changePassword);
@@ -174,10 +181,11 @@ export function registerRoutes(app: FastifyInstance, deps: AppDeps): RouteTable 
 
     if (deps.configEditor) {
       const config = createConfigHandlers({ editor: deps.configEditor });
+      const adminConfigText = { ...admin, bodyLimit: CONFIG_BODY_LIMIT_BYTES };
       app.get('/api/config', admin, config.load);
-      app.put('/api/config', admin, config.save);
-      app.post('/api/config/validate', admin, config.validate);
-      app.post('/api/config/format', admin, config.format);
+      app.put('/api/config', adminConfigText, config.save);
+      app.post('/api/config/validate', adminConfigText, config.validate);
+      app.post('/api/config/format', adminConfigText, config.format);
       app.get('/api/config/reload-status', admin, config.reloadStatus);
     }
 

@@ -85,6 +85,34 @@ describe('first run: the one-time setup link', () => {
     await login(gateway);
   });
 
+  it('answers 409 conflict once a password exists without reading the body: malformed or 1 MB, the answer is the same', async () => {
+    const gateway = await start();
+    await completeSetup(gateway);
+    const conflict = { error: { code: 'conflict', message: 'An admin password already exists: sign in instead.' } };
+    for (const body of [{}, { token: 'x', password: 'x'.repeat(1024 * 1024) }]) {
+      const res = await api(gateway, 'POST', '/api/setup', { body });
+      expect(res.status).toBe(409);
+      expect(json(res.body)).toEqual(conflict);
+    }
+  });
+
+  it('answers the 6th setup attempt after 5 wrong tokens with 429 and Retry-After, even with the right token', async () => {
+    const gateway = await start();
+    for (let i = 0; i < 5; i++) expect((await api(gateway, 'POST', '/api/setup', { body: { token: `wrong-token-${i}`, password: PASSWORD } })).status).toBe(403);
+    const blocked = await api(gateway, 'POST', '/api/setup', { body: { token: printedSetupToken(gateway), password: PASSWORD } });
+    expect(blocked.status).toBe(429);
+    expect(Number(blocked.headers['retry-after'])).toBeGreaterThan(890);
+    expect(json(blocked.body)).toEqual({ error: { code: 'rate_limited', message: 'Too many failed setup attempts from this address. Try again in 15 min.' } });
+    expect(json((await api(gateway, 'GET', '/api/session')).body)).toMatchObject({ setupRequired: true });
+  });
+
+  it('does not count a weak password or a malformed body against the setup limit', async () => {
+    const gateway = await start();
+    for (let i = 0; i < 6; i++) expect((await api(gateway, 'POST', '/api/setup', { body: { token: `wrong-token-${i}`, password: 'short' } })).status).toBe(422);
+    for (let i = 0; i < 6; i++) expect((await api(gateway, 'POST', '/api/setup', { body: {} })).status).toBe(422);
+    await completeSetup(gateway);
+  });
+
   it('lets exactly one of two simultaneous setups with the right token win', async () => {
     const gateway = await start();
     const token = printedSetupToken(gateway);

@@ -1,5 +1,5 @@
-import { describe, expect, it } from 'vitest';
-import { hashPassword, passwordProblem, verifyPassword } from '../../src/auth/passwords.js';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { countCharacters, hashPassword, passwordProblem, verifyPassword } from '../../src/auth/passwords.js';
 
 describe('admin password hashing', () => {
   it('writes scrypt$N$r$p$salt$hash with a fresh salt each time, and verifies it', async () => {
@@ -33,5 +33,42 @@ describe('admin password hashing', () => {
     expect(passwordProblem('twelve chars')).toBeUndefined();
     expect(passwordProblem('\u{1F600}'.repeat(12))).toBeUndefined();
     expect(passwordProblem('x'.repeat(1025))).toBe('must be at most 1024 characters');
+  });
+
+  it('counts a surrogate pair as one character and a lone surrogate as one, as the string iterator does', () => {
+    for (const text of ['', 'plain', '\u{1F600}\u{1F600}', 'a\ud800b', '\udc00\ud800', 'x\ud83d']) {
+      expect(countCharacters(text), JSON.stringify(text)).toBe([...text].length);
+    }
+  });
+
+  describe('a 50 MB password', () => {
+    const huge = 'x'.repeat(50 * 1024 * 1024);
+    afterEach(() => {
+      vi.restoreAllMocks();
+    });
+
+    it('is refused as too long from its length alone, without walking its characters', () => {
+      const iterate = vi.spyOn(String.prototype, Symbol.iterator);
+      const charCodeAt = vi.spyOn(String.prototype, 'charCodeAt');
+      expect(passwordProblem(huge)).toBe('must be at most 1024 characters');
+      expect(iterate).not.toHaveBeenCalled();
+      expect(charCodeAt).not.toHaveBeenCalled();
+    });
+
+    it('never matches and is not hashed or walked', async () => {
+      const stored = await hashPassword('a password hashed cheaply', { N: 1024, r: 8, p: 1 });
+      const iterate = vi.spyOn(String.prototype, Symbol.iterator);
+      const charCodeAt = vi.spyOn(String.prototype, 'charCodeAt');
+      const normalize = vi.spyOn(String.prototype, 'normalize');
+      expect(await verifyPassword(huge, stored)).toBe(false);
+      expect(iterate).not.toHaveBeenCalled();
+      expect(charCodeAt).not.toHaveBeenCalled();
+      expect(normalize).not.toHaveBeenCalled();
+    });
+  });
+
+  it('refuses 1,025 characters of two UTF-16 units each, and accepts 1,024', () => {
+    expect(passwordProblem('\u{1F600}'.repeat(1024))).toBeUndefined();
+    expect(passwordProblem('\u{1F600}'.repeat(1025))).toBe('must be at most 1024 characters');
   });
 });

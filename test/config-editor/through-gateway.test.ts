@@ -63,6 +63,15 @@ describe('config editor through the gateway', () => {
     expect(await readFile(file, 'utf8')).toBe(V2);
   });
 
+  it('takes a config text over the 64 KiB admin cap on its own routes, up to 4 MiB, then 413', async () => {
+    const padded = `${V1}${'# a long comment line to pad the file out\n'.repeat(5000)}`;
+    expect(Buffer.byteLength(padded)).toBeGreaterThan(64 * 1024);
+    expect((await api('POST', '/api/config/validate', { text: padded })).status).toBe(200);
+    const tooBig = await api('POST', '/api/config/format', { text: 'x'.repeat(4 * 1024 * 1024) });
+    expect(tooBig.status).toBe(413);
+    expect(json(tooBig.body)).toEqual({ error: { code: 'body_too_large', message: "The request body exceeds this route's limit of 4 MiB." } });
+  });
+
   it('refuses a save sent from another origin', async () => {
     const res = await api('PUT', '/api/config', { text: V1, version: 'x' }, { origin: 'http://evil.example' });
     expect(res.status).toBe(403);

@@ -9,6 +9,7 @@ import type { AdminAccount } from '../../auth/admin-account.js';
 import { SESSION_COOKIE, type AdminIdentifier } from '../../auth/admin-identity.js';
 import type { AdminSessions } from '../../auth/admin-sessions.js';
 import { passwordProblem } from '../../auth/passwords.js';
+import { SETUP_DONE_MESSAGE } from '../../auth/setup-pending.js';
 import { GatewayError } from '../errors.js';
 import type { SessionCookie } from './session-cookie.js';
 
@@ -52,7 +53,7 @@ export function createSessionHandlers(deps: SessionHandlerDeps): SessionHandlers
       const body = readBody(request.body, ['token', 'password']);
       requireStrong(body.password, '/password');
       if (await account.hasPassword()) {
-        throw new GatewayError('conflict', { message: 'An admin password already exists: sign in instead.' });
+        throw new GatewayError('conflict', { message: SETUP_DONE_MESSAGE });
       }
       const claim = await account.claimSetupToken(body.token);
       if (claim !== 'claimed') {
