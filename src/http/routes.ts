@@ -1,8 +1,9 @@
 /**
  * The route table: every path the gateway serves, with its middleware chain, on one screen.
  *
- *   /v1/*              client API → llama-swap   clientAuth → keyLimits → readModel → [captureRequestBody] →
+ *   /v1/*              client API → llama-swap   cors → clientAuth → keyLimits → readModel → [captureRequestBody] →
  *                                                modelAllowList → modelsListing → forward (+ usage tap)
+ *                      cors answers OPTIONS preflights (204, no key) and marks browsers' calls readable
  *                      every call, whichever way it ends, is recorded once (usage/call-recorder.ts)
  *   HEAD /             liveness probe (Claude Code sends it before anything else)
  *   GET  /healthz      the process is alive
@@ -68,6 +69,7 @@ import { sessionCookie } from './admin/session-cookie.js';
 import { createSessionHandlers } from './admin/session-handlers.js';
 import { createUsageHandlers } from './admin/usage-handlers.js';
 import { defaultDashboardRoot, registerDashboard } from './dashboard.js';
+import { corsPolicy, withCors } from './cors.js';
 import { createProxyRoute } from './proxy-route.js';
 import { createProxyTrust } from './proxy-trust.js';
 
@@ -87,7 +89,7 @@ export interface RouteTable {
 
 export function registerRoutes(app: FastifyInstance, deps: AppDeps): RouteTable {
   const usage = deps.usage;
-  const v1 = createProxyRoute({
+  const v1Chain = createProxyRoute({
     steps: [
       clientAuth(deps.keys),
       usage.limitStep,
@@ -107,6 +109,7 @@ export function registerRoutes(app: FastifyInstance, deps: AppDeps): RouteTable 
       : usage.onStart,
     inFlight: deps.proxyInFlight,
   });
+  const v1 = withCors(corsPolicy(deps.settings.corsOrigins), v1Chain);
 
   app.head('/', async (_request, reply) => reply.code(200).send());
   app.get('/healthz', async () => ({ status: 'ok' }));
