@@ -67,6 +67,8 @@ export interface GatewayErrorOptions {
   details?: unknown;
   /** Overrides the catalogue status (used when relaying an upstream error status). */
   status?: number;
+  /** llama-swap's own `code` (`concurrency_limit`, `not_found`...), rendered in place of ours. */
+  upstreamCode?: string;
   cause?: unknown;
 }
 
@@ -76,6 +78,7 @@ export class GatewayError extends Error {
   readonly param: string | null;
   readonly headers: Record<string, string>;
   readonly details: unknown;
+  readonly upstreamCode: string | undefined;
 
   constructor(code: ErrorCode, options: GatewayErrorOptions = {}) {
     const entry: CatalogueEntry = CATALOGUE[code];
@@ -86,6 +89,7 @@ export class GatewayError extends Error {
     this.param = options.param ?? null;
     this.headers = options.headers ?? {};
     this.details = options.details;
+    this.upstreamCode = options.upstreamCode;
   }
 }
 

@@ -13,7 +13,7 @@ import { saneRequestId } from '../proxy/headers.js';
 import { discardRest } from '../proxy/request-body.js';
 import { isGatewayError } from './errors.js';
 import { sendError } from './send-error.js';
-import { wireFormatForPath } from './wire-format.js';
+import { wireFormatForCall } from './wire-format.js';
 
 /**
  * One link of the chain: enforces one thing, throws a `GatewayError` to stop the call, or
@@ -59,10 +59,13 @@ export function createProxyRoute(options: ProxyRouteOptions): (req: IncomingMess
       // then reads the answer; one that sends far too much is answered and cut off.
       const drained = ctx.req.complete || (await discardRest(ctx.req, DISCARD_MAX_BYTES));
       if (!drained) ctx.res.shouldKeepAlive = false;
-      const rendered = sendError(ctx.res, error, ctx.format, ctx.requestId);
-      ctx.status = rendered.status;
-      ctx.errorClass ??= rendered.code;
+      const sent = sendError(ctx.res, error, ctx.format, ctx.requestId);
+      ctx.status = sent.error.status;
+      ctx.bytesOut += sent.bytes;
+      ctx.errorClass ??= sent.error.code;
       if (!isGatewayError(error)) logger.error({ err: error, req_id: ctx.requestId }, 'unexpected error in the proxy path');
+      // The client's message stays vague about llama-swap; its cause (address, errno) is for the operator.
+      else if (error.status >= 500 && error.cause !== undefined) logger.warn({ err: error, req_id: ctx.requestId }, error.message);
       if (!drained) ctx.res.once('finish', () => ctx.req.destroy());
     }
   }
@@ -74,7 +77,7 @@ export function createProxyRoute(options: ProxyRouteOptions): (req: IncomingMess
       req,
       res,
       requestId: saneRequestId(req.headers['x-request-id']) ?? randomUUID(),
-      format: wireFormatForPath(url),
+      format: wireFormatForCall(url, req.headers['anthropic-version']),
       method: req.method ?? 'GET',
       path: q < 0 ? url : url.slice(0, q),
       url,
