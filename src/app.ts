@@ -7,6 +7,7 @@ import fastifyCookie from '@fastify/cookie';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { GatewayError, isGatewayError } from './http/errors.js';
+import { answerClientError } from './http/client-error.js';
 import { errorBody } from './http/render-error.js';
 import { registerRoutes, type RouteTable } from './http/routes.js';
 import { createAccessLog } from './logging/access-log.js';
@@ -136,6 +137,8 @@ export async function buildApp(input: BuildAppInput): Promise<App> {
     // We write our own access line (onResponse below); Fastify's two lines per request would double it.
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: settings.bodyLimitBytes,
+    // Requests Node's parser refuses get the catalogue's JSON, not Fastify's `{"error":"Bad Request"}`.
+    clientErrorHandler: answerClientError,
     // Node 20's http server closes idle keep-alive sockets after 5 s; keep the default.
     serverFactory: (fastifyHandler) =>
       createServer({ noDelay: true }, (req: IncomingMessage, res: ServerResponse) => {
