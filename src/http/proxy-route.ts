@@ -12,6 +12,7 @@ import type { Forwarder, TapFactory } from '../proxy/forward.js';
 import { saneRequestId } from '../proxy/headers.js';
 import { discardRest } from '../proxy/request-body.js';
 import { isGatewayError } from './errors.js';
+import type { ProxyTrust } from './proxy-trust.js';
 import { sendError } from './send-error.js';
 import { wireFormatForCall } from './wire-format.js';
 
@@ -31,13 +32,15 @@ export interface ProxyRouteOptions {
   onStart?: (ctx: ProxyContext) => void;
   /** Counts calls in flight for graceful shutdown: `start` as a call arrives, `end` when its response closes. */
   inFlight?: { start(res: ServerResponse): void; end(): void };
+  /** Whose `X-Forwarded-Proto`/`-For` to pass on; without it, none (`GATEHOUSE_TRUSTED_PROXIES`). */
+  trust?: ProxyTrust;
 }
 
 /** How much of an unwanted body is read and dropped before answering (see discardRest). */
 const DISCARD_MAX_BYTES = 64 * 1024 * 1024;
 
 export function createProxyRoute(options: ProxyRouteOptions): (req: IncomingMessage, res: ServerResponse) => void {
-  const { steps, forwarder, logger, inFlight } = options;
+  const { steps, forwarder, logger, inFlight, trust } = options;
   const accessLog = createAccessLog(logger);
 
   async function run(ctx: ProxyContext): Promise<void> {
@@ -83,6 +86,8 @@ export function createProxyRoute(options: ProxyRouteOptions): (req: IncomingMess
       url,
       startedAt: performance.now(),
       clientAddress: req.socket.remoteAddress ?? '',
+      proto: trust ? trust.protocol(req) : 'http',
+      priorForwardedFor: trust?.forwardedFor(req),
       caller: undefined,
       body: undefined,
       model: undefined,

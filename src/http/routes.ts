@@ -89,6 +89,7 @@ export interface RouteTable {
 
 export function registerRoutes(app: FastifyInstance, deps: AppDeps): RouteTable {
   const usage = deps.usage;
+  const trust = createProxyTrust(deps.settings.trustedProxies);
   const v1Chain = createProxyRoute({
     steps: [
       clientAuth(deps.keys),
@@ -108,6 +109,7 @@ export function registerRoutes(app: FastifyInstance, deps: AppDeps): RouteTable 
         }
       : usage.onStart,
     inFlight: deps.proxyInFlight,
+    trust,
   });
   const v1 = withCors(corsPolicy(deps.settings.corsOrigins), v1Chain);
 
@@ -126,7 +128,6 @@ export function registerRoutes(app: FastifyInstance, deps: AppDeps): RouteTable 
   if (deps.admin) {
     const { store, index } = deps.admin;
     const now = deps.now ?? Date.now;
-    const trust = createProxyTrust(deps.settings.trustedProxies);
     const sessions = new AdminSessions({ store: store.sessions, ttlMs: deps.settings.sessionTtlMs, now });
     const identifier = createAdminIdentifier({ sessions, adminToken: deps.settings.adminToken });
     const loginLimit = loginRateLimit({

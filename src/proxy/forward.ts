@@ -51,8 +51,8 @@ export function createForwarder(options: UpstreamOptions): Forwarder {
     const headers = upstreamRequestHeaders(req.headers, {
       requestId: ctx.requestId,
       clientAddress: ctx.clientAddress,
-      proto: 'http',
-      priorForwardedFor: undefined,
+      proto: ctx.proto,
+      priorForwardedFor: ctx.priorForwardedFor,
       upstreamApiKey: options.apiKey,
       contentLength: body?.complete ? body.bytes : declaredLength(req.headers['content-length']),
     });
