@@ -25,7 +25,7 @@ import type { Settings } from './settings.js';
 import { createUsageAccounting, type UsageAccounting, type UsageAccountingOptions } from './usage/usage-accounting.js';
 
 export interface UpstreamHealthProbe {
-  health(): Promise<{ ok: boolean; status?: number; error?: string }>;
+  health(opts?: { timeoutMs?: number }): Promise<{ ok: boolean; status?: number; error?: string }>;
 }
 
 export interface AppDeps {

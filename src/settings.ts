@@ -34,6 +34,8 @@ export interface Settings {
   trustedProxies: readonly string[];
   /** Web origins allowed to call `/v1` from a browser: `*` (any) or a list of exact origins. */
   corsOrigins: '*' | readonly string[];
+  /** How long `/readyz` waits for llama-swap's `/health`. */
+  readyTimeoutMs: number;
   sessionTtlMs: number;
   /** Write a usage record per `/v1` call (and tap responses for tokens). */
   usageRecording: boolean;
@@ -263,6 +265,7 @@ export const SETTINGS: ReadonlyArray<SettingSpec<keyof Settings>> = [
   { key: 'adminPassword', env: 'GATEHOUSE_ADMIN_PASSWORD', default: undefined, parse: parseAdminPassword, secret: true, description: 'Sets the dashboard admin password at start (at least 12 characters), for containers; no setup link is printed and the password cannot be changed from the dashboard. `GATEHOUSE_ADMIN_PASSWORD_FILE` reads it from a file instead.' },
   { key: 'trustedProxies', env: 'GATEHOUSE_TRUSTED_PROXIES', default: '', parse: parseProxyList, description: 'Comma-separated IP addresses/CIDRs of reverse proxies whose `X-Forwarded-For`, `-Proto` and `-Host` are believed (client address for the login rate limit, HTTPS for the `Secure` cookie, origin check, and the `X-Forwarded-Proto`/`-For` passed on to llama-swap). Unset: none.' },
   { key: 'corsOrigins', env: 'GATEHOUSE_CORS_ORIGINS', default: '*', parse: parseCorsOrigins, description: 'Web origins whose pages may call `/v1` from a browser (CORS): `*` for any, or a comma-separated list of origins (`https://app.example.com,http://localhost:5173`). API keys are bearer tokens, not cookies, so `*` gives a page nothing without a key. `/api/*` never answers another origin.' },
+  { key: 'readyTimeoutMs', env: 'GATEHOUSE_READY_TIMEOUT', default: '2s', parse: parseDuration, description: "How long `GET /readyz` waits for llama-swap's `/health` before answering 503." },
   { key: 'sessionTtlMs', env: 'GATEHOUSE_SESSION_TTL', default: '7d', parse: parseSessionTtl, description: 'A dashboard session ends after this long without a request (sliding; 5m to 30d). Whatever the activity, a session ends 30 days after sign-in.' },
   { key: 'usageRecording', env: 'GATEHOUSE_USAGE_RECORDING', default: 'true', parse: parseBoolean, description: 'Record every /v1 call (time, key, model, tokens, latency...) in the request log. `false`: no record is written and responses are not tapped for tokens (metrics still count calls and latency; TPM limits cannot be enforced).' },
   { key: 'usageRetentionMs', env: 'GATEHOUSE_USAGE_RETENTION', default: '30d', parse: parseRetention, description: 'How long usage records are kept (pruned hourly, in small batches). At least 1h.' },

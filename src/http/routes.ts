@@ -7,7 +7,7 @@
  *                      every call, whichever way it ends, is recorded once (usage/call-recorder.ts)
  *   HEAD /             liveness probe (Claude Code sends it before anything else)
  *   GET  /healthz      the process is alive
- *   GET  /readyz       llama-swap's /health answers
+ *   GET  /readyz       llama-swap's /health answers within GATEHOUSE_READY_TIMEOUT
  *   GET  /metrics      Prometheus text format        metricsToken (when GATEHOUSE_METRICS_TOKEN is set) → handler
  *
  * Admin API (`/api/*`): `open` = sameOrigin → jsonContentType; `admin` = open → adminSession.
@@ -116,7 +116,8 @@ export function registerRoutes(app: FastifyInstance, deps: AppDeps): RouteTable 
   app.head('/', async (_request, reply) => reply.code(200).send());
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (_request, reply) => {
-    const health = await deps.upstream.health();
+    // Short: a probe that hangs as long as llama-swap does tells the load balancer nothing.
+    const health = await deps.upstream.health({ timeoutMs: deps.settings.readyTimeoutMs });
     return reply.code(health.ok ? 200 : 503).send({ status: health.ok ? 'ready' : 'upstream unavailable', upstream: health });
   });
   // Not under /api: scrapers are neither browsers nor admins. Counters come from memory, never the store.
