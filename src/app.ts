@@ -7,6 +7,8 @@ import fastifyCookie from '@fastify/cookie';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { GatewayError, isGatewayError } from './http/errors.js';
+import { trackAnswer } from './http/answering.js';
+import { answerClientError } from './http/client-error.js';
 import { errorBody } from './http/render-error.js';
 import { ADMIN_BODY_LIMIT_BYTES, registerRoutes, type RouteTable } from './http/routes.js';
 import { createAccessLog } from './logging/access-log.js';
@@ -24,7 +26,7 @@ import type { Settings } from './settings.js';
 import { createUsageAccounting, type UsageAccounting, type UsageAccountingOptions } from './usage/usage-accounting.js';
 
 export interface UpstreamHealthProbe {
-  health(): Promise<{ ok: boolean; status?: number; error?: string }>;
+  health(opts?: { timeoutMs?: number }): Promise<{ ok: boolean; status?: number; error?: string }>;
 }
 
 export interface AppDeps {
@@ -142,9 +144,12 @@ export async function buildApp(input: BuildAppInput): Promise<App> {
     logController: new LogController({ disableRequestLogging: true }),
     // Fastify never sees /v1 (GATEHOUSE_BODY_LIMIT applies there); its routes take small JSON.
     bodyLimit: ADMIN_BODY_LIMIT_BYTES,
+    // Requests Node's parser refuses get the catalogue's JSON, not Fastify's `{"error":"Bad Request"}`.
+    clientErrorHandler: answerClientError,
     // Node 20's http server closes idle keep-alive sockets after 5 s; keep the default.
     serverFactory: (fastifyHandler) =>
       createServer({ noDelay: true }, (req: IncomingMessage, res: ServerResponse) => {
+        trackAnswer(req, res);
         const raw = routes?.raw(req.url ?? '/');
         if (raw) return raw(req, res);
         started(res);

@@ -92,16 +92,33 @@ export async function serve(settings: Readonly<Settings>): Promise<void> {
   const onSignal = (signal: NodeJS.Signals) => {
     if (stopping) {
       gateway.logger.warn({ signal }, 'second signal: exiting now');
-      process.exit(1);
+      exitAfterFlush(gateway.logger, 1);
+      return;
     }
     stopping = true;
     const inFlight = gateway.app.inFlight();
     gateway.logger.info({ signal, in_flight: inFlight, grace_ms: settings.shutdownGraceMs }, 'shutting down: no new connections; letting in-flight requests finish');
-    void gateway.stop().then(({ drained }) => {
-      gateway.logger.info({ drained }, drained ? 'shutdown complete' : 'grace period over: remaining connections closed');
-      gateway.logger.flush(() => process.exit(0));
-    });
+    gateway.stop().then(
+      ({ drained }) => {
+        gateway.logger.info({ drained }, drained ? 'shutdown complete' : 'grace period over: remaining connections closed');
+        exitAfterFlush(gateway.logger, 0);
+      },
+      (error: unknown) => {
+        gateway.logger.error({ err: error }, 'shutdown failed');
+        exitAfterFlush(gateway.logger, 1);
+      },
+    );
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
+}
+
+/** How long the last log lines may take to reach stdout before the process exits anyway (a stalled pipe). */
+const EXIT_FLUSH_MS = 2000;
+
+/** Exits once the log lines written so far are out: the logger writes stdout in batches. */
+function exitAfterFlush(logger: Logger, code: number): void {
+  process.exitCode = code;
+  setTimeout(() => process.exit(code), EXIT_FLUSH_MS);
+  logger.flush(() => process.exit(code));
 }

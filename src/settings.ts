@@ -34,6 +34,10 @@ export interface Settings {
   adminPassword: string | undefined;
   /** Addresses/CIDRs whose X-Forwarded-* headers are believed; validated at load. */
   trustedProxies: readonly string[];
+  /** Web origins allowed to call `/v1` from a browser: `*` (any) or a list of exact origins. */
+  corsOrigins: '*' | readonly string[];
+  /** How long `/readyz` waits for llama-swap's `/health`. */
+  readyTimeoutMs: number;
   sessionTtlMs: number;
   /** Write a usage record per `/v1` call (and tap responses for tokens). */
   usageRecording: boolean;
@@ -220,6 +224,24 @@ const parseRedisPrefix: Parser<string> = (raw, name) => {
   if (!/^[\x21-\x7e]{0,64}$/.test(raw)) throw new SettingsError(`${name}: "${raw}" must be at most 64 printable ASCII characters without spaces`);
   return raw;
 };
+/** `*`, or a comma-separated list of origins (`https://app.example.com`); normalised as browsers send them. */
+const parseCorsOrigins: Parser<'*' | readonly string[]> = (raw, name) => {
+  if (raw.trim() === '*') return '*';
+  const origins: string[] = [];
+  for (const entry of raw.split(',').map((s) => s.trim()).filter(Boolean)) {
+    let url: URL | undefined;
+    try {
+      url = new URL(entry);
+    } catch {
+      url = undefined;
+    }
+    if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.origin !== entry.replace(/\/+$/, '').toLowerCase()) {
+      throw new SettingsError(`${name}: "${entry}" is not an origin; use * or scheme://host[:port] without a path, e.g. https://app.example.com`);
+    }
+    origins.push(url.origin);
+  }
+  return Object.freeze(origins);
+};
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 const parseLogLevel: Parser<Settings['logLevel']> = (raw, name) => {
   const level = raw.toLowerCase() as Settings['logLevel'];
@@ -244,7 +266,9 @@ export const SETTINGS: ReadonlyArray<SettingSpec<keyof Settings>> = [
   { key: 'databaseSchema', env: 'GATEHOUSE_DATABASE_SCHEMA', default: undefined, parse: parseDatabaseSchema, description: 'PostgreSQL schema for the tables (created if missing), to share one database with other applications. Unset: `public`. Needs `GATEHOUSE_DATABASE_URL`.' },
   { key: 'adminToken', env: 'GATEHOUSE_ADMIN_TOKEN', default: undefined, parse: parseOptional, secret: true, description: 'Bearer token for scripts calling the admin API (`/api/*`). Unset: no token access.' },
   { key: 'adminPassword', env: 'GATEHOUSE_ADMIN_PASSWORD', default: undefined, parse: parseAdminPassword, secret: true, description: 'Sets the dashboard admin password at start (at least 12 characters), for containers; no setup link is printed and the password cannot be changed from the dashboard. `GATEHOUSE_ADMIN_PASSWORD_FILE` reads it from a file instead.' },
-  { key: 'trustedProxies', env: 'GATEHOUSE_TRUSTED_PROXIES', default: '', parse: parseProxyList, description: 'Comma-separated IP addresses/CIDRs of reverse proxies whose `X-Forwarded-For`, `-Proto` and `-Host` are believed (client address for the login rate limit, HTTPS for the `Secure` cookie, origin check). Unset: none.' },
+  { key: 'trustedProxies', env: 'GATEHOUSE_TRUSTED_PROXIES', default: '', parse: parseProxyList, description: 'Comma-separated IP addresses/CIDRs of reverse proxies whose `X-Forwarded-For`, `-Proto` and `-Host` are believed (client address for the login rate limit, HTTPS for the `Secure` cookie, origin check, and the `X-Forwarded-Proto`/`-For` passed on to llama-swap). Unset: none.' },
+  { key: 'corsOrigins', env: 'GATEHOUSE_CORS_ORIGINS', default: '*', parse: parseCorsOrigins, description: 'Web origins whose pages may call `/v1` from a browser (CORS): `*` for any, or a comma-separated list of origins (`https://app.example.com,http://localhost:5173`). API keys are bearer tokens, not cookies, so `*` gives a page nothing without a key. `/api/*` never answers another origin.' },
+  { key: 'readyTimeoutMs', env: 'GATEHOUSE_READY_TIMEOUT', default: '2s', parse: parseDuration, description: "How long `GET /readyz` waits for llama-swap's `/health` before answering 503." },
   { key: 'sessionTtlMs', env: 'GATEHOUSE_SESSION_TTL', default: '7d', parse: parseSessionTtl, description: 'A dashboard session ends after this long without a request (sliding; 5m to 30d). Whatever the activity, a session ends 30 days after sign-in.' },
   { key: 'usageRecording', env: 'GATEHOUSE_USAGE_RECORDING', default: 'true', parse: parseBoolean, description: 'Record every /v1 call (time, key, model, tokens, latency...) in the request log. `false`: no record is written and responses are not tapped for tokens (metrics still count calls and latency; TPM limits cannot be enforced).' },
   { key: 'usageRetentionMs', env: 'GATEHOUSE_USAGE_RETENTION', default: '30d', parse: parseRetention, description: 'How long usage records are kept (pruned hourly, in small batches). At least 1h.' },

@@ -35,9 +35,11 @@ export const CATALOGUE = {
   not_found: { status: 404, openaiType: 'invalid_request_error', anthropicType: 'not_found_error', message: 'Not found.' },
   method_not_allowed: { status: 405, openaiType: 'invalid_request_error', anthropicType: 'invalid_request_error', message: 'Method not allowed.' },
   body_timeout: { status: 408, openaiType: 'invalid_request_error', anthropicType: 'invalid_request_error', message: 'The request body stopped arriving (GATEHOUSE_BODY_TIMEOUT between bytes).' },
+  request_timeout: { status: 408, openaiType: 'invalid_request_error', anthropicType: 'invalid_request_error', message: 'The request did not arrive in time.' },
   conflict: { status: 409, openaiType: 'invalid_request_error', anthropicType: 'invalid_request_error', message: 'Conflict.' },
   body_too_large: { status: 413, openaiType: 'invalid_request_error', anthropicType: 'request_too_large', message: 'The request body is too large.' },
   unsupported_media_type: { status: 415, openaiType: 'invalid_request_error', anthropicType: 'invalid_request_error', message: 'Unsupported content type.' },
+  request_headers_too_large: { status: 431, openaiType: 'invalid_request_error', anthropicType: 'request_too_large', message: 'The request line and headers are too large.' },
   validation_failed: { status: 422, openaiType: 'invalid_request_error', anthropicType: 'invalid_request_error', message: 'Validation failed.' },
   rate_limited: { status: 429, openaiType: 'rate_limit_error', anthropicType: 'rate_limit_error', message: 'Rate limit exceeded.' },
   internal_error: { status: 500, openaiType: 'server_error', anthropicType: 'api_error', message: 'Internal gateway error.' },
@@ -69,6 +71,8 @@ export interface GatewayErrorOptions {
   details?: unknown;
   /** Overrides the catalogue status (used when relaying an upstream error status). */
   status?: number;
+  /** llama-swap's own `code` (`concurrency_limit`, `not_found`...), rendered in place of ours. */
+  upstreamCode?: string;
   cause?: unknown;
 }
 
@@ -78,6 +82,7 @@ export class GatewayError extends Error {
   readonly param: string | null;
   readonly headers: Record<string, string>;
   readonly details: unknown;
+  readonly upstreamCode: string | undefined;
 
   constructor(code: ErrorCode, options: GatewayErrorOptions = {}) {
     const entry: CatalogueEntry = CATALOGUE[code];
@@ -88,6 +93,7 @@ export class GatewayError extends Error {
     this.param = options.param ?? null;
     this.headers = options.headers ?? {};
     this.details = options.details;
+    this.upstreamCode = options.upstreamCode;
   }
 }
 

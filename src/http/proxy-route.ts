@@ -12,8 +12,9 @@ import type { Forwarder, TapFactory } from '../proxy/forward.js';
 import { saneRequestId } from '../proxy/headers.js';
 import { discardRest } from '../proxy/request-body.js';
 import { isGatewayError } from './errors.js';
+import type { ProxyTrust } from './proxy-trust.js';
 import { sendError } from './send-error.js';
-import { wireFormatForPath } from './wire-format.js';
+import { wireFormatForCall } from './wire-format.js';
 
 /**
  * One link of the chain: enforces one thing, throws a `GatewayError` to stop the call, or
@@ -31,13 +32,15 @@ export interface ProxyRouteOptions {
   onStart?: (ctx: ProxyContext) => void;
   /** Counts calls in flight for graceful shutdown: `start` as a call arrives, `end` when its response closes. */
   inFlight?: { start(res: ServerResponse): void; end(): void };
+  /** Whose `X-Forwarded-Proto`/`-For` to pass on; without it, none (`GATEHOUSE_TRUSTED_PROXIES`). */
+  trust?: ProxyTrust;
 }
 
 /** How much of an unwanted body is read and dropped before answering (see discardRest). */
 const DISCARD_MAX_BYTES = 64 * 1024 * 1024;
 
 export function createProxyRoute(options: ProxyRouteOptions): (req: IncomingMessage, res: ServerResponse) => void {
-  const { steps, forwarder, logger, inFlight } = options;
+  const { steps, forwarder, logger, inFlight, trust } = options;
   const accessLog = createAccessLog(logger);
 
   async function run(ctx: ProxyContext): Promise<void> {
@@ -61,10 +64,13 @@ export function createProxyRoute(options: ProxyRouteOptions): (req: IncomingMess
       const stalled = isGatewayError(error) && error.code === 'body_timeout';
       const drained = ctx.req.complete || (!stalled && (await discardRest(ctx.req, DISCARD_MAX_BYTES)));
       if (!drained) ctx.res.shouldKeepAlive = false;
-      const rendered = sendError(ctx.res, error, ctx.format, ctx.requestId);
-      ctx.status = rendered.status;
-      ctx.errorClass ??= rendered.code;
+      const sent = sendError(ctx.res, error, ctx.format, ctx.requestId);
+      ctx.status = sent.error.status;
+      ctx.bytesOut += sent.bytes;
+      ctx.errorClass ??= sent.error.code;
       if (!isGatewayError(error)) logger.error({ err: error, req_id: ctx.requestId }, 'unexpected error in the proxy path');
+      // The client's message stays vague about llama-swap; its cause (address, errno) is for the operator.
+      else if (error.status >= 500 && error.cause !== undefined) logger.warn({ err: error, req_id: ctx.requestId }, error.message);
       if (!drained) ctx.res.once('finish', () => ctx.req.destroy());
     }
   }
@@ -76,12 +82,14 @@ export function createProxyRoute(options: ProxyRouteOptions): (req: IncomingMess
       req,
       res,
       requestId: saneRequestId(req.headers['x-request-id']) ?? randomUUID(),
-      format: wireFormatForPath(url),
+      format: wireFormatForCall(url, req.headers['anthropic-version']),
       method: req.method ?? 'GET',
       path: q < 0 ? url : url.slice(0, q),
       url,
       startedAt: performance.now(),
       clientAddress: req.socket.remoteAddress ?? '',
+      proto: trust ? trust.protocol(req) : 'http',
+      priorForwardedFor: trust?.forwardedFor(req),
       caller: undefined,
       body: undefined,
       modelReading: undefined,

@@ -46,6 +46,8 @@ export interface ProxyTrust {
   clientAddress(req: IncomingMessage): string;
   /** `https` when the socket is TLS, or a trusted proxy says `X-Forwarded-Proto: https`. */
   protocol(req: IncomingMessage): 'http' | 'https';
+  /** The `X-Forwarded-For` chain a trusted proxy sent, to be extended; undefined from anyone else. */
+  forwardedFor(req: IncomingMessage): string | undefined;
   /** The origin the client addressed (`scheme://host[:port]`), or undefined without a usable Host. */
   origin(req: IncomingMessage): string | undefined;
 }
@@ -91,6 +93,12 @@ export function createProxyTrust(entries: readonly string[]): ProxyTrust {
     },
 
     protocol,
+
+    forwardedFor(req) {
+      if (!trusts(peer(req))) return undefined;
+      const chain = headerValues(req.headers['x-forwarded-for']).filter(Boolean).join(', ');
+      return chain === '' ? undefined : chain;
+    },
 
     origin(req) {
       const host = forwarded(req, 'x-forwarded-host') ?? req.headers.host;

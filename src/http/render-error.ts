@@ -13,7 +13,7 @@ export function errorBody(error: GatewayError, format: WireFormat): Record<strin
       return body;
     }
     case 'openai':
-      return { error: { message: error.message, type: entry.openaiType, param: error.param, code: error.code } };
+      return { error: { message: error.message, type: entry.openaiType, param: error.param, code: error.upstreamCode ?? error.code } };
   }
 }
 

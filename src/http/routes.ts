@@ -1,12 +1,13 @@
 /**
  * The route table: every path the gateway serves, with its middleware chain, on one screen.
  *
- *   /v1/*              client API → llama-swap   clientAuth → keyLimits → readModel → [captureRequestBody] →
+ *   /v1/*              client API → llama-swap   cors → clientAuth → keyLimits → readModel → [captureRequestBody] →
  *                                                modelsListing → modelAllowList → forward (+ usage tap)
+ *                      cors answers OPTIONS preflights (204, no key) and marks browsers' calls readable
  *                      every call, whichever way it ends, is recorded once (usage/call-recorder.ts)
  *   HEAD /             liveness probe (Claude Code sends it before anything else)
  *   GET  /healthz      the process is alive
- *   GET  /readyz       llama-swap's /health answers
+ *   GET  /readyz       llama-swap's /health answers within GATEHOUSE_READY_TIMEOUT
  *   GET  /metrics      Prometheus text format        metricsToken (when GATEHOUSE_METRICS_TOKEN is set) → handler
  *
  * Admin API (`/api/*`): `open` = sameOrigin → jsonContentType; `admin` = open → adminSession.
@@ -73,6 +74,7 @@ import { sessionCookie } from './admin/session-cookie.js';
 import { createSessionHandlers } from './admin/session-handlers.js';
 import { createUsageHandlers } from './admin/usage-handlers.js';
 import { defaultDashboardRoot, registerDashboard } from './dashboard.js';
+import { corsPolicy, withCors } from './cors.js';
 import { createProxyRoute } from './proxy-route.js';
 import { createProxyTrust } from './proxy-trust.js';
 
@@ -98,7 +100,8 @@ export interface RouteTable {
 export function registerRoutes(app: FastifyInstance, deps: AppDeps): RouteTable {
   const usage = deps.usage;
   const catalog = cachedCatalog(deps.listModels);
-  const v1 = createProxyRoute({
+  const trust = createProxyTrust(deps.settings.trustedProxies);
+  const v1Chain = createProxyRoute({
     steps: [
       clientAuth(deps.keys),
       usage.limitStep,
@@ -117,12 +120,15 @@ export function registerRoutes(app: FastifyInstance, deps: AppDeps): RouteTable 
         }
       : usage.onStart,
     inFlight: deps.proxyInFlight,
+    trust,
   });
+  const v1 = withCors(corsPolicy(deps.settings.corsOrigins), v1Chain);
 
   app.head('/', async (_request, reply) => reply.code(200).send());
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async (_request, reply) => {
-    const health = await deps.upstream.health();
+    // Short: a probe that hangs as long as llama-swap does tells the load balancer nothing.
+    const health = await deps.upstream.health({ timeoutMs: deps.settings.readyTimeoutMs });
     return reply.code(health.ok ? 200 : 503).send({ status: health.ok ? 'ready' : 'upstream unavailable', upstream: health });
   });
   // Not under /api: scrapers are neither browsers nor admins. Counters come from memory, never the store.
@@ -134,7 +140,6 @@ export function registerRoutes(app: FastifyInstance, deps: AppDeps): RouteTable 
   if (deps.admin) {
     const { store, index } = deps.admin;
     const now = deps.now ?? Date.now;
-    const trust = createProxyTrust(deps.settings.trustedProxies);
     const sessions = new AdminSessions({ store: store.sessions, ttlMs: deps.settings.sessionTtlMs, now });
     const identifier = createAdminIdentifier({ sessions, adminToken: deps.settings.adminToken });
     const clientAddress = (request: FastifyRequest) => trust.clientAddress(request.raw);

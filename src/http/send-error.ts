@@ -3,24 +3,34 @@ import { GatewayError, isGatewayError } from './errors.js';
 import { errorBody } from './render-error.js';
 import type { WireFormat } from './wire-format.js';
 
+export interface SentError {
+  error: GatewayError;
+  /** Body bytes written (0 when the response had already started and was cut instead). */
+  bytes: number;
+}
+
 /**
  * Answers a raw Node response with an error in the caller's wire format. Used by the `/v1`
  * fast path; Fastify routes go through the same `errorBody` via the app's error handler.
  * Unknown errors become a generic 500 whose message reveals nothing internal.
  */
-export function sendError(res: ServerResponse, error: unknown, format: WireFormat, requestId: string): GatewayError {
+export function sendError(res: ServerResponse, error: unknown, format: WireFormat, requestId: string): SentError {
   const gatewayError = isGatewayError(error) ? error : new GatewayError('internal_error', { cause: error });
   if (res.headersSent) {
     res.destroy();
-    return gatewayError;
+    return { error: gatewayError, bytes: 0 };
   }
   const payload = JSON.stringify(errorBody(gatewayError, format));
-  res.writeHead(gatewayError.status, {
+  const bytes = Buffer.byteLength(payload);
+  const status = gatewayError.status;
+  res.writeHead(status, {
     ...gatewayError.headers,
+    // Claude Code retries a 401 for minutes unless told not to (the SDKs read the header too): a key does not fix itself.
+    ...(status === 401 || status === 403 ? { 'x-should-retry': 'false' } : {}),
     'content-type': 'application/json; charset=utf-8',
-    'content-length': Buffer.byteLength(payload),
+    'content-length': bytes,
     'x-request-id': requestId,
   });
   res.end(payload);
-  return gatewayError;
+  return { error: gatewayError, bytes };
 }

@@ -51,8 +51,8 @@ export function createForwarder(options: UpstreamOptions): Forwarder {
     const headers = upstreamRequestHeaders(req.headers, {
       requestId: ctx.requestId,
       clientAddress: ctx.clientAddress,
-      proto: 'http',
-      priorForwardedFor: undefined,
+      proto: ctx.proto,
+      priorForwardedFor: ctx.priorForwardedFor,
       upstreamApiKey: options.apiKey,
       contentLength: body ? body.bytes : declaredLength(req.headers['content-length']),
     });
@@ -300,7 +300,8 @@ function mapRequestError(error: unknown, options: UpstreamOptions): GatewayError
     return new GatewayError('upstream_timeout', { message: `Could not connect to llama-swap within ${options.connectTimeoutMs} ms (GATEHOUSE_CONNECT_TIMEOUT).`, cause: error });
   }
   if (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EHOSTUNREACH' || code === 'ENETUNREACH') {
-    return new GatewayError('upstream_unreachable', { message: `llama-swap at ${options.url.origin} could not be reached (${code}).`, cause: error });
+    // Its address stays out of the client's answer (the logged cause names it).
+    return new GatewayError('upstream_unreachable', { message: `llama-swap could not be reached (${code}).`, cause: error });
   }
   return new GatewayError('upstream_bad_gateway', { message: `The connection to llama-swap failed before a response arrived${code ? ` (${code})` : ''}.`, cause: error });
 }

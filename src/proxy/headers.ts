@@ -47,11 +47,15 @@ export function upstreamRequestHeaders(incoming: IncomingHttpHeaders, facts: For
   return out;
 }
 
+/**
+ * `access-control-*` is dropped too: the gateway's CORS policy (`http/cors.ts`) decides which
+ * origins may read `/v1`, and llama-server echoes any request's Origin.
+ */
 export function clientResponseHeaders(upstream: Record<string, string | string[] | undefined>): OutgoingHttpHeaders {
   const out: OutgoingHttpHeaders = {};
   const connectionListed = listedInConnection(upstream.connection);
   for (const name in upstream) {
-    if (HOP_BY_HOP.has(name) || connectionListed?.has(name)) continue;
+    if (HOP_BY_HOP.has(name) || connectionListed?.has(name) || name.startsWith('access-control-')) continue;
     const value = upstream[name];
     if (value !== undefined) out[name] = value;
   }

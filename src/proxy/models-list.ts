@@ -24,7 +24,7 @@ export function modelsListing(listModels: ListModels): ProxyStep {
   return function modelsListingStep(ctx) {
     if (ctx.method !== 'GET' || (ctx.path !== '/v1/models' && ctx.path !== '/v1/models/')) return;
     const restricted = (ctx.caller?.allowedModels.length ?? 0) > 0;
-    const anthropic = ctx.req.headers['anthropic-version'] !== undefined;
+    const anthropic = ctx.format === 'anthropic'; // the call carries anthropic-version (wire-format.ts)
     if (!restricted && !anthropic) return; // pass through, byte for byte
     return answerModelList(ctx, listModels, restricted, anthropic);
   };
@@ -64,8 +64,8 @@ function anthropicList(models: ListedModel[]) {
 }
 
 function upstreamListError(error: unknown): GatewayError {
-  const { kind, status, message } = error as { kind?: string; status?: number; message?: string };
+  const { kind, status, message, code } = error as { kind?: string; status?: number; message?: string; code?: string };
   if (kind === 'timeout') return new GatewayError('upstream_timeout', { message: 'llama-swap did not list its models in time.', cause: error });
-  if (kind === 'http' && typeof status === 'number') return new GatewayError('upstream_error', { status, message: message ?? `llama-swap answered ${status}.`, cause: error });
+  if (kind === 'http' && typeof status === 'number') return new GatewayError('upstream_error', { status, message: message ?? `llama-swap answered ${status}.`, upstreamCode: code, cause: error });
   return new GatewayError('upstream_unreachable', { message: 'llama-swap could not be reached to list models.', cause: error });
 }

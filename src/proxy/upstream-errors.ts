@@ -34,9 +34,9 @@ export function translateUpstreamError(res: UpstreamErrorResponse): GatewayError
   }
 
   if (type.includes('json') || text.startsWith('{')) {
-    const message = llamaSwapJsonMessage(text);
-    if (message === undefined) return undefined; // a model server's error: pass through
-    return new GatewayError('upstream_error', { status: res.status, message, headers });
+    const parsed = llamaSwapJsonError(text);
+    if (parsed === undefined) return undefined; // a model server's error: pass through
+    return new GatewayError('upstream_error', { status: res.status, message: parsed.message, headers, upstreamCode: parsed.code });
   }
 
   if (type.startsWith('text/plain') || type === '') {
@@ -51,7 +51,11 @@ export function translateUpstreamError(res: UpstreamErrorResponse): GatewayError
   return undefined;
 }
 
-function llamaSwapJsonMessage(text: string): string | undefined {
+/**
+ * The message of llama-swap's JSON error, and its `code` when the envelope has one (clients
+ * branch on `concurrency_limit`, `not_found`...); the legacy string shape has none.
+ */
+function llamaSwapJsonError(text: string): { message: string; code: string | undefined } | undefined {
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
@@ -60,10 +64,13 @@ function llamaSwapJsonMessage(text: string): string | undefined {
   }
   if (typeof parsed !== 'object' || parsed === null) return undefined;
   const record = parsed as { src?: unknown; error?: unknown };
-  if (typeof record.error === 'string') return record.error; // legacy shape, with or without src
+  if (typeof record.error === 'string') return { message: record.error, code: undefined }; // legacy shape, with or without src
   if (record.src === 'llama-swap' && typeof record.error === 'object' && record.error !== null) {
-    const message = (record.error as { message?: unknown }).message;
-    return typeof message === 'string' ? message : JSON.stringify(record.error);
+    const { message, code } = record.error as { message?: unknown; code?: unknown };
+    return {
+      message: typeof message === 'string' ? message : JSON.stringify(record.error),
+      code: (typeof code === 'string' && code !== '') || typeof code === 'number' ? String(code) : undefined,
+    };
   }
   return undefined;
 }

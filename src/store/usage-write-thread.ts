@@ -52,6 +52,9 @@ export class UsageWriteThread {
     const worker = this.#worker;
     if (!worker) return;
     const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
+    // An idle worker is unref'd: without this, a process with nothing else left ends while
+    // waiting here, and the caller's next lines ("shutdown complete") never run.
+    worker.ref();
     worker.postMessage({ close: true } satisfies UsageWriteJob);
     await exited;
   }

@@ -44,7 +44,7 @@ describe("llama-swap's own errors become the caller's wire format with the same 
     });
     const openai = await post('/v1/chat/completions');
     expect(openai.status).toBe(404);
-    expect(json(openai.body)).toEqual({ error: { message: 'no router for requested model', type: 'invalid_request_error', param: null, code: 'upstream_error' } });
+    expect(json(openai.body)).toEqual({ error: { message: 'no router for requested model', type: 'invalid_request_error', param: null, code: 'not_found' } });
     const anthropic = await post('/v1/messages');
     expect(json(anthropic.body)).toEqual({ type: 'error', error: { type: 'not_found_error', message: 'no router for requested model' } });
   });

@@ -51,6 +51,18 @@ describe('the gatehouse process', () => {
     expect(text.endsWith('data: [DONE]\n\n')).toBe(true);
     expect(await gw.exited).toBe(0);
     expect(gw.output()).toContain('shutting down');
+    expect(gw.output()).toContain('"msg":"shutdown complete"');
+  });
+
+  it('on a second signal exits 1 at once, its log line written', async () => {
+    const gw = await spawnGateway({ GATEHOUSE_UPSTREAM_URL: upstream.url, GATEHOUSE_DATA_DIR: dataDir() });
+    const stream = await openStream(gw.url);
+    gw.child.kill('SIGTERM');
+    await sleep(50);
+    gw.child.kill('SIGTERM');
+    expect(await gw.exited).toBe(1);
+    expect(await stream.done).not.toContain('[DONE]');
+    expect(gw.output()).toContain('"msg":"second signal: exiting now"');
   });
 
   it('cuts streams still running when the grace period is over, and still exits 0', async () => {
