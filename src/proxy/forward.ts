@@ -12,6 +12,7 @@ import { terminalStreamEvent } from '../http/render-error.js';
 import type { ProxyContext } from './context.js';
 import { clientResponseHeaders, upstreamRequestHeaders } from './headers.js';
 import { MAX_TRANSLATABLE_ERROR_BYTES, translateUpstreamError } from './upstream-errors.js';
+import { watchStreamEnd, type StreamEndWatcher } from './stream-end.js';
 
 export interface UpstreamOptions {
   url: URL;
@@ -91,6 +92,8 @@ class Exchange implements Dispatcher.DispatchHandler {
   #controller: Dispatcher.DispatchController | undefined;
   #tap: ResponseTap | undefined;
   #isSse = false;
+  /** Whether a 2xx stream on a known API path reached its terminal frame (stream-end.ts). */
+  #streamEnd: StreamEndWatcher | undefined;
   /** The body length llama-swap announced (Content-Length), when it did. */
   #length: number | undefined;
   /** The client's response was ended with the body's last chunk. */
@@ -148,6 +151,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     const { ctx } = this;
     ctx.bytesOut += chunk.length;
     this.#tap?.onChunk(chunk);
+    this.#streamEnd?.push(chunk);
     if (ctx.bytesOut === this.#length) {
       // The last chunk of a body of known length: end() sends it (and the headers, when still
       // waiting) in one write, where write() then end() took two system calls.
@@ -179,8 +183,23 @@ class Exchange implements Dispatcher.DispatchHandler {
       }
       this.#relayHeld();
     }
-    if (!this.#ended) this.ctx.res.end();
+    if (!this.#ended) {
+      if (this.#streamEnd && !this.#streamEnd.endedWithTerminalFrame()) return this.#endTruncated(this.#streamEnd);
+      this.ctx.res.end();
+    }
     this.#finish('complete');
+  }
+
+  /**
+   * llama-swap ended a stream cleanly but before its terminal frame (what a crashed llama-server
+   * looks like through it): one terminal error event, so the client does not take it for whole.
+   */
+  #endTruncated(watcher: StreamEndWatcher): void {
+    const { ctx } = this;
+    ctx.errorClass = 'upstream_truncated';
+    const error = new GatewayError('upstream_truncated');
+    ctx.res.end(watcher.separator() + terminalStreamEvent(error, ctx.format));
+    this.#finish('failed');
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
@@ -225,6 +244,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     if (isSse) ctx.res.flushHeaders();
     ctx.firstByteMs = performance.now() - ctx.startedAt;
     this.#tap = this.tapFactory?.(ctx, status, contentType);
+    if (isSse && status < 300 && ctx.method !== 'HEAD') this.#streamEnd = watchStreamEnd(ctx.path);
   }
 
   /** A held-back error body that is not llama-swap's: status, headers and bytes unchanged. */
