@@ -2,7 +2,7 @@
  * The route table: every path the gateway serves, with its middleware chain, on one screen.
  *
  *   /v1/*              client API → llama-swap   clientAuth → keyLimits → readModel → [captureRequestBody] →
- *                                                modelAllowList → modelsListing → forward (+ usage tap)
+ *                                                modelAllowList → modelsListing → tokenReservation → forward (+ usage tap)
  *                      every call, whichever way it ends, is recorded once (usage/call-recorder.ts)
  *   HEAD /             liveness probe (Claude Code sends it before anything else)
  *   GET  /healthz      the process is alive
@@ -95,6 +95,7 @@ export function registerRoutes(app: FastifyInstance, deps: AppDeps): RouteTable 
       ...(usage.captureStep ? [usage.captureStep] : []),
       modelAllowList,
       modelsListing(deps.listModels),
+      usage.reserveStep,
     ],
     forwarder: deps.forwarder,
     logger: deps.logger,
