@@ -20,8 +20,8 @@ export interface UpstreamOptions {
   connectTimeoutMs: number;
   headersTimeoutMs: number;
   idleTimeoutMs: number;
-  /** Keep-alive connections to llama-swap; streams each hold one for their whole life. */
-  connections?: number;
+  /** Keep-alive connections to llama-swap (GATEHOUSE_UPSTREAM_CONNECTIONS); streams each hold one for their whole life. */
+  connections: number;
 }
 
 /** Observes a response body on the side (usage accounting); must never delay a byte. */
@@ -38,7 +38,7 @@ export interface Forwarder {
 
 export function createForwarder(options: UpstreamOptions): Forwarder {
   const pool = new Pool(options.url.origin, {
-    connections: options.connections ?? 1024,
+    connections: options.connections,
     connect: { timeout: options.connectTimeoutMs },
     headersTimeout: options.headersTimeoutMs,
     bodyTimeout: options.idleTimeoutMs,
