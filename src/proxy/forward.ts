@@ -57,17 +57,18 @@ export function createForwarder(options: UpstreamOptions): Forwarder {
       upstreamApiKey: options.apiKey,
       contentLength: body?.complete ? body.bytes : declaredLength(req.headers['content-length']),
     });
+    const dispatchOptions: Dispatcher.DispatchOptions = {
+      path: basePath + ctx.url,
+      method: ctx.method as Dispatcher.HttpMethod,
+      headers,
+      body: (body?.body ?? null) as Dispatcher.DispatchOptions['body'],
+    };
     return new Promise<void>((resolve, reject) => {
-      const exchange = new Exchange(ctx, tapFactory, options, resolve, reject);
-      pool.dispatch(
-        {
-          path: basePath + ctx.url,
-          method: ctx.method as Dispatcher.HttpMethod,
-          headers,
-          body: (body?.body ?? null) as Dispatcher.DispatchOptions['body'],
-        },
-        exchange,
-      );
+      // A body held whole can be sent again; a streamed one is gone once sent.
+      const retry = isResendable(dispatchOptions.body)
+        ? () => pool.dispatch(dispatchOptions, new Exchange(ctx, tapFactory, options, resolve, reject, undefined))
+        : undefined;
+      pool.dispatch(dispatchOptions, new Exchange(ctx, tapFactory, options, resolve, reject, retry));
     });
   }
 
@@ -111,6 +112,8 @@ class Exchange implements Dispatcher.DispatchHandler {
     private readonly options: UpstreamOptions,
     private readonly resolve: () => void,
     private readonly reject: (error: unknown) => void,
+    /** Sends the call once more on another connection; only for the first attempt. */
+    private readonly retry: (() => void) | undefined,
   ) {
     // The route's one 'close' listener calls this (proxy-route.ts): no listener of our own.
     ctx.onClientGone = this.#onClientClose;
@@ -207,6 +210,14 @@ class Exchange implements Dispatcher.DispatchHandler {
     if (ctx.clientAborted) {
       ctx.errorClass ??= 'client_abort';
       this.#finish('aborted');
+      return;
+    }
+    if (!this.#started && this.retry && isStaleConnection(error)) {
+      // llama-server closed a kept-alive connection as this call went out on it: nothing was
+      // answered, so the call goes once more, on a fresh connection.
+      this.#settled = true;
+      this.#detach();
+      this.retry();
       return;
     }
     if (!this.#started || (this.#held && !ctx.res.headersSent)) {
@@ -331,6 +342,23 @@ function mapBodyError(error: Error): GatewayError {
     return new GatewayError('upstream_idle_timeout', { message: 'The upstream stream went idle for longer than GATEHOUSE_IDLE_TIMEOUT.', cause: error });
   }
   return new GatewayError('upstream_stream_failed', { message: 'The upstream stream broke off before it was complete.', cause: error });
+}
+
+/**
+ * A reused connection that the upstream closed before any byte of this call's response:
+ * undici's SocketError for a closed socket, whose SocketInfo shows bytes read before (earlier
+ * responses on it). A fresh connection (nothing read) is not retried: the upstream really failed.
+ * Other SocketErrors ('bad response'...) mean response bytes did arrive: never retried.
+ */
+function isStaleConnection(error: Error): boolean {
+  if ((error as { code?: string }).code !== 'UND_ERR_SOCKET') return false;
+  if (error.message !== 'other side closed' && error.message !== 'closed') return false;
+  const socket = (error as { socket?: { bytesRead?: number } | null }).socket;
+  return (socket?.bytesRead ?? 0) > 0;
+}
+
+function isResendable(body: Dispatcher.DispatchOptions['body']): boolean {
+  return body === null || body === undefined || Buffer.isBuffer(body) || Array.isArray(body) || typeof body === 'string';
 }
 
 function declaredLength(value: string | undefined): number | undefined {
