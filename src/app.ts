@@ -107,6 +107,7 @@ export async function buildApp(input: BuildAppInput): Promise<App> {
       connectTimeoutMs: settings.connectTimeoutMs,
       headersTimeoutMs: settings.headersTimeoutMs,
       idleTimeoutMs: settings.idleTimeoutMs,
+      connections: settings.upstreamConnections,
     });
   const usage = input.usage ?? createUsageAccounting({ ...input.usageOptions, settings, store: input.admin?.store, logger });
   // With GATEHOUSE_REDIS_URL: the first calls already count in Redis (waits ~1 s at most when it is down).

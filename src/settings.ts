@@ -16,6 +16,8 @@ export interface Settings {
   connectTimeoutMs: number;
   headersTimeoutMs: number;
   idleTimeoutMs: number;
+  /** Keep-alive connections to llama-swap at most (each stream holds one for its whole life). */
+  upstreamConnections: number;
   bodyLimitBytes: number;
   /** Longest pause between two bytes of a request body before it is answered 408. */
   bodyTimeoutMs: number;
@@ -107,6 +109,11 @@ const parseUrl: Parser<URL> = (raw, name) => {
   return url;
 };
 
+const parseConnections: Parser<number> = (raw, name) => {
+  const n = Number(raw);
+  if (!Number.isSafeInteger(n) || n < 1) throw new SettingsError(`${name}: "${raw}" is not a positive whole number`);
+  return n;
+};
 const parseString: Parser<string> = (raw) => raw;
 const parseOptional: Parser<string | undefined> = (raw) => (raw === '' ? undefined : raw);
 const parseProxyList: Parser<readonly string[]> = (raw, name) => {
@@ -257,6 +264,7 @@ export const SETTINGS: ReadonlyArray<SettingSpec<keyof Settings>> = [
   { key: 'connectTimeoutMs', env: 'GATEHOUSE_CONNECT_TIMEOUT', default: '10s', parse: parseDuration, description: 'Time allowed to open a connection to llama-swap (then 504; a refused connection is 502 at once).' },
   { key: 'headersTimeoutMs', env: 'GATEHOUSE_HEADERS_TIMEOUT', default: '10m', parse: parseDuration, description: "Time allowed until llama-swap's response headers arrive (then 504). Large models take minutes to load." },
   { key: 'idleTimeoutMs', env: 'GATEHOUSE_IDLE_TIMEOUT', default: '5m', parse: parseDuration, description: 'Longest silence allowed inside a streamed response body (then one terminal error event).' },
+  { key: 'upstreamConnections', env: 'GATEHOUSE_UPSTREAM_CONNECTIONS', default: '1024', parse: parseConnections, description: 'Most connections open to llama-swap at once. Every stream holds one for its whole life; calls beyond wait for a free one.' },
   { key: 'bodyTimeoutMs', env: 'GATEHOUSE_BODY_TIMEOUT', flag: '--body-timeout', default: '60s', parse: parseDuration, description: 'Longest pause between two bytes of a request body; then 408. Bodies are received whole before anything is forwarded.' },
   { key: 'bodyLimitBytes', env: 'GATEHOUSE_BODY_LIMIT', flag: '--body-limit', default: '50MiB', parse: parseSize, description: 'Largest request body accepted (then 413), counted as it arrives.' },
   { key: 'shutdownGraceMs', env: 'GATEHOUSE_SHUTDOWN_GRACE', default: '30s', parse: parseDuration, description: 'On SIGTERM/SIGINT, how long in-flight requests and streams may run before the process exits.' },

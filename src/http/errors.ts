@@ -51,6 +51,7 @@ export const CATALOGUE = {
   upstream_timeout: { status: 504, openaiType: 'server_error', anthropicType: 'timeout_error', message: 'The upstream did not answer in time.' },
   upstream_idle_timeout: { status: 504, openaiType: 'server_error', anthropicType: 'timeout_error', message: 'The upstream stream went idle for too long.' },
   upstream_stream_failed: { status: 502, openaiType: 'server_error', anthropicType: 'api_error', message: 'The upstream stream failed.' },
+  upstream_truncated: { status: 502, openaiType: 'server_error', anthropicType: 'api_error', message: 'The upstream stream ended without its final event: the answer is incomplete.' },
   // Config editor (llama-swap's config.yaml; src/config-editor).
   config_disabled: { status: 409, openaiType: 'invalid_request_error', anthropicType: 'invalid_request_error', message: 'The config editor is off.' },
   config_conflict: { status: 409, openaiType: 'invalid_request_error', anthropicType: 'invalid_request_error', message: 'The config file changed on disk since it was loaded; nothing was written.' },

@@ -2,7 +2,7 @@
  * The route table: every path the gateway serves, with its middleware chain, on one screen.
  *
  *   /v1/*              client API → llama-swap   cors → clientAuth → keyLimits → readModel → [captureRequestBody] →
- *                                                modelsListing → modelAllowList → forward (+ usage tap)
+ *                                                modelsListing → modelAllowList → tokenReservation → forward (+ usage tap)
  *                      cors answers OPTIONS preflights (204, no key) and marks browsers' calls readable
  *                      every call, whichever way it ends, is recorded once (usage/call-recorder.ts)
  *   HEAD /             liveness probe (Claude Code sends it before anything else)
@@ -109,6 +109,7 @@ export function registerRoutes(app: FastifyInstance, deps: AppDeps): RouteTable 
       ...(usage.captureStep ? [usage.captureStep] : []),
       modelsListing(deps.listModels),
       modelAllowList(catalog),
+      usage.reserveStep,
     ],
     forwarder: deps.forwarder,
     logger: deps.logger,

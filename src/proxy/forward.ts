@@ -12,6 +12,7 @@ import { terminalStreamEvent } from '../http/render-error.js';
 import type { ProxyContext } from './context.js';
 import { clientResponseHeaders, upstreamRequestHeaders } from './headers.js';
 import { MAX_TRANSLATABLE_ERROR_BYTES, translateUpstreamError } from './upstream-errors.js';
+import { watchStreamEnd, type StreamEndWatcher } from './stream-end.js';
 
 export interface UpstreamOptions {
   url: URL;
@@ -19,8 +20,8 @@ export interface UpstreamOptions {
   connectTimeoutMs: number;
   headersTimeoutMs: number;
   idleTimeoutMs: number;
-  /** Keep-alive connections to llama-swap; streams each hold one for their whole life. */
-  connections?: number;
+  /** Keep-alive connections to llama-swap (GATEHOUSE_UPSTREAM_CONNECTIONS); streams each hold one for their whole life. */
+  connections: number;
 }
 
 /** Observes a response body on the side (usage accounting); must never delay a byte. */
@@ -37,7 +38,7 @@ export interface Forwarder {
 
 export function createForwarder(options: UpstreamOptions): Forwarder {
   const pool = new Pool(options.url.origin, {
-    connections: options.connections ?? 1024,
+    connections: options.connections,
     connect: { timeout: options.connectTimeoutMs },
     headersTimeout: options.headersTimeoutMs,
     bodyTimeout: options.idleTimeoutMs,
@@ -56,17 +57,18 @@ export function createForwarder(options: UpstreamOptions): Forwarder {
       upstreamApiKey: options.apiKey,
       contentLength: body ? body.bytes : declaredLength(req.headers['content-length']),
     });
+    const dispatchOptions: Dispatcher.DispatchOptions = {
+      path: basePath + ctx.url,
+      method: ctx.method as Dispatcher.HttpMethod,
+      headers,
+      body: (body?.body ?? null) as Dispatcher.DispatchOptions['body'],
+    };
     return new Promise<void>((resolve, reject) => {
-      const exchange = new Exchange(ctx, tapFactory, options, resolve, reject);
-      pool.dispatch(
-        {
-          path: basePath + ctx.url,
-          method: ctx.method as Dispatcher.HttpMethod,
-          headers,
-          body: (body?.body ?? null) as Dispatcher.DispatchOptions['body'],
-        },
-        exchange,
-      );
+      // A body held whole can be sent again; a streamed one is gone once sent.
+      const retry = isResendable(dispatchOptions.body)
+        ? () => pool.dispatch(dispatchOptions, new Exchange(ctx, tapFactory, options, resolve, reject, undefined))
+        : undefined;
+      pool.dispatch(dispatchOptions, new Exchange(ctx, tapFactory, options, resolve, reject, retry));
     });
   }
 
@@ -91,6 +93,8 @@ class Exchange implements Dispatcher.DispatchHandler {
   #controller: Dispatcher.DispatchController | undefined;
   #tap: ResponseTap | undefined;
   #isSse = false;
+  /** Whether a 2xx stream on a known API path reached its terminal frame (stream-end.ts). */
+  #streamEnd: StreamEndWatcher | undefined;
   /** The body length llama-swap announced (Content-Length), when it did. */
   #length: number | undefined;
   /** The client's response was ended with the body's last chunk. */
@@ -108,6 +112,8 @@ class Exchange implements Dispatcher.DispatchHandler {
     private readonly options: UpstreamOptions,
     private readonly resolve: () => void,
     private readonly reject: (error: unknown) => void,
+    /** Sends the call once more on another connection; only for the first attempt. */
+    private readonly retry: (() => void) | undefined,
   ) {
     // The route's one 'close' listener calls this (proxy-route.ts): no listener of our own.
     ctx.onClientGone = this.#onClientClose;
@@ -148,6 +154,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     const { ctx } = this;
     ctx.bytesOut += chunk.length;
     this.#tap?.onChunk(chunk);
+    this.#streamEnd?.push(chunk);
     if (ctx.bytesOut === this.#length) {
       // The last chunk of a body of known length: end() sends it (and the headers, when still
       // waiting) in one write, where write() then end() took two system calls.
@@ -179,8 +186,23 @@ class Exchange implements Dispatcher.DispatchHandler {
       }
       this.#relayHeld();
     }
-    if (!this.#ended) this.ctx.res.end();
+    if (!this.#ended) {
+      if (this.#streamEnd && !this.#streamEnd.endedWithTerminalFrame()) return this.#endTruncated(this.#streamEnd);
+      this.ctx.res.end();
+    }
     this.#finish('complete');
+  }
+
+  /**
+   * llama-swap ended a stream cleanly but before its terminal frame (what a crashed llama-server
+   * looks like through it): one terminal error event, so the client does not take it for whole.
+   */
+  #endTruncated(watcher: StreamEndWatcher): void {
+    const { ctx } = this;
+    ctx.errorClass = 'upstream_truncated';
+    const error = new GatewayError('upstream_truncated');
+    ctx.res.end(watcher.separator() + terminalStreamEvent(error, ctx.format));
+    this.#finish('failed');
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
@@ -188,6 +210,14 @@ class Exchange implements Dispatcher.DispatchHandler {
     if (ctx.clientAborted) {
       ctx.errorClass ??= 'client_abort';
       this.#finish('aborted');
+      return;
+    }
+    if (!this.#started && this.retry && isStaleConnection(error)) {
+      // llama-server closed a kept-alive connection as this call went out on it: nothing was
+      // answered, so the call goes once more, on a fresh connection.
+      this.#settled = true;
+      this.#detach();
+      this.retry();
       return;
     }
     if (!this.#started || (this.#held && !ctx.res.headersSent)) {
@@ -225,6 +255,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     if (isSse) ctx.res.flushHeaders();
     ctx.firstByteMs = performance.now() - ctx.startedAt;
     this.#tap = this.tapFactory?.(ctx, status, contentType);
+    if (isSse && status < 300 && ctx.method !== 'HEAD') this.#streamEnd = watchStreamEnd(ctx.path);
   }
 
   /** A held-back error body that is not llama-swap's: status, headers and bytes unchanged. */
@@ -312,6 +343,23 @@ function mapBodyError(error: Error): GatewayError {
     return new GatewayError('upstream_idle_timeout', { message: 'The upstream stream went idle for longer than GATEHOUSE_IDLE_TIMEOUT.', cause: error });
   }
   return new GatewayError('upstream_stream_failed', { message: 'The upstream stream broke off before it was complete.', cause: error });
+}
+
+/**
+ * A reused connection that the upstream closed before any byte of this call's response:
+ * undici's SocketError for a closed socket, whose SocketInfo shows bytes read before (earlier
+ * responses on it). A fresh connection (nothing read) is not retried: the upstream really failed.
+ * Other SocketErrors ('bad response'...) mean response bytes did arrive: never retried.
+ */
+function isStaleConnection(error: Error): boolean {
+  if ((error as { code?: string }).code !== 'UND_ERR_SOCKET') return false;
+  if (error.message !== 'other side closed' && error.message !== 'closed') return false;
+  const socket = (error as { socket?: { bytesRead?: number } | null }).socket;
+  return (socket?.bytesRead ?? 0) > 0;
+}
+
+function isResendable(body: Dispatcher.DispatchOptions['body']): boolean {
+  return body === null || body === undefined || Buffer.isBuffer(body) || Array.isArray(body) || typeof body === 'string';
 }
 
 function declaredLength(value: string | undefined): number | undefined {

@@ -1,24 +1,22 @@
 /**
- * Turns each finished `/v1` call into its usage record, metrics and TPM count. Hooked in at the
+ * Turns each finished `/v1` call into its usage record and metrics (its TPM count is settled by
+ * `token-reservation.ts`). Hooked in at the
  * start of every call (`onStart`) and run once from `ctx.onDone`, whichever way the exchange
  * ended (complete, client gone, upstream broken, refused by a step): so a call is recorded
  * exactly once, and an aborted stream with the tokens seen until the client left.
  */
 import type { ProxyContext } from '../proxy/context.js';
 import type { UsageRecord } from '../store/store.js';
-import type { LimitStore } from './limits.js';
 import type { GatewayMetrics } from './metrics.js';
 import { newUsageId } from '../store/usage-id.js';
 import type { UsageWriter } from './usage-writer.js';
 
 export interface CallRecorderDeps {
   metrics: GatewayMetrics;
-  limits: LimitStore;
   /** Absent when recording is off (`GATEHOUSE_USAGE_RECORDING=false`): metrics only. */
   writer: UsageWriter | undefined;
   /** Wall clock for the record's time. Default `Date.now`. */
   now?: () => number;
-  onError?: (error: unknown) => void;
 }
 
 export function createCallRecorder(deps: CallRecorderDeps): (ctx: ProxyContext) => void {
@@ -41,10 +39,6 @@ export function createCallRecorder(deps: CallRecorderDeps): (ctx: ProxyContext) 
       cachedTokens: tokens?.cached ?? null,
       errorClass: ctx.errorClass,
     });
-    if (caller?.keyId !== undefined && caller.limits?.tpm != null && tokens) {
-      const total = (tokens.input ?? 0) + (tokens.output ?? 0);
-      void Promise.resolve(deps.limits.addTokens(caller.keyId, total)).catch((error: unknown) => deps.onError?.(error));
-    }
     if (!deps.writer) return;
     const at = Math.round(now() - durationMs);
     const record: UsageRecord = {

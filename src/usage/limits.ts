@@ -8,9 +8,12 @@
  *   window is refused; `Retry-After` is when the oldest counted call leaves the window. Exact,
  *   with no burst at window edges (a fixed window allows 2N around a boundary). Refused calls
  *   do not count.
- * - TPM: tokens of calls that FINISHED in the last 60 s (the recorder adds them when a call
- *   ends; a call's own tokens are unknown until then). A call is refused while the window holds
- *   >= N tokens; one call may therefore overshoot, and the next waits until enough tokens age out.
+ * - TPM: tokens of calls that finished in the last 60 s, plus RESERVATIONS of calls in flight.
+ *   `keyLimits` refuses while that sum is >= N, before the body is read. Once the body is read,
+ *   `reserveTokens` (token-reservation.ts) reserves the call's estimate (prompt bytes / 4 +
+ *   requested output), atomically with the check that it fits; when the call ends the
+ *   reservation is settled: released, and the real count added. So parallel calls cannot all
+ *   pass on an empty window; how far they can still go over is in README.md.
  * - Concurrency: calls in flight; the slot is released when the exchange closes (`ctx.onDone`),
  *   however it ended. `Retry-After: 1` (no way to know when a call in flight ends).
  *
@@ -35,6 +38,16 @@ export type LimitDecision =
   | { allowed: true; slot: boolean; lease?: string }
   | { allowed: false; limit: LimitKind; max: number; retryAfterMs: number };
 
+/** Tokens held in a key's TPM window for a call in flight; `id` is the store's handle on it. */
+export interface TokenReservation {
+  tokens: number;
+  id?: string;
+}
+
+export type ReservationDecision =
+  | { allowed: true; reservation: TokenReservation }
+  | { allowed: false; limit: 'tpm'; max: number; retryAfterMs: number };
+
 /** Where limits are counted right now, for the admin API (`GET /api/limits`) and the log. */
 export interface LimitsStatus {
   /** `shared`: by every replica together (Redis); `replica`: by this process alone. */
@@ -55,6 +68,14 @@ export interface LimitStore {
   release(keyId: string, lease?: string): void | Promise<void>;
   /** Adds the tokens of a finished call to the key's TPM window. */
   addTokens(keyId: string, tokens: number): void | Promise<void>;
+  /**
+   * Reserves `tokens` (capped at `tpm`: a call bigger than the limit runs alone) in the key's
+   * TPM window when they fit beside the finished calls' tokens and the other reservations,
+   * atomically with that check.
+   */
+  reserveTokens(keyId: string, tpm: number, tokens: number): ReservationDecision | Promise<ReservationDecision>;
+  /** Ends a reservation: gives it back and adds the call's real tokens (0 when unknown). */
+  settleTokens(keyId: string, reservation: TokenReservation, tokens: number): void | Promise<void>;
   status(): LimitsStatus;
   close(): void | Promise<void>;
 }
@@ -90,6 +111,8 @@ interface KeyWindow {
   tokenTimes: TimeLog;
   tokenAmounts: TimeLog;
   tokenSum: number;
+  /** Tokens reserved by calls in flight (released when each is settled). */
+  reserved: number;
   inFlight: number;
 }
 
@@ -126,12 +149,8 @@ export class MemoryLimitStore implements LimitStore {
     }
     if (limits.tpm !== null) {
       expire(w, now);
-      if (w.tokenSum >= limits.tpm) {
-        let remaining = w.tokenSum;
-        let i = 0;
-        while (i < w.tokenTimes.length - 1 && remaining - w.tokenAmounts.at(i) >= limits.tpm) remaining -= w.tokenAmounts.at(i++);
-        return { allowed: false, limit: 'tpm', max: limits.tpm, retryAfterMs: w.tokenTimes.at(i) + LIMIT_WINDOW_MS - now };
-      }
+      // Full: the call waits until the sum drops below the limit (one token of room).
+      if (w.tokenSum + w.reserved >= limits.tpm) return { allowed: false, limit: 'tpm', max: limits.tpm, retryAfterMs: tpmRetryAfter(w, limits.tpm, 1, now) };
     }
     if (limits.rpm !== null) w.requests.push(now);
     if (limits.concurrent !== null) {
@@ -158,6 +177,22 @@ export class MemoryLimitStore implements LimitStore {
     w.requests.push(now);
   }
 
+  reserveTokens(keyId: string, tpm: number, tokens: number): ReservationDecision {
+    const now = this.#now();
+    const w = this.#window(keyId);
+    expire(w, now);
+    const need = Math.min(Math.max(0, Math.ceil(tokens)), tpm);
+    if (w.tokenSum + w.reserved + need > tpm) return { allowed: false, limit: 'tpm', max: tpm, retryAfterMs: tpmRetryAfter(w, tpm, need, now) };
+    w.reserved += need;
+    return { allowed: true, reservation: { tokens: need } };
+  }
+
+  settleTokens(keyId: string, reservation: TokenReservation, tokens: number): void {
+    const w = this.#windows.get(keyId);
+    if (w) w.reserved = Math.max(0, w.reserved - reservation.tokens);
+    this.addTokens(keyId, tokens);
+  }
+
   addTokens(keyId: string, tokens: number): void {
     if (!(tokens > 0)) return;
     const now = this.#now();
@@ -179,7 +214,7 @@ export class MemoryLimitStore implements LimitStore {
   #window(keyId: string): KeyWindow {
     let w = this.#windows.get(keyId);
     if (!w) {
-      w = { requests: new TimeLog(), tokenTimes: new TimeLog(), tokenAmounts: new TimeLog(), tokenSum: 0, inFlight: 0 };
+      w = { requests: new TimeLog(), tokenTimes: new TimeLog(), tokenAmounts: new TimeLog(), tokenSum: 0, reserved: 0, inFlight: 0 };
       this.#windows.set(keyId, w);
     }
     return w;
@@ -189,9 +224,22 @@ export class MemoryLimitStore implements LimitStore {
     const now = this.#now();
     for (const [keyId, w] of this.#windows) {
       expire(w, now);
-      if (w.inFlight === 0 && w.requests.length === 0 && w.tokenTimes.length === 0) this.#windows.delete(keyId);
+      if (w.inFlight === 0 && w.reserved === 0 && w.requests.length === 0 && w.tokenTimes.length === 0) this.#windows.delete(keyId);
     }
   }
+}
+
+/**
+ * When `need` more tokens fit under `tpm`: once enough of the oldest finished calls have left the
+ * window. When the reservations alone leave no room, in 1 s (calls in flight end when they end).
+ */
+function tpmRetryAfter(w: KeyWindow, tpm: number, need: number, now: number): number {
+  let remaining = w.tokenSum;
+  for (let i = 0; i < w.tokenTimes.length; i++) {
+    remaining -= w.tokenAmounts.at(i);
+    if (remaining + w.reserved + need <= tpm) return w.tokenTimes.at(i) + LIMIT_WINDOW_MS - now;
+  }
+  return 1000;
 }
 
 /** Drops what is 60 s old or older: a call at t counts in windows ending before t + 60 s. */
@@ -230,14 +278,19 @@ export function keyLimits(store: LimitStore, onLimited?: (keyName: string | unde
         return;
       }
       onLimited?.(caller.keyName, decision.limit);
-      const seconds = Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
-      throw new GatewayError('rate_limited', {
-        message: `Rate limit exceeded: this API key allows ${LIMIT_WORDING[decision.limit](decision.max)}. Retry after ${seconds} s.`,
-        headers: { 'retry-after': String(seconds) },
-      });
+      throw limitRefusal(decision);
     };
     const decision = store.acquire(keyId, limits);
     if (decision instanceof Promise) return decision.then(apply);
     apply(decision);
   };
+}
+
+/** The 429 for a refused call, with `Retry-After` in whole seconds (at least 1). */
+export function limitRefusal(decision: { limit: LimitKind; max: number; retryAfterMs: number }): GatewayError {
+  const seconds = Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
+  return new GatewayError('rate_limited', {
+    message: `Rate limit exceeded: this API key allows ${LIMIT_WORDING[decision.limit](decision.max)}. Retry after ${seconds} s.`,
+    headers: { 'retry-after': String(seconds) },
+  });
 }

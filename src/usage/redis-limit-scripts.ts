@@ -10,6 +10,7 @@
  *   <prefix>limits:{<keyId>}:rpm    sorted set   member = call id, score = arrival (ms)
  *   <prefix>limits:{<keyId>}:tpm    hash         field = second (epoch s), value = tokens
  *   <prefix>limits:{<keyId>}:slots  sorted set   member = call id, score = lease expiry (ms)
+ *   <prefix>limits:{<keyId>}:resv   sorted set   member = call id|tokens, score = expiry (ms)
  *
  * Every write sets a TTL no longer than the window or the lease, so an idle key's state goes
  * away by itself and nothing grows without end.
@@ -22,16 +23,22 @@ export const RPM_TTL_EXTRA_MS = 1000;
 /** A TPM bucket of second `b` holds tokens up to `b + 1 s + window`; one more second of slack. */
 export const TPM_TTL_EXTRA_MS = 2000;
 export const TPM_BUCKET_MS = 1000;
+/**
+ * A TPM reservation lives this long at most: settled when its call ends, but one whose replica
+ * crashed must not hold the key's window for ever. A call running longer stops holding it.
+ */
+export const RESERVATION_TTL_MS = 120_000;
 
 export interface LimitKeys {
   rpm: string;
   tpm: string;
   slots: string;
+  reserved: string;
 }
 
 export function limitKeys(prefix: string, keyId: string): LimitKeys {
   const base = `${prefix}limits:{${keyId}}`;
-  return { rpm: `${base}:rpm`, tpm: `${base}:tpm`, slots: `${base}:slots` };
+  return { rpm: `${base}:rpm`, tpm: `${base}:tpm`, slots: `${base}:slots`, reserved: `${base}:resv` };
 }
 
 /** Milliseconds now: the caller's (tests) when ARGV[1] is a number, else Redis's clock. */
@@ -44,10 +51,51 @@ end
 `;
 
 /**
+ * The TPM window of a key: `sum` of the finished calls' buckets still in it (older ones are
+ * deleted on the way), those buckets oldest first, and `reserved`, the tokens of live
+ * reservations (expired ones are dropped). `tpmRetryAfter(need)`: ms until `need` more tokens
+ * fit, once enough of the oldest buckets have left; 1 s when the reservations alone leave no room.
+ * Expects `now`, `window`, `tpmKey`, `reservedKey`, `tpm`.
+ */
+const TPM_WINDOW = `
+local function tpmWindow()
+  local fields = redis.call('HGETALL', tpmKey)
+  local buckets = {}
+  local sum = 0
+  for i = 1, #fields, 2 do
+    local second = tonumber(fields[i])
+    local tokens = tonumber(fields[i + 1])
+    if (second + 1) * ${TPM_BUCKET_MS} + window <= now then
+      redis.call('HDEL', tpmKey, fields[i])
+    else
+      sum = sum + tokens
+      buckets[#buckets + 1] = {second, tokens}
+    end
+  end
+  table.sort(buckets, function(a, b) return a[1] < b[1] end)
+  redis.call('ZREMRANGEBYSCORE', reservedKey, '-inf', now)
+  local reserved = 0
+  for _, member in ipairs(redis.call('ZRANGE', reservedKey, 0, -1)) do
+    reserved = reserved + (tonumber(string.match(member, '|(%d+)$')) or 0)
+  end
+  return sum, buckets, reserved
+end
+local function tpmRetryAfter(sum, buckets, reserved, need)
+  for i = 1, #buckets do
+    sum = sum - buckets[i][2]
+    if sum + reserved + need <= tpm then
+      return math.ceil((buckets[i][1] + 1) * ${TPM_BUCKET_MS} + window - now)
+    end
+  end
+  return 1000
+end
+`;
+
+/**
  * acquire: checks concurrency, then RPM, then TPM (the order of `MemoryLimitStore`), and only
  * when all pass counts the call and takes a slot.
  *
- * KEYS: rpm, tpm, slots. ARGV: now ('' = Redis time), window ms, rpm, tpm, concurrent ('' = no
+ * KEYS: rpm, tpm, slots, reserved. ARGV: now ('' = Redis time), window ms, rpm, tpm, concurrent ('' = no
  * such limit), call id, lease ms.
  * Reply: {1, slotTaken} or {0, kind, max, retryAfterMs}.
  *
@@ -58,13 +106,17 @@ end
  *   window - now (exact, also right after a lowered limit). Refused calls are not added.
  * - tpm: the buckets of the last 61 s are summed (at most 62 fields; older ones are deleted on
  *   the way). A bucket of second b counts until (b + 1) s + window: tokens leave between 60 and
- *   61 s after their call finished, never early. Refused while the sum is >= tpm; Retry-After
- *   is when enough of the oldest buckets have left for the sum to drop below it.
+ *   61 s after their call finished, never early. Live reservations count too. Refused while the
+ *   sum is >= tpm; Retry-After is when enough of the oldest buckets have left for the sum to
+ *   drop below it.
  */
 export const ACQUIRE_LUA = `${NOW}
 local window = tonumber(ARGV[2])
 local rpm = tonumber(ARGV[3])
 local tpm = tonumber(ARGV[4])
+local tpmKey = KEYS[2]
+local reservedKey = KEYS[4]
+${TPM_WINDOW}
 local concurrent = tonumber(ARGV[5])
 local lease = tonumber(ARGV[7])
 
@@ -86,27 +138,9 @@ if rpm then
 end
 
 if tpm then
-  local fields = redis.call('HGETALL', KEYS[2])
-  local buckets = {}
-  local sum = 0
-  for i = 1, #fields, 2 do
-    local second = tonumber(fields[i])
-    local tokens = tonumber(fields[i + 1])
-    if (second + 1) * ${TPM_BUCKET_MS} + window <= now then
-      redis.call('HDEL', KEYS[2], fields[i])
-    else
-      sum = sum + tokens
-      buckets[#buckets + 1] = {second, tokens}
-    end
-  end
-  if sum >= tpm then
-    table.sort(buckets, function(a, b) return a[1] < b[1] end)
-    local i = 1
-    while i < #buckets and sum - buckets[i][2] >= tpm do
-      sum = sum - buckets[i][2]
-      i = i + 1
-    end
-    return {0, 'tpm', tpm, math.ceil((buckets[i][1] + 1) * ${TPM_BUCKET_MS} + window - now)}
+  local sum, buckets, reserved = tpmWindow()
+  if sum + reserved >= tpm then
+    return {0, 'tpm', tpm, tpmRetryAfter(sum, buckets, reserved, 1)}
   end
 end
 
@@ -130,6 +164,44 @@ export const ADD_TOKENS_LUA = `${NOW}
 local second = math.floor(now / ${TPM_BUCKET_MS})
 redis.call('HINCRBY', KEYS[1], string.format('%d', second), ARGV[3])
 redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]) + ${TPM_TTL_EXTRA_MS})
+return 1
+`;
+
+/**
+ * reserveTokens: reserves `need` tokens for a call in flight when they fit beside the window's
+ * finished tokens and the live reservations; the reservation expires after RESERVATION_TTL_MS.
+ * KEYS: tpm, reserved. ARGV: now ('' = Redis time), window ms, tpm, need (<= tpm), call id.
+ * Reply: {1} or {0, retryAfterMs}.
+ */
+export const RESERVE_LUA = `${NOW}
+local window = tonumber(ARGV[2])
+local tpm = tonumber(ARGV[3])
+local need = tonumber(ARGV[4])
+local tpmKey = KEYS[1]
+local reservedKey = KEYS[2]
+${TPM_WINDOW}
+local sum, buckets, reserved = tpmWindow()
+if sum + reserved + need > tpm then
+  return {0, tpmRetryAfter(sum, buckets, reserved, need)}
+end
+redis.call('ZADD', reservedKey, now + ${RESERVATION_TTL_MS}, ARGV[5] .. '|' .. need)
+redis.call('PEXPIRE', reservedKey, ${RESERVATION_TTL_MS} + 1000)
+return {1}
+`;
+
+/**
+ * settleTokens: ends a reservation (ZREM) and adds the call's real tokens to the bucket of the
+ * current second, in one step, so the window never counts both or neither.
+ * KEYS: tpm, reserved. ARGV: now ('' = Redis time), window ms, reservation member, tokens (>= 0).
+ */
+export const SETTLE_LUA = `${NOW}
+redis.call('ZREM', KEYS[2], ARGV[3])
+local tokens = tonumber(ARGV[4])
+if tokens > 0 then
+  local second = math.floor(now / ${TPM_BUCKET_MS})
+  redis.call('HINCRBY', KEYS[1], string.format('%d', second), tokens)
+  redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]) + ${TPM_TTL_EXTRA_MS})
+end
 return 1
 `;
 

@@ -26,8 +26,8 @@ import { createRequire } from 'node:module';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { KeyLimits } from '../store/store.js';
-import { LIMIT_WINDOW_MS, MemoryLimitStore, type LimitDecision, type LimitStore, type LimitsStatus } from './limits.js';
-import { ACQUIRE_LUA, ADD_TOKENS_LUA, limitKeys, parseAcquireReply, RENEW_LUA } from './redis-limit-scripts.js';
+import { LIMIT_WINDOW_MS, MemoryLimitStore, type LimitDecision, type LimitStore, type LimitsStatus, type ReservationDecision, type TokenReservation } from './limits.js';
+import { ACQUIRE_LUA, ADD_TOKENS_LUA, limitKeys, parseAcquireReply, RENEW_LUA, RESERVE_LUA, SETTLE_LUA } from './redis-limit-scripts.js';
 
 export interface RedisLimitStoreOptions {
   /** `redis://[:password@]host:port[/db]` or `rediss://` (TLS). A secret: never logged. */
@@ -51,9 +51,11 @@ export interface RedisLimitStoreOptions {
 
 /** The scripts, as ioredis commands (EVALSHA, falling back to EVAL after a Redis restart). */
 interface LimitCommands {
-  gatehouseAcquire(rpmKey: string, tpmKey: string, slotsKey: string, now: string, windowMs: number, rpm: string, tpm: string, concurrent: string, id: string, leaseMs: number): Promise<unknown>;
+  gatehouseAcquire(rpmKey: string, tpmKey: string, slotsKey: string, reservedKey: string, now: string, windowMs: number, rpm: string, tpm: string, concurrent: string, id: string, leaseMs: number): Promise<unknown>;
   gatehouseAddTokens(tpmKey: string, now: string, windowMs: number, tokens: number): Promise<unknown>;
   gatehouseRenew(slotsKey: string, now: string, leaseMs: number, ...ids: string[]): Promise<unknown>;
+  gatehouseReserve(tpmKey: string, reservedKey: string, now: string, windowMs: number, tpm: number, need: number, id: string): Promise<unknown>;
+  gatehouseSettle(tpmKey: string, reservedKey: string, now: string, windowMs: number, member: string, tokens: number): Promise<unknown>;
 }
 
 type State = 'connecting' | 'up' | 'down';
@@ -111,7 +113,9 @@ export class RedisLimitStore implements LimitStore {
       autoResubscribe: false,
       connectionName: 'gatehouse-limits',
     }) as Redis & LimitCommands;
-    this.#redis.defineCommand('gatehouseAcquire', { numberOfKeys: 3, lua: ACQUIRE_LUA });
+    this.#redis.defineCommand('gatehouseAcquire', { numberOfKeys: 4, lua: ACQUIRE_LUA });
+    this.#redis.defineCommand('gatehouseReserve', { numberOfKeys: 2, lua: RESERVE_LUA });
+    this.#redis.defineCommand('gatehouseSettle', { numberOfKeys: 2, lua: SETTLE_LUA });
     this.#redis.defineCommand('gatehouseAddTokens', { numberOfKeys: 1, lua: ADD_TOKENS_LUA });
     this.#redis.defineCommand('gatehouseRenew', { numberOfKeys: 1, lua: RENEW_LUA });
     // Without a listener ioredis prints every connection error to the console; the breaker logs.
@@ -151,7 +155,7 @@ export class RedisLimitStore implements LimitStore {
     let reply;
     try {
       reply = parseAcquireReply(
-        await this.#timed(this.#redis.gatehouseAcquire(keys.rpm, keys.tpm, keys.slots, this.#nowArg(), LIMIT_WINDOW_MS, optional(limits.rpm), optional(limits.tpm), optional(limits.concurrent), id, this.#leaseMs)),
+        await this.#timed(this.#redis.gatehouseAcquire(keys.rpm, keys.tpm, keys.slots, keys.reserved, this.#nowArg(), LIMIT_WINDOW_MS, optional(limits.rpm), optional(limits.tpm), optional(limits.concurrent), id, this.#leaseMs)),
       );
     } catch (error) {
       this.#trip(error);
@@ -187,6 +191,41 @@ export class RedisLimitStore implements LimitStore {
     if (this.#state !== 'up') return;
     try {
       await this.#timed(this.#redis.gatehouseAddTokens(limitKeys(this.#prefix, keyId).tpm, this.#nowArg(), LIMIT_WINDOW_MS, whole));
+    } catch (error) {
+      this.#trip(error);
+    }
+  }
+
+  /** A reservation taken while Redis is skipped lives in the fallback (no `id`) and is settled there. */
+  reserveTokens(keyId: string, tpm: number, tokens: number): ReservationDecision | Promise<ReservationDecision> {
+    if (this.#state !== 'up') return this.#fallback.reserveTokens(keyId, tpm, tokens);
+    return this.#reserveShared(keyId, tpm, Math.min(Math.max(0, Math.ceil(tokens)), tpm));
+  }
+
+  async #reserveShared(keyId: string, tpm: number, need: number): Promise<ReservationDecision> {
+    const keys = limitKeys(this.#prefix, keyId);
+    const id = `${this.#replica}:${(++this.#seq).toString(36)}`;
+    let reply: unknown;
+    try {
+      reply = await this.#timed(this.#redis.gatehouseReserve(keys.tpm, keys.reserved, this.#nowArg(), LIMIT_WINDOW_MS, tpm, need, id));
+    } catch (error) {
+      this.#trip(error);
+      return this.#fallback.reserveTokens(keyId, tpm, need);
+    }
+    if (Array.isArray(reply) && reply[0] === 1) return { allowed: true, reservation: { tokens: need, id: `${id}|${need}` } };
+    if (Array.isArray(reply) && reply[0] === 0 && typeof reply[1] === 'number') return { allowed: false, limit: 'tpm', max: tpm, retryAfterMs: reply[1] };
+    throw new Error(`unexpected reply from the reserve script: ${JSON.stringify(reply)}`);
+  }
+
+  async settleTokens(keyId: string, reservation: TokenReservation, tokens: number): Promise<void> {
+    if (reservation.id === undefined) return this.#fallback.settleTokens(keyId, reservation, tokens);
+    const whole = Math.max(0, Math.round(tokens));
+    if (whole > 0) this.#fallback.addTokens(keyId, whole);
+    // While Redis is skipped the reservation is left to expire (RESERVATION_TTL_MS).
+    if (this.#state !== 'up') return;
+    const keys = limitKeys(this.#prefix, keyId);
+    try {
+      await this.#timed(this.#redis.gatehouseSettle(keys.tpm, keys.reserved, this.#nowArg(), LIMIT_WINDOW_MS, reservation.id, whole));
     } catch (error) {
       this.#trip(error);
     }

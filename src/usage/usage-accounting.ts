@@ -13,6 +13,7 @@ import { captureRequestBody } from './body-capture.js';
 import { createCallRecorder } from './call-recorder.js';
 import { keyLimits, MemoryLimitStore, type LimitStore } from './limits.js';
 import { RedisLimitStore } from './redis-limit-store.js';
+import { tokenReservation } from './token-reservation.js';
 import { GatewayMetrics, type MetricsOptions } from './metrics.js';
 import { UsageRetention, type RetentionOptions } from './retention.js';
 import { usageSummary, type SummaryGroupBy, type SummaryRange, type UsageSummary } from './summary.js';
@@ -42,6 +43,8 @@ export interface UsageAccounting {
   readonly recording: boolean;
   /** `keyLimits`, for the `/v1` chain right after `clientAuth`. */
   readonly limitStep: ProxyStep;
+  /** `tokenReservation`, once the body is read and the call is known to be forwarded. */
+  readonly reserveStep: ProxyStep;
   /** `captureRequestBody`, after `readModel`, when body capture is on. */
   readonly captureStep: ProxyStep | undefined;
   /** The response tap; undefined when recording is off. */
@@ -91,9 +94,10 @@ export function createUsageAccounting(options: UsageAccountingOptions): UsageAcc
     limits,
     recording,
     limitStep: keyLimits(limits, (keyName, limit) => metrics.rateLimited(keyName, limit)),
+    reserveStep: tokenReservation(limits, (keyName, limit) => metrics.rateLimited(keyName, limit), (error) => report(error, 'counting tokens for the TPM limit failed')),
     captureStep: capture ? captureRequestBody(settings.usageCaptureBytes) : undefined,
     tap: recording ? createUsageTap({ captureBytes: capture ? settings.usageCaptureBytes : 0 }) : undefined,
-    onStart: createCallRecorder({ metrics, limits, writer, now, onError: (error) => report(error, 'counting tokens for the TPM limit failed') }),
+    onStart: createCallRecorder({ metrics, writer, now }),
     summary(range, groupBy) {
       if (!store) throw new Error('usage summary needs a store');
       return usageSummary(store, range, groupBy, now());

@@ -20,6 +20,7 @@ import { json, rawRequest, type RawResponse } from '../helpers/http.js';
 import { requirePostgres, TestSchemas, urlWithPassword } from '../helpers/postgres.js';
 import { spawnGateway, type GatewayProcess } from '../helpers/process.js';
 import { startTestRedis, type TestRedis } from '../helpers/redis.js';
+import { DEFAULT_OUTPUT_TOKENS, PROMPT_BYTES_PER_TOKEN } from '../../src/usage/token-reservation.js';
 
 const ADMIN_TOKEN = 'shared-limits-admin-token-0123456789';
 const DB_PASSWORD = 'db-password-never-logged-41d0';
@@ -27,6 +28,10 @@ const REDIS_PASSWORD = 'redis-password-never-logged-9e2c';
 const PREFIX = `gh-t${process.pid}-${randomBytes(3).toString('hex')}:`;
 /** Tokens the upstream reports per call (10 in, 5 out). */
 const TOKENS_PER_CALL = 15;
+/** What `chat()` reserves of a TPM window while it runs: body bytes / 4 + the default output. */
+const CHAT_ESTIMATE = Math.ceil(Buffer.byteLength(JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hello' }] })) / PROMPT_BYTES_PER_TOKEN) + DEFAULT_OUTPUT_TOKENS;
+/** Room for one finished call beside a running one's estimate, not for two. */
+const TOKENS_TPM = TOKENS_PER_CALL + CHAT_ESTIMATE;
 
 const schemas = new TestSchemas();
 const schema = schemas.fresh('limits');
@@ -62,7 +67,7 @@ const keys = new Map<string, Key>();
 const KEY_LIMITS: Record<string, { rpm?: number; tpm?: number; concurrent?: number }> = {
   alternating: { rpm: 4 },
   burst: { rpm: 5 },
-  tokens: { tpm: 20 },
+  tokens: { tpm: TOKENS_TPM },
   slots: { concurrent: 1 },
   outage: { rpm: 2 },
   'after-restart': { rpm: 3 },
@@ -193,14 +198,14 @@ describe('two replicas sharing limits through Redis', () => {
   });
 
   it('counts the tokens of a call finished on one replica against the TPM limit on the other', async () => {
-    const k = key('tokens'); // 20 tokens per minute; each call reports 15
+    const k = key('tokens'); // each call reports 15 and reserves CHAT_ESTIMATE while it runs
     expect((await chat(a, k)).status).toBe(200);
     await within(2000, 'the first call\'s tokens in Redis', async () => (await tokensInRedis(k)) === TOKENS_PER_CALL);
-    expect((await chat(b, k)).status).toBe(200); // 15 < 20: allowed
+    expect((await chat(b, k)).status).toBe(200); // 15 + estimate fits
     await within(2000, 'both calls\' tokens in Redis', async () => (await tokensInRedis(k)) === 2 * TOKENS_PER_CALL);
     const refused = await chat(a, k);
     expect(refused.status).toBe(429);
-    expect((json(refused.body) as { error: { message: string } }).error.message).toContain('20 tokens per minute');
+    expect((json(refused.body) as { error: { message: string } }).error.message).toContain(`${TOKENS_TPM} tokens per minute`);
   });
 
   it('gives a concurrency=1 key one call in flight across both replicas, and frees it when the call ends', async () => {

@@ -1,6 +1,7 @@
 /**
  * Per-key limits: requests per minute (exact sliding window: the N+1st call in any 60 s gets
- * 429), tokens per minute (tokens of finished calls), requests in flight. Refused before
+ * 429), tokens per minute (tokens of finished calls plus the estimates of calls in flight),
+ * requests in flight. Refused before
  * anything is forwarded, in the caller's wire format, with `Retry-After`.
  */
 import { Writable } from 'node:stream';
@@ -119,19 +120,23 @@ describe('requests per minute', () => {
 });
 
 describe('tokens per minute', () => {
-  it('refuses calls once the tokens of finished calls in the last minute reach the limit', async () => {
+  it('refuses a call once the tokens of finished calls in the last minute leave no room for its estimate', async () => {
     const perCall = countPromptTokens({ messages: [{ role: 'user', content: 'hello' }] }) + 6;
-    const key = await createKey(gateway, { name: 'tpm', limits: { tpm: perCall + 1 } });
+    const body = JSON.stringify({ model: 'qwen', max_tokens: 6, messages: [{ role: 'user', content: 'hello' }] });
+    const estimate = Math.ceil(Buffer.byteLength(body) / 4) + 6;
+    const key = await createKey(gateway, { name: 'tpm', limits: { tpm: perCall + estimate } });
+    const call = (id = requestId('tpm')) =>
+      rawRequest(`${gateway.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key.secret}`, 'x-request-id': id }, body });
     // Tokens count once a call has finished: wait for each record before the next call.
     const first = requestId('tpm');
-    expect((await chat(key.secret, first)).status).toBe(200);
-    expect(await recordFor(gateway, first)).toMatchObject({ inputTokens: perCall - 6, outputTokens: 6 }); // under the limit
+    expect((await call(first)).status).toBe(200);
+    expect(await recordFor(gateway, first)).toMatchObject({ inputTokens: perCall - 6, outputTokens: 6 }); // room for one more estimate
     const second = requestId('tpm');
-    expect((await chat(key.secret, second)).status).toBe(200);
-    await recordFor(gateway, second); // now 2 x perCall: over
-    const refused = await chat(key.secret);
+    expect((await call(second)).status).toBe(200);
+    await recordFor(gateway, second); // now 2 x perCall: no room for another estimate
+    const refused = await call();
     expect(refused.status).toBe(429);
-    expect((json(refused.body) as { error: { message: string } }).error.message).toContain(`${perCall + 1} tokens per minute`);
+    expect((json(refused.body) as { error: { message: string } }).error.message).toContain(`${perCall + estimate} tokens per minute`);
     expect(retryAfter(refused)).toBeGreaterThanOrEqual(58);
   });
 
