@@ -38,6 +38,8 @@ export interface AppDeps {
   keys: KeyVerifier & KeyUseRecorder;
   /** llama-swap's model list, for answers the gateway must filter or reshape. */
   listModels: ListModels;
+  /** The pins of llama-swap's active profile, for the model allow-list; none when unset. */
+  activeProfilePins?: () => Promise<Readonly<Record<string, string>>>;
   /** The admin API's data; without it no `/api/*` route exists. */
   admin?: {
     store: Store;

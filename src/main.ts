@@ -44,6 +44,7 @@ export async function startGateway(settings: Readonly<Settings>): Promise<Runnin
     logger,
     upstream,
     listModels: () => upstream.models(),
+    activeProfilePins: () => upstream.activeProfilePins(),
     admin: { store, index, llamaSwap: upstream, gatewayLog },
     configEditor,
     closeables: [configEditor, index, store, upstream],

@@ -37,6 +37,11 @@ export function modelAllowList(catalog: () => Promise<ModelCatalog | undefined>)
   return function modelAllowListStep(ctx) {
     const allowed = ctx.caller?.allowedModels;
     if (!allowed || allowed.length === 0) return;
+    // llama-swap routes on the path with each segment unescaped (Go's ServeMux); `/v1/%6dodels`
+    // is its model list. The gateway decides on the path as sent, so it must be plain.
+    if (!isPlainPath(ctx.path)) {
+      throw new GatewayError('model_required', { message: 'This API key may only use some models, and a path with percent-escapes, empty or dot segments cannot be read with certainty.' });
+    }
     const reading = ctx.modelReading ?? { status: 'absent' };
     if (reading.status === 'uncertain') {
       throw new GatewayError('model_required', { message: `This API key may only use some models, and the model of this call cannot be read with certainty: ${reading.reason}.`, param: 'model' });
@@ -45,11 +50,14 @@ export function modelAllowList(catalog: () => Promise<ModelCatalog | undefined>)
       throw new GatewayError('model_required', { message: 'This API key may only use some models, so every call must name one ("model").', param: 'model' });
     }
     const model = reading.model;
-    if (modelCovered(allowed, model, undefined)) return;
     return catalog().then((known) => {
       if (!modelCovered(allowed, model, known)) throw notAllowed(model, allowed);
     });
   };
+}
+
+function isPlainPath(path: string): boolean {
+  return !path.includes('%') && !path.includes('//') && !/\/\.\.?(?:\/|$)/.test(path);
 }
 
 function notAllowed(model: string, allowed: readonly string[]): GatewayError {

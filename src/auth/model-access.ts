@@ -8,12 +8,16 @@
  *   or any of its aliases), or a pattern matches the model's ID (models and peer models only —
  *   selectors and profile pins are allowed only by name).
  * A name llama-swap's list does not know is allowed only when it is on the key's list as is.
+ * While a profile is active, a call's name is first rewritten by the profile's pins, as
+ * llama-swap does (`CreateProfileMiddleware`), and the rewritten name is what must be allowed.
  */
 import type { ListedModel } from '../proxy/models-list.js';
 
 export interface ModelCatalog {
-  /** The real model a name routes to, or undefined when the list does not know the name. */
+  /** The real model a name names, or undefined when the list does not know the name. */
   resolve(name: string): string | undefined;
+  /** The name the active profile rewrites a call's model to (llama-swap's profile pins), if any. */
+  pinned(name: string): string | undefined;
   /** Whether a pattern may cover this real model (a local or peer model, not a selector). */
   coverable(id: string): boolean;
 }
@@ -23,9 +27,13 @@ export function isPattern(entry: string): boolean {
 }
 
 export function modelCovered(allowed: readonly string[], requested: string, catalog: ModelCatalog | undefined): boolean {
-  if (allowed.length === 0 || allowed.includes(requested)) return true;
+  if (allowed.length === 0) return true;
+  // An active profile may send the name elsewhere; then the name on the list is not enough.
+  const pinned = catalog?.pinned(requested);
+  const name = pinned ?? requested;
+  if (allowed.includes(name)) return true;
   if (!catalog) return false;
-  const target = catalog.resolve(requested);
+  const target = catalog.resolve(name);
   if (target === undefined) return false;
   for (const entry of allowed) {
     if (isPattern(entry)) {
@@ -47,8 +55,11 @@ function globToRegExp(glob: string): RegExp {
   return re;
 }
 
-/** Builds the catalog from llama-swap's `GET /v1/models` entries (their `meta.llamaswap`). */
-export function catalogFromList(models: readonly ListedModel[]): ModelCatalog {
+/**
+ * Builds the catalog from llama-swap's `GET /v1/models` entries (their `meta.llamaswap`) and the
+ * pins of its active profile (`GET /api/profiles`).
+ */
+export function catalogFromList(models: readonly ListedModel[], pins: Readonly<Record<string, string>> = {}): ModelCatalog {
   const kinds = new Map<string, string>();
   const aliasOf = new Map<string, string>();
   const peersByModel = new Map<string, string[]>();
@@ -74,6 +85,9 @@ export function catalogFromList(models: readonly ListedModel[]): ModelCatalog {
       const peers = peersByModel.get(name);
       return peers?.length === 1 ? peers[0] : undefined;
     },
+    pinned(name) {
+      return Object.hasOwn(pins, name) && pins[name] !== '' ? pins[name] : undefined;
+    },
     coverable(id) {
       const kind = kinds.get(id);
       return kind === 'model' || kind === 'peer';
@@ -91,15 +105,19 @@ function llamaswapMeta(m: ListedModel): { type?: unknown; aliases?: unknown; mod
  * (a name not on the key's list as is). While llama-swap cannot be asked, the last list is used
  * for up to `staleMs`; after that only names on a key's list as is are allowed.
  */
-export function cachedCatalog(list: () => Promise<ListedModel[]>, { ttlMs = 10_000, staleMs = 300_000, now = Date.now } = {}) {
+export function cachedCatalog(
+  list: () => Promise<ListedModel[]>,
+  activePins: () => Promise<Readonly<Record<string, string>>> = async () => ({}),
+  { ttlMs = 10_000, staleMs = 300_000, now = Date.now } = {},
+) {
   let current: { catalog: ModelCatalog; at: number } | undefined;
   let pending: Promise<ModelCatalog | undefined> | undefined;
   return function catalog(): Promise<ModelCatalog | undefined> {
     const at = now();
     if (current && at - current.at < ttlMs) return Promise.resolve(current.catalog);
-    pending ??= list()
-      .then((models) => {
-        current = { catalog: catalogFromList(models), at: now() };
+    pending ??= Promise.all([list(), activePins()])
+      .then(([models, pins]) => {
+        current = { catalog: catalogFromList(models, pins), at: now() };
         return current.catalog;
       })
       .catch(() => (current && now() - current.at < staleMs ? current.catalog : undefined))

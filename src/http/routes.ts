@@ -99,7 +99,7 @@ export interface RouteTable {
 
 export function registerRoutes(app: FastifyInstance, deps: AppDeps): RouteTable {
   const usage = deps.usage;
-  const catalog = cachedCatalog(deps.listModels);
+  const catalog = cachedCatalog(deps.listModels, deps.activeProfilePins);
   const trust = createProxyTrust(deps.settings.trustedProxies);
   const v1Chain = createProxyRoute({
     steps: [

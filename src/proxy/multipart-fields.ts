@@ -18,6 +18,8 @@ const MAX_PARTS = 1000;
 
 const enum P {
   First,
+  /** Pending starts with `--boundary`; what ends its line is still to be read. */
+  Boundary,
   Headers,
   Body,
   Done,
@@ -32,6 +34,8 @@ export class MultipartFieldReader {
   private capture: Buffer[] | undefined;
   private captured = 0;
   private parts = 0;
+  /** Nothing of the current part's body has been read yet. */
+  private atPartStart = false;
   private readonly values: string[] = [];
   private failure = '';
 
@@ -63,8 +67,11 @@ export class MultipartFieldReader {
         const need = this.first.length + 2;
         if (buf.length < need) return false;
         if (!buf.subarray(0, this.first.length).equals(this.first)) return this.fail('the body does not start with its boundary');
-        return this.afterDelimiter(this.first.length);
+        this.state = P.Boundary;
+        return true;
       }
+      case P.Boundary:
+        return this.afterDelimiter(this.first.length);
       case P.Headers: {
         if (buf.length < 2) return false;
         // A part with no headers at all: its blank line comes first.
@@ -76,9 +83,20 @@ export class MultipartFieldReader {
         if (!this.startPart(end === -2 ? '' : buf.toString('latin1', 0, end))) return false;
         this.pending = buf.subarray(end === -2 ? 2 : end + 4);
         this.state = P.Body;
+        this.atPartStart = true;
         return true;
       }
       case P.Body: {
+        if (this.atPartStart) {
+          const start = this.partStart(buf);
+          if (start === 'wait') return false;
+          this.atPartStart = false;
+          if (start === 'empty') {
+            if (!this.endPart()) return false;
+            this.state = P.Boundary;
+            return true;
+          }
+        }
         let from = 0;
         for (;;) {
           const at = buf.indexOf(this.delimiter, from);
@@ -101,7 +119,8 @@ export class MultipartFieldReader {
             this.content(buf.subarray(0, at));
             if (!this.endPart()) return false;
             this.pending = buf.subarray(at + 2);
-            return this.afterDelimiter(this.delimiter.length - 2);
+            this.state = P.Boundary;
+            return true;
           }
           from = at + 1; // `--boundary` followed by other bytes is content
         }
@@ -109,6 +128,19 @@ export class MultipartFieldReader {
       default:
         return false;
     }
+  }
+
+  /**
+   * Go ends a part whose body begins with `--boundary` and then `--`, white space or a line end
+   * right there, with no CRLF before it (`scanUntilBoundary`): the part is empty.
+   */
+  private partStart(buf: Buffer): 'empty' | 'content' | 'wait' {
+    const known = Math.min(buf.length, this.first.length);
+    if (!buf.subarray(0, known).equals(this.first.subarray(0, known))) return 'content';
+    if (buf.length < this.first.length + 2) return 'wait';
+    const next = buf[this.first.length]!;
+    const closing = next === 0x2d && buf[this.first.length + 1] === 0x2d;
+    return closing || next === 0x20 || next === 0x09 || next === 0x0d || next === 0x0a ? 'empty' : 'content';
   }
 
   /** At `offset` in pending, just after `--boundary`: the closing `--`, or white space and CRLF. */

@@ -51,6 +51,8 @@ export interface LlamaSwapClient {
   version(opts?: CallOptions): Promise<VersionInfo | null>;
   running(opts?: CallOptions): Promise<RunningModel[]>;
   models(opts?: CallOptions): Promise<ModelEntry[]>;
+  /** The pins of the active profile (`GET /api/profiles`); `{}` when none is active or the version has no profiles. */
+  activeProfilePins(opts?: CallOptions): Promise<Readonly<Record<string, string>>>;
   /** Blocks until stopped. Old llama-swap: `{ unloaded: false, unsupported: true }`. Unknown model: throws 404. */
   unload(modelId: string, opts?: CallOptions): Promise<UnloadResult>;
   /** `POST /api/models/unload`, falling back to `GET /unload` on versions without it. */
@@ -174,6 +176,19 @@ export function createLlamaSwapClient(options: LlamaSwapClientOptions): LlamaSwa
     async models(opts = {}) {
       const body = await getJson<{ data?: ModelEntry[] }>('/v1/models', 'model list', opts);
       return Array.isArray(body.data) ? body.data : [];
+    },
+
+    async activeProfilePins(opts = {}) {
+      const res = await exchange('GET', '/api/profiles', 'profile list', opts);
+      if (res.status === 404) return {};
+      if (res.status < 200 || res.status >= 300) throw httpError(res.status, res.text, res.contentType, 'profile list');
+      const body = parseJson<{ active?: unknown; profiles?: Array<{ id?: unknown; pins?: unknown }> }>(res, 'profile list');
+      const active = Array.isArray(body.profiles) ? body.profiles.find((p) => typeof body.active === 'string' && p.id === body.active) : undefined;
+      const pins: Record<string, string> = {};
+      if (active && typeof active.pins === 'object' && active.pins !== null) {
+        for (const [name, target] of Object.entries(active.pins)) if (typeof target === 'string') pins[name] = target;
+      }
+      return pins;
     },
 
     async unload(modelId, opts = {}) {

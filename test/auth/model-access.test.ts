@@ -50,6 +50,22 @@ describe('modelCovered', () => {
   });
 });
 
+describe('a profile that pins names', () => {
+  // The active profile sends "qwen-7b" and its alias "qwen" to llama (llama-swap's profile pins).
+  const pinned = catalogFromList(LIST, { 'qwen-7b': 'llama-3.2-3b', qwen: 'llama-3.2-3b', fast: 'qwen-7b' });
+
+  it('refuses a listed name the profile sends to a model the key may not use', () => {
+    expect(modelCovered(['qwen-7b'], 'qwen-7b', pinned)).toBe(false);
+    expect(modelCovered(['qwen'], 'qwen', pinned)).toBe(false);
+    expect(modelCovered(['qwen*'], 'qwen-7b', pinned)).toBe(false);
+  });
+
+  it('allows a pin name that routes to an allowed model', () => {
+    expect(modelCovered(['qwen-7b'], 'fast', pinned)).toBe(true);
+    expect(modelCovered(['llama'], 'qwen', pinned)).toBe(true);
+  });
+});
+
 describe('cachedCatalog', () => {
   it('asks llama-swap at most once per ttl and keeps the last list while it is unreachable', async () => {
     let clock = 0;
@@ -61,6 +77,7 @@ describe('cachedCatalog', () => {
         if (!up) throw new Error('down');
         return LIST;
       },
+      undefined,
       { ttlMs: 1000, staleMs: 5000, now: () => clock },
     );
     expect((await get())?.resolve('qwen')).toBe('qwen-7b');

@@ -82,6 +82,26 @@ describe('a key allowed only qwen', () => {
     });
   }
 
+  it('refuses a percent-escaped path, which llama-swap would route as /v1/models, before anything is forwarded', async () => {
+    for (const path of ['/v1/%6dodels?model=qwen', '/v1/model%73?model=qwen', '/v1//models?model=qwen']) {
+      const before = sim.received.length;
+      const res = await call(qwenOnly, path, undefined, undefined, 'GET');
+      expect(res.status, path).toBe(403);
+      expect(sim.received.slice(before).filter((r) => r.path !== '/v1/models'), path).toEqual([]);
+    }
+  });
+
+  it('refuses a multipart body that hides a second model behind an empty part, as Go reads it', async () => {
+    const body = Buffer.from(
+      '--b2\r\nContent-Disposition: form-data; name="x"\r\n\r\n--b2\r\nContent-Disposition: form-data; name="model"\r\n\r\nllama-3.2-3b\r\n' +
+        '--b2\r\nContent-Disposition: form-data; name="model"\r\n\r\nqwen\r\n--b2--\r\n',
+    );
+    const before = sim.received.length;
+    const res = await call(qwenOnly, '/v1/audio/transcriptions', 'multipart/form-data; boundary=b2', body);
+    expect(res.status).toBe(403);
+    expect(sim.received.slice(before).filter((r) => r.path !== '/v1/models')).toEqual([]);
+  });
+
   it('refuses the llama-3.2-3b escape in the Anthropic wire format for /v1/messages', async () => {
     const res = await call(qwenOnly, '/v1/messages', JSON_TYPE, `{"mod\\u0065l":"llama-3.2-3b","max_tokens":5,${MESSAGES}}`);
     expect(res.status).toBe(403);

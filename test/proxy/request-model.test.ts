@@ -89,6 +89,22 @@ describe('reading the model as llama-swap does', () => {
     expect(readBody('POST', MP, '', two).status).toBe('uncertain');
   });
 
+  it('ends a part whose body begins with the boundary, as Go does, so a hidden part is still read', () => {
+    const hidden = (afterBoundary: string) =>
+      Buffer.from(
+        `--XyZ\r\nContent-Disposition: form-data; name="x"\r\n\r\n--XyZ${afterBoundary}\r\nContent-Disposition: form-data; name="model"\r\n\r\nllama-3.2-3b\r\n` +
+          `--XyZ\r\nContent-Disposition: form-data; name="model"\r\n\r\nqwen\r\n--XyZ--\r\n`,
+      );
+    for (const after of ['', ' ', '\t']) {
+      for (const every of [0, 1, 5]) expect(readBody('POST', MP, '', hidden(after), every), JSON.stringify([after, every])).toMatchObject({ status: 'uncertain', guess: 'llama-3.2-3b' });
+    }
+    const onlyHidden = Buffer.from(`--XyZ\r\n\r\n--XyZ\r\nContent-Disposition: form-data; name="model"\r\n\r\nllama-3.2-3b\r\n--XyZ--\r\n`);
+    expect(readBody('POST', MP, '', onlyHidden)).toEqual(found('llama-3.2-3b'));
+    // `--XyZx` at the start of a part is content, as in Go.
+    const content = Buffer.from(`--XyZ\r\nContent-Disposition: form-data; name="model"\r\n\r\n--XyZx\r\n--XyZ--\r\n`);
+    expect(readBody('POST', MP, '', content)).toEqual(found('--XyZx'));
+  });
+
   it('reads a part with no name, or of another disposition, as no value', () => {
     const body = multipart('XyZ', [
       { headers: [], body: 'x' },
