@@ -59,6 +59,25 @@ describe('request bodies', () => {
     expect(upstream.started - before).toBe(2);
   });
 
+  it('keeps serving other clients while more slow uploads are open than there are upstream connections', async () => {
+    const small = await startTestGateway(upstream.url, { upstreamConnections: 2 });
+    try {
+      const slow = Array.from({ length: 6 }, () => {
+        const req = httpRequest(`${small.url}/v1/chat/completions`, { method: 'POST', agent: false, headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked' } });
+        req.on('error', () => undefined);
+        req.write('{"model":"qwen","messages":[');
+        return req;
+      });
+      for (let i = 0; i < 3; i++) {
+        const res = await rawRequest(`${small.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model":"qwen","messages":[]}' });
+        expect(res.status).toBe(200);
+      }
+      for (const req of slow) req.destroy();
+    } finally {
+      await small.close();
+    }
+  });
+
   it('answers 408 in the OpenAI format when a body stops arriving, and forwards nothing', async () => {
     const before = upstream.received.length;
     const { req, response } = startUpload('/v1/chat/completions', '{"model":"qwen"');
