@@ -4,6 +4,7 @@
  * `mime.ParseMediaType` (Content-Type and Content-Disposition). Where Go would do something
  * subtle (RFC 2231 parameters, stray backslashes) the media-type reader gives up instead.
  */
+import { decodeUtf8 } from './utf8.js';
 
 export interface GoQuery {
   /** Values per key, in order, as `url.Values`. */
@@ -54,8 +55,6 @@ export function parseGoQuery(raw: string): GoQuery {
   return { values, error, notUtf8 };
 }
 
-const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
-
 /** `url.QueryUnescape`; `null` for Go's escape error, `undefined` for bytes that are not UTF-8. */
 function queryUnescape(s: string): string | null | undefined {
   const bytes: number[] = [];
@@ -70,11 +69,7 @@ function queryUnescape(s: string): string | null | undefined {
     else if (c <= 0xff) bytes.push(c);
     else for (const b of Buffer.from(s[i]!, 'utf8')) bytes.push(b);
   }
-  try {
-    return utf8.decode(Buffer.from(bytes));
-  } catch {
-    return undefined;
-  }
+  return decodeUtf8(Buffer.from(bytes));
 }
 
 export interface MediaType {

@@ -8,6 +8,7 @@
  * malformed headers, RFC 2231 names, quoted-printable values, a truncated body) makes the
  * result `unreadable`, so a caller that must be certain can refuse.
  */
+import { decodeUtf8 } from './utf8.js';
 import { parseMediaType } from './go-form.js';
 
 export type FieldReading = { readable: true; values: string[] } | { readable: false; reason: string };
@@ -215,12 +216,3 @@ export class MultipartFieldReader {
   }
 }
 
-const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
-
-function decodeUtf8(bytes: Buffer): string | undefined {
-  try {
-    return utf8.decode(bytes);
-  } catch {
-    return undefined;
-  }
-}

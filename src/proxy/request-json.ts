@@ -9,6 +9,7 @@
  * UTF-8 byte order mark, which gjson skips too); for anything else it says `invalid`, and a
  * caller that must be certain refuses the call.
  */
+import { decodeUtf8 } from './utf8.js';
 
 export type JsonKind = 'string' | 'number' | 'true' | 'false' | 'null' | 'object' | 'array';
 
@@ -430,15 +431,6 @@ export function gjsonNumberText(raw: string): string {
 
 const SIMPLE_ESCAPES: Record<number, number> = { 0x22: 0x22, 0x5c: 0x5c, 0x2f: 0x2f, 0x62: 0x08, 0x66: 0x0c, 0x6e: 0x0a, 0x72: 0x0d, 0x74: 0x09 };
 
-const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
-
-function decodeUtf8(bytes: Buffer): string | undefined {
-  try {
-    return utf8.decode(bytes);
-  } catch {
-    return undefined;
-  }
-}
 
 function isNumberState(state: S): boolean {
   return state >= S.NumMinus && state <= S.NumExp;
