@@ -22,7 +22,10 @@ export const MAX_QUERY_PAIRS = 1000;
  * `url.ParseQuery`: `&`-separated pairs, `;` refused, `+` is a space, `%XX` must be valid.
  * `raw` holds one byte per character (latin1), as Node gives a request's URL.
  */
+const NO_QUERY: GoQuery = Object.freeze({ values: new Map<string, string[]>(), error: false, notUtf8: false });
+
 export function parseGoQuery(raw: string): GoQuery {
+  if (raw === '') return NO_QUERY;
   const values = new Map<string, string[]>();
   let error = false;
   let notUtf8 = false;

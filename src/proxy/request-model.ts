@@ -25,6 +25,7 @@ export type ModelReading =
 
 /** Top-level JSON members read besides `model` (token reservations, stream flag). */
 export const JSON_MEMBERS = ['model', 'stream', 'max_tokens', 'max_completion_tokens', 'max_output_tokens'] as const;
+const WANTED: ReadonlySet<string> = new Set(JSON_MEMBERS);
 
 /** Reads a body as it arrives; `end` gives the reading once the whole body was fed. */
 export interface BodyModelReader {
@@ -53,7 +54,7 @@ export function bodyModelReader(method: string, contentType: string | undefined,
 }
 
 class JsonBody implements BodyModelReader {
-  private readonly reader = new RequestJsonReader(new Set(JSON_MEMBERS));
+  private readonly reader = new RequestJsonReader(WANTED);
   json: ReadonlyMap<string, JsonMember> | undefined;
 
   constructor(private readonly query: GoQuery) {}
