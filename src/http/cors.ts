@@ -9,7 +9,12 @@ type RawHandler = (req: IncomingMessage, res: ServerResponse) => void;
 
 const ALLOW_METHODS = 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS';
 /** Answered when a preflight names no headers; requested ones are echoed (covers `x-stainless-*`). */
-const DEFAULT_ALLOW_HEADERS = 'authorization, x-api-key, api-key, content-type, anthropic-version, anthropic-beta, x-request-id';
+const DEFAULT_ALLOW_HEADERS = [
+  'authorization', 'x-api-key', 'api-key', 'content-type', 'anthropic-version', 'anthropic-beta', 'anthropic-dangerous-direct-browser-access', 'x-request-id',
+  // What the OpenAI and Anthropic SDKs send about themselves.
+  'x-stainless-arch', 'x-stainless-lang', 'x-stainless-os', 'x-stainless-package-version', 'x-stainless-retry-count',
+  'x-stainless-runtime', 'x-stainless-runtime-version', 'x-stainless-timeout', 'x-stainless-helper-method', 'x-stainless-async',
+].join(', ');
 const EXPOSE_HEADERS = 'x-request-id, retry-after';
 /** Chromium caps a preflight's cache at 2 h; longer would only be ignored. */
 const MAX_AGE_SECONDS = '7200';
