@@ -15,9 +15,9 @@ export interface ReadModelOptions {
 }
 
 export function readModel(options: ReadModelOptions) {
-  const { bodyLimitBytes, bodyTimeoutMs, spoolDir } = options;
+  const { bodyLimitBytes, bodyTimeoutMs } = options;
   if (!Number.isSafeInteger(bodyLimitBytes) || bodyLimitBytes < 1) throw new Error('readModel: bodyLimitBytes must be a positive integer');
-  prepareSpoolDir(spoolDir);
+  const spoolDir = prepareSpoolDir(options.spoolDir);
   return async function readModelStep(ctx: ProxyContext): Promise<void> {
     const q = ctx.url.indexOf('?');
     const rawQuery = q < 0 ? '' : ctx.url.slice(q + 1);

@@ -11,6 +11,7 @@
  */
 import { createReadStream, createWriteStream, mkdirSync, readdirSync, rmSync, type WriteStream } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { randomUUID } from 'node:crypto';
@@ -55,10 +56,22 @@ function formatBytes(n: number): string {
   return n % (1024 * 1024) === 0 ? `${n / (1024 * 1024)} MiB` : `${n} bytes`;
 }
 
-/** Creates the spool directory and removes files a crashed process left there. */
-export function prepareSpoolDir(dir: string): void {
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  for (const name of readdirSync(dir)) if (name.endsWith('.body')) rmSync(join(dir, name), { force: true });
+/**
+ * Creates the spool directory and removes files a crashed process left there. Returns the
+ * directory to use: the one asked for, or one in the system's temp dir when that cannot be made
+ * (a data dir on a read-only file system, with the store in PostgreSQL).
+ */
+export function prepareSpoolDir(dir: string): string {
+  for (const candidate of [dir, join(tmpdir(), `gatehouse-spool-${process.getuid?.() ?? 'user'}`)]) {
+    try {
+      mkdirSync(candidate, { recursive: true, mode: 0o700 });
+      for (const name of readdirSync(candidate)) if (name.endsWith('.body')) rmSync(join(candidate, name), { force: true });
+      return candidate;
+    } catch {
+      // try the next place
+    }
+  }
+  throw new Error(`No directory for request bodies could be made (tried ${dir} and the system's temp dir).`);
 }
 
 export function hasBody(req: IncomingMessage): boolean {
