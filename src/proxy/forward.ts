@@ -5,8 +5,7 @@
  * at once, before or after response headers.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { errors as undiciErrors, Pool } from '../upstream/undici-core.js';
-import type { Dispatcher } from 'undici';
+import { errors as undiciErrors, Pool, type Dispatcher } from 'undici';
 import { GatewayError, isGatewayError } from '../http/errors.js';
 import { terminalStreamEvent } from '../http/render-error.js';
 import type { ProxyContext } from './context.js';
