@@ -15,7 +15,7 @@ import { busyShareWhileIdle, startForeignCpuMeter } from './machine.js';
 import { createLoadDriver, type LoadDriver } from './load.js';
 import { requestFor, runLoadCell, warmUpTargets, type LoadCellResult, type PairSpec, type Workload } from './load-suite.js';
 import { HELP, parseOptions, UsageError, type BenchOptions } from './options.js';
-import { GATEHOUSE_NODE_ENV, GATEHOUSE_NODE_FLAGS, ProcessGroup, runGatehouse, type RunningProcess } from './processes.js';
+import { ProcessGroup, runGatehouse, type RunningProcess } from './processes.js';
 import { compare, renderReport, type BenchReport } from './report.js';
 import { selectScenarios, type ScenarioSelection } from './scenarios.js';
 import { checkTargets } from './smoke.js';
@@ -136,7 +136,7 @@ async function runSuites(options: BenchOptions, driver: LoadDriver, started: Sta
     // The bar's gateway is measured in several fresh processes (the bar takes their median): a
     // served process's RSS varied by 10-30 MB with what V8 happened to compile during its calls
     // (glibc kept the compiler's freed memory; mostly undici's WebAssembly parser optimized on a
-    // helper thread, which bin/gatehouse's --no-liftoff now avoids), see docs/benchmarks.md.
+    // helper thread), see docs/benchmarks.md.
     const subjects: Array<{ target: Target; fresh: boolean }> = [];
     for (const target of [...byKind(started.targets, 'floor'), ...byKind(started.targets, 'gateway')]) {
       const copies = target.scenarioId === FLOOR_BAR_SCENARIO ? profile.idleRssProcesses : 1;
@@ -237,8 +237,6 @@ async function main(argv: string[]): Promise<number> {
         engine: driver.engine,
         quick: options.quick,
         profile: options.profile,
-        gatewayNodeFlags: [...GATEHOUSE_NODE_FLAGS],
-        gatewayNodeEnv: { ...GATEHOUSE_NODE_ENV },
         scenarios: selection.scenarios.map(({ id, title }) => ({ id, title })),
         skippedScenarios: selection.skipped,
       },

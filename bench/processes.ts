@@ -4,7 +4,6 @@
  * Every wait here is bounded.
  */
 import { execFile, fork, spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { get } from 'node:http';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
@@ -27,30 +26,7 @@ const STDERR_TAIL_BYTES = 8192;
 /** The gateway's CLI entry (dist/src/cli/main.js only exports `main`; bin/gatehouse runs it). */
 const GATEHOUSE_BIN = fileURLToPath(new URL('../../bin/gatehouse', import.meta.url));
 
-/**
- * What bin/gatehouse's shebang sets (`#!/usr/bin/env -S MALLOC_ARENA_MAX=2 node --max-semi-space-size=2 ...`):
- * the environment assignments before `node` and the node flags after it. Production runs the
- * script itself (`./bin/gatehouse serve`, the Docker entrypoint, the systemd unit), so both apply
- * there; the bench starts `node FLAGS bin/gatehouse` to add its own (--cpu-prof) and must pass
- * them too, or it measures a differently tuned process.
- */
-const SHEBANG = (() => {
-  const firstLine = readFileSync(GATEHOUSE_BIN, 'utf8').split('\n', 1)[0] ?? '';
-  const words = (/^#!\S*\benv\s+-S\s+(.*)$/.exec(firstLine)?.[1] ?? '').split(/\s+/).filter(Boolean);
-  const node = words.findIndex((word) => /(^|\/)node$/.test(word));
-  const env: Record<string, string> = {};
-  for (const word of node < 0 ? [] : words.slice(0, node)) {
-    const eq = word.indexOf('=');
-    if (eq > 0) env[word.slice(0, eq)] = word.slice(eq + 1);
-  }
-  return { env, flags: node < 0 ? [] : words.slice(node + 1).filter((arg) => arg.startsWith('-')) };
-})();
-
-export const GATEHOUSE_NODE_FLAGS: readonly string[] = SHEBANG.flags;
-/** Environment the shebang sets for node (e.g. MALLOC_ARENA_MAX). */
-export const GATEHOUSE_NODE_ENV: Readonly<Record<string, string>> = SHEBANG.env;
-
-/** Environment names the bench controls for the gateway; inherited values are dropped. */
+/** Environment names the bench controls for the gateway; inherited values are dropped, so it runs on node's defaults. */
 const CONTROLLED_ENV = /^(GATEHOUSE_|INFERENCE_CONFIG_|HOST$|PORT$|NODE_OPTIONS$|MALLOC_)/;
 
 export interface GatewayLaunch {
@@ -101,7 +77,7 @@ export class ProcessGroup {
     const env = gatehouseEnv(launch.dataDir, launch.env);
     const child = spawn(
       process.execPath,
-      [...GATEHOUSE_NODE_FLAGS, ...launch.nodeArgs, GATEHOUSE_BIN, 'serve', '--port', String(port), '--host', '127.0.0.1', '--upstream', launch.upstreamUrl],
+      [...launch.nodeArgs, GATEHOUSE_BIN, 'serve', '--port', String(port), '--host', '127.0.0.1', '--upstream', launch.upstreamUrl],
       { stdio: ['ignore', 'ignore', 'pipe'], env },
     );
     const tail = this.track(name, child);
@@ -189,7 +165,7 @@ function httpStatus(url: string, timeoutMs = 1000): Promise<number> {
 function gatehouseEnv(dataDir: string, extra: Readonly<Record<string, string>>): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
   for (const [key, value] of Object.entries(process.env)) if (!CONTROLLED_ENV.test(key)) env[key] = value;
-  return Object.assign(env, GATEHOUSE_NODE_ENV, { GATEHOUSE_DATA_DIR: dataDir }, extra);
+  return Object.assign(env, { GATEHOUSE_DATA_DIR: dataDir }, extra);
 }
 
 /** Runs `gatehouse ARGS...` (e.g. `keys create`) to completion, killed after `timeoutMs`. */
@@ -200,7 +176,7 @@ export function runGatehouse(
   timeoutMs = 20_000,
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [...GATEHOUSE_NODE_FLAGS, GATEHOUSE_BIN, ...args], { env: gatehouseEnv(dataDir, extraEnv), timeout: timeoutMs, killSignal: 'SIGKILL' }, (error, stdout, stderr) => {
+    execFile(process.execPath, [GATEHOUSE_BIN, ...args], { env: gatehouseEnv(dataDir, extraEnv), timeout: timeoutMs, killSignal: 'SIGKILL' }, (error, stdout, stderr) => {
       const code = error ? (typeof error.code === 'number' ? error.code : null) : 0;
       resolve({ code, stdout, stderr });
     });

@@ -27,10 +27,6 @@ export interface BenchMeta {
   engine: Engine;
   quick: boolean;
   profile: Profile;
-  /** Node flags the gateway ran with, from bin/gatehouse's shebang (as in production). */
-  gatewayNodeFlags: string[];
-  /** Environment the shebang sets for node (as in production), e.g. MALLOC_ARENA_MAX. */
-  gatewayNodeEnv: Record<string, string>;
   /** The gateway scenarios run, in order (the first is `baseline`). */
   scenarios: Array<{ id: string; title: string }>;
   /** Default scenarios that could not run on this machine, and why. */
@@ -164,8 +160,7 @@ export function renderReport(report: BenchReport): string {
   lines.push(`other work on the machine: ${pct(meta.busyBeforeStart ?? Number.NaN)} CPU busy before start, ${pct(meta.foreignCpuShare ?? Number.NaN)} of all CPU used by other processes during the run${meta.quick ? '; --quick: one short round each, numbers are rough' : ''}`);
   lines.push(`Method: separate processes on 127.0.0.1; targets alternate within each round (order rotated); medians of ${p.rounds} round${p.rounds > 1 ? 's' : ''} (streams: ${p.streamRounds}).`);
   lines.push('"added" = target − direct (the upstream without a proxy), from the same run.');
-  const shebangEnv = Object.entries(meta.gatewayNodeEnv ?? {}).map(([name, value]) => `${name}=${value} `).join('');
-  lines.push(`Gateway scenarios (one process each: ${shebangEnv}node ${[...meta.gatewayNodeFlags, ''].join(' ')}bin/gatehouse serve, as its shebang runs it; bench/scenarios.ts):`);
+  lines.push('Gateway scenarios (one process each: node bin/gatehouse serve, no runtime flags or tuning variables; bench/scenarios.ts):');
   const idWidth = Math.max(0, ...meta.scenarios.map((s) => s.id.length), ...meta.skippedScenarios.map((s) => s.id.length));
   for (const s of meta.scenarios) {
     lines.push(`  ${s.id.padEnd(idWidth)}  ${s.title}${s.id === FLOOR_BAR_SCENARIO ? '  <- the floor bars judge this one' : ''}`);

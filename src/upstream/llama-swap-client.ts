@@ -5,7 +5,7 @@
  * when configured, `Authorization: Bearer <apiKey>` (§4). Inference traffic does not go
  * through here; `proxy/` forwards it.
  */
-import { Pool, request } from './undici-core.js';
+import { Pool } from 'undici';
 import { httpError, transportError, UpstreamError } from './errors.js';
 import { eventStream, textStream } from './log-stream.js';
 import type {
@@ -95,7 +95,7 @@ export function createLlamaSwapClient(options: LlamaSwapClientOptions): LlamaSwa
     const timer = setTimeout(() => deadline.abort(), limit);
     const signal = opts.signal ? AbortSignal.any([opts.signal, deadline.signal]) : deadline.signal;
     try {
-      const res = await request(pool, { path: prefix + path, method, headers: baseHeaders, signal, headersTimeout: limit, bodyTimeout: limit });
+      const res = await pool.request({ path: prefix + path, method, headers: baseHeaders, signal, headersTimeout: limit, bodyTimeout: limit });
       let text = '';
       if (discardBody && res.statusCode < 400) await res.body.dump();
       else text = await res.body.text();
@@ -121,7 +121,7 @@ export function createLlamaSwapClient(options: LlamaSwapClientOptions): LlamaSwa
     const timer = setTimeout(() => deadline.abort(), limit);
     const signal = opts.signal ? AbortSignal.any([opts.signal, deadline.signal]) : deadline.signal;
     try {
-      const res = await request(pool, {
+      const res = await pool.request({
         path: prefix + path,
         method: 'GET',
         headers: { ...baseHeaders, accept },
