@@ -11,7 +11,12 @@
  * While a profile is active, a call's name is first rewritten by the profile's pins, as
  * llama-swap does (`CreateProfileMiddleware`), and the rewritten name is what must be allowed.
  */
-import type { ListedModel } from '../proxy/models-list.js';
+
+/** What the catalog reads of an entry of llama-swap's `GET /v1/models`. */
+export interface ListedModel {
+  id: string;
+  meta?: unknown;
+}
 
 export interface ModelCatalog {
   /** The real model a name names, or undefined when the list does not know the name. */

@@ -113,7 +113,7 @@ export function receiveBody(req: IncomingMessage, options: ReceiveOptions): Prom
       dispose();
       reject(error);
     };
-    let timer = setTimeout(onIdle, options.idleTimeoutMs);
+    const timer = setTimeout(onIdle, options.idleTimeoutMs);
     function onIdle() {
       req.pause();
       settle(new GatewayError('body_timeout', { message: `The request body stopped arriving: nothing for ${options.idleTimeoutMs / 1000} s (GATEHOUSE_BODY_TIMEOUT).` }));
