@@ -6,10 +6,10 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import fastifyCookie from '@fastify/cookie';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import { GatewayError, isGatewayError } from './http/errors.js';
+import { GatewayError, isGatewayError } from './core/errors.js';
 import { trackAnswer } from './http/answering.js';
 import { answerClientError } from './http/client-error.js';
-import { errorBody } from './http/render-error.js';
+import { errorBody } from './core/render-error.js';
 import { ADMIN_BODY_LIMIT_BYTES, registerRoutes, type RouteTable } from './http/routes.js';
 import { createAccessLog } from './logging/access-log.js';
 import type { KeyIndex, KeyVerifier } from './auth/key-index.js';
@@ -19,8 +19,8 @@ import type { Store } from './store/store.js';
 import type { ConfigEditor } from './config-editor/config-editor.js';
 import type { LineBuffer } from './logging/line-buffer.js';
 import type { LlamaSwapClient } from './upstream/llama-swap-client.js';
-import { wireFormatForPath } from './http/wire-format.js';
-import type { ProxyContext } from './proxy/context.js';
+import { wireFormatForPath } from './core/wire-format.js';
+import type { ProxyContext } from './core/context.js';
 import { createForwarder, type Forwarder, type TapFactory } from './proxy/forward.js';
 import type { Settings } from './settings.js';
 import { createUsageAccounting, type UsageAccounting, type UsageAccountingOptions } from './usage/usage-accounting.js';
@@ -64,7 +64,7 @@ export interface AppDeps {
 
 /** Fastify's compiler factories when a route declares a schema: there must be none (see buildApp). */
 function refuseRouteSchemas(): never {
-  throw new Error('Gatehouse routes declare no Fastify schemas: validate the body in the handler and throw a GatewayError (src/http/errors.ts).');
+  throw new Error('Gatehouse routes declare no Fastify schemas: validate the body in the handler and throw a GatewayError (src/core/errors.ts).');
 }
 
 /** Open mode: no key records, everyone may call. For tests and tools without a store. */

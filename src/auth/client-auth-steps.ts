@@ -2,7 +2,7 @@
  * The `/v1` steps that enforce who may call and which models they may use. The decision
  * itself is `authenticateClient` (framework-free); these turn it into the catalogue's errors.
  */
-import { GatewayError } from '../http/errors.js';
+import { GatewayError } from '../core/errors.js';
 import type { ProxyStep } from '../http/proxy-route.js';
 import { authenticateClient } from './client-auth.js';
 import { modelCovered, type ModelCatalog } from './model-access.js';

@@ -3,7 +3,7 @@
  * whether llama-swap took a saved config. See README.md in this folder for the design.
  */
 import { dirname, join } from 'node:path';
-import { GatewayError } from '../http/errors.js';
+import { GatewayError } from '../core/errors.js';
 import {
   FileWriteError,
   formatVersion,

@@ -7,14 +7,14 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { createAccessLog, type AccessLog } from '../logging/access-log.js';
-import type { ProxyContext } from '../proxy/context.js';
+import type { ProxyContext } from '../core/context.js';
 import type { Forwarder, TapFactory } from '../proxy/forward.js';
 import { saneRequestId } from '../proxy/headers.js';
 import { discardRest } from '../proxy/request-body.js';
-import { isGatewayError } from './errors.js';
+import { isGatewayError } from '../core/errors.js';
 import type { ProxyTrust } from './proxy-trust.js';
 import { sendError } from './send-error.js';
-import { wireFormatForCall } from './wire-format.js';
+import { wireFormatForCall } from '../core/wire-format.js';
 
 /**
  * One link of the chain: enforces one thing, throws a `GatewayError` to stop the call, or

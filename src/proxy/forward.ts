@@ -6,9 +6,9 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { errors as undiciErrors, Pool, type Dispatcher } from 'undici';
-import { GatewayError, isGatewayError } from '../http/errors.js';
-import { terminalStreamEvent } from '../http/render-error.js';
-import type { ProxyContext } from './context.js';
+import { GatewayError, isGatewayError } from '../core/errors.js';
+import { terminalStreamEvent } from '../core/render-error.js';
+import type { ProxyContext } from '../core/context.js';
 import { clientResponseHeaders, upstreamRequestHeaders } from './headers.js';
 import { MAX_TRANSLATABLE_ERROR_BYTES, translateUpstreamError } from './upstream-errors.js';
 import { watchStreamEnd, type StreamEndWatcher } from './stream-end.js';

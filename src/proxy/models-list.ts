@@ -4,9 +4,9 @@
  * Claude Code discovery) gets Anthropic's list shape. Everyone else gets llama-swap's answer
  * passed through untouched.
  */
-import { GatewayError } from '../http/errors.js';
+import { GatewayError } from '../core/errors.js';
 import type { ProxyStep } from '../http/proxy-route.js';
-import type { ProxyContext } from './context.js';
+import type { ProxyContext } from '../core/context.js';
 import { catalogFromList, modelCovered } from '../auth/model-access.js';
 
 export interface ListedModel {

@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { randomUUID } from 'node:crypto';
-import { GatewayError } from '../http/errors.js';
+import { GatewayError } from '../core/errors.js';
 
 export interface BodyHead {
   bytes: number;

@@ -5,7 +5,7 @@
  * ended (complete, client gone, upstream broken, refused by a step): so a call is recorded
  * exactly once, and an aborted stream with the tokens seen until the client left.
  */
-import type { ProxyContext } from '../proxy/context.js';
+import type { ProxyContext } from '../core/context.js';
 import type { UsageRecord } from '../store/store.js';
 import type { GatewayMetrics } from './metrics.js';
 import { newUsageId } from '../store/usage-id.js';

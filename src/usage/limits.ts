@@ -22,7 +22,7 @@
  * shared by every replica through atomic Lua scripts, falling back to a `MemoryLimitStore`
  * while Redis is unreachable.
  */
-import { GatewayError } from '../http/errors.js';
+import { GatewayError } from '../core/errors.js';
 import type { ProxyStep } from '../http/proxy-route.js';
 import type { KeyLimits } from '../store/store.js';
 

@@ -10,7 +10,7 @@
  * the call names no maximum. Other bodies (media uploads) reserve the output part only.
  */
 import type { ProxyStep } from '../http/proxy-route.js';
-import type { ProxyContext } from '../proxy/context.js';
+import type { ProxyContext } from '../core/context.js';
 import { limitRefusal, type LimitKind, type LimitStore, type ReservationDecision } from './limits.js';
 import { requestedOutputTokens } from './requested-output-tokens.js';
 

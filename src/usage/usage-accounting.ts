@@ -5,7 +5,7 @@
  */
 import type { Logger } from 'pino';
 import type { ProxyStep } from '../http/proxy-route.js';
-import type { ProxyContext } from '../proxy/context.js';
+import type { ProxyContext } from '../core/context.js';
 import type { TapFactory } from '../proxy/forward.js';
 import type { Settings } from '../settings.js';
 import type { Store } from '../store/store.js';

@@ -24,9 +24,9 @@
  * extra frame would break the byte-for-byte pass-through. For a backend with neither, output
  * tokens are counted from the generated frames (`source: 'estimate'`). See README.md.
  */
-import type { ObservedTokens, ProxyContext, UsageProbe } from '../proxy/context.js';
+import type { ObservedTokens, ProxyContext, UsageProbe } from '../core/context.js';
 import type { ResponseTap, TapFactory } from '../proxy/forward.js';
-import { SseParser } from '../proxy/sse-decoder.js';
+import { SseParser } from '../core/sse-decoder.js';
 import { BodyCapture } from './body-capture.js';
 import { readTimingsCounts, readUsageCounts, timingsCountsAt, usageCountsAt, type TokenCounts } from './token-fields.js';
 

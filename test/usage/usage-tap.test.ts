@@ -4,7 +4,7 @@
  * token-accounting.test.ts.)
  */
 import { describe, expect, it } from 'vitest';
-import type { ProxyContext, UsageProbe } from '../../src/proxy/context.js';
+import type { ProxyContext, UsageProbe } from '../../src/core/context.js';
 import { createUsageTap } from '../../src/usage/usage-tap.js';
 
 function streamTap(): { push: (text: string) => void; probe: () => UsageProbe } {

@@ -10,7 +10,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { newKeyRecord, parseIsoTimestamp, toKeyView, type NewKeyInput } from '../../auth/api-keys.js';
 import type { KeyIndex } from '../../auth/key-index.js';
 import type { KeyLimits, KeyPatch, Store } from '../../store/store.js';
-import { GatewayError } from '../errors.js';
+import { GatewayError } from '../../core/errors.js';
 
 export interface KeysHandlerDeps {
   store: Store;

@@ -8,7 +8,7 @@ import type { Logger } from 'pino';
 import type { LlamaSwapClient } from '../../upstream/llama-swap-client.js';
 import { UpstreamError } from '../../upstream/errors.js';
 import type { ModelEntry, RunningModel } from '../../upstream/types.js';
-import { GatewayError } from '../errors.js';
+import { GatewayError } from '../../core/errors.js';
 
 export type ModelState = 'starting' | 'ready' | 'stopping' | 'stopped';
 

@@ -3,10 +3,10 @@
  * middleware chain. Typed and owned by the request: never a module global.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { WireFormat } from '../http/wire-format.js';
-import type { BodyHead } from './request-body.js';
-import type { JsonMember } from './request-json.js';
-import type { ModelReading } from './request-model.js';
+import type { WireFormat } from './wire-format.js';
+import type { BodyHead } from '../proxy/request-body.js';
+import type { JsonMember } from '../proxy/request-json.js';
+import type { ModelReading } from '../proxy/request-model.js';
 
 export interface CallerIdentity {
   /** `undefined` in open mode (no keys exist). */
