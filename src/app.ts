@@ -21,7 +21,8 @@ import type { LineBuffer } from './logging/line-buffer.js';
 import type { LlamaSwapClient } from './upstream/llama-swap-client.js';
 import { wireFormatForPath } from './core/wire-format.js';
 import type { ProxyContext } from './core/context.js';
-import { createForwarder, type Forwarder, type TapFactory } from './proxy/forward.js';
+import type { TapFactory } from './core/steps.js';
+import { createForwarder, type Forwarder } from './proxy/forward.js';
 import type { Settings } from './settings.js';
 import { createUsageAccounting, type UsageAccounting, type UsageAccountingOptions } from './usage/usage-accounting.js';
 

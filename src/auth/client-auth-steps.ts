@@ -3,7 +3,7 @@
  * itself is `authenticateClient` (framework-free); these turn it into the catalogue's errors.
  */
 import { GatewayError } from '../core/errors.js';
-import type { ProxyStep } from '../http/proxy-route.js';
+import type { ProxyStep } from '../core/steps.js';
 import { authenticateClient } from './client-auth.js';
 import { modelCovered, type ModelCatalog } from './model-access.js';
 import type { KeyVerifier } from './key-index.js';

@@ -3,10 +3,47 @@
  * middleware chain. Typed and owned by the request: never a module global.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Readable } from 'node:stream';
 import type { WireFormat } from './wire-format.js';
-import type { BodyHead } from '../proxy/request-body.js';
-import type { JsonMember } from '../proxy/request-json.js';
-import type { ModelReading } from '../proxy/request-model.js';
+
+/** A request body received whole before anything is forwarded (`proxy/request-body.ts`). */
+export interface BodyHead {
+  bytes: number;
+  /** The whole body when it is held in memory; `undefined` when it was spooled to disk. */
+  complete: Buffer[] | undefined;
+  /** The first bytes of the body (all of it when in memory), for body capture. */
+  start: Buffer[];
+  /** What is forwarded: the chunks, a read stream of the spool file, or nothing. */
+  body: Buffer | Buffer[] | Readable | null;
+  /** Bytes received. */
+  readonly received: () => number;
+  /** Removes the spool file, if any (called when the call ends). */
+  dispose(): void;
+}
+
+/** The model a call asks for, as llama-swap will read it (`proxy/request-model.ts`). */
+export type ModelReading =
+  | { status: 'found'; model: string }
+  | { status: 'absent' }
+  /** `guess`: what llama-swap most likely reads, for usage attribution only. */
+  | { status: 'uncertain'; reason: string; guess?: string | undefined };
+
+export type JsonKind = 'string' | 'number' | 'true' | 'false' | 'null' | 'object' | 'array';
+
+/** One top-level member of a JSON body, as the request JSON reader saw it (`proxy/request-json.ts`). */
+export interface JsonMember {
+  kind: JsonKind;
+  /**
+   * gjson's `.String()` of the first occurrence: the unescaped text of a string, the literal of
+   * a number or boolean, `''` for null; `undefined` for objects and arrays (not kept) and for a
+   * string too long to keep or not valid UTF-8.
+   */
+  text: string | undefined;
+  /** How many top-level members had this name (a valid object may repeat a key). */
+  occurrences: number;
+  /** A later occurrence had a different kind or text than the first. */
+  conflicting: boolean;
+}
 
 export interface CallerIdentity {
   /** `undefined` in open mode (no keys exist). */

@@ -8,20 +8,14 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { createAccessLog, type AccessLog } from '../logging/access-log.js';
 import type { ProxyContext } from '../core/context.js';
-import type { Forwarder, TapFactory } from '../proxy/forward.js';
+import type { ProxyStep, TapFactory } from '../core/steps.js';
+import type { Forwarder } from '../proxy/forward.js';
 import { saneRequestId } from '../proxy/headers.js';
 import { discardRest } from '../proxy/request-body.js';
 import { isGatewayError } from '../core/errors.js';
 import type { ProxyTrust } from './proxy-trust.js';
 import { sendError } from './send-error.js';
 import { wireFormatForCall } from '../core/wire-format.js';
-
-/**
- * One link of the chain: enforces one thing, throws a `GatewayError` to stop the call, or
- * returns `'handled'` when it answered the call itself (nothing is forwarded then).
- */
-export type ProxyStep = (ctx: ProxyContext) => StepResult | Promise<StepResult>;
-export type StepResult = void | 'handled';
 
 export interface ProxyRouteOptions {
   steps: readonly ProxyStep[];

@@ -60,7 +60,7 @@ import { metricsToken } from '../auth/metrics-token.js';
 import { sameOrigin } from '../auth/same-origin.js';
 import { setupPending } from '../auth/setup-pending.js';
 import { modelsListing } from '../proxy/models-list.js';
-import type { TapFactory } from '../proxy/forward.js';
+import type { TapFactory } from '../core/steps.js';
 import { readModel } from '../proxy/read-model.js';
 import { cachedCatalog } from '../auth/model-access.js';
 import { join } from 'node:path';

@@ -9,6 +9,7 @@ import { errors as undiciErrors, Pool, type Dispatcher } from 'undici';
 import { GatewayError, isGatewayError } from '../core/errors.js';
 import { terminalStreamEvent } from '../core/render-error.js';
 import type { ProxyContext } from '../core/context.js';
+import type { ResponseTap, TapFactory } from '../core/steps.js';
 import { clientResponseHeaders, upstreamRequestHeaders } from './headers.js';
 import { MAX_TRANSLATABLE_ERROR_BYTES, translateUpstreamError } from './upstream-errors.js';
 import { watchStreamEnd, type StreamEndWatcher } from './stream-end.js';
@@ -22,13 +23,6 @@ export interface UpstreamOptions {
   /** Keep-alive connections to llama-swap (GATEHOUSE_UPSTREAM_CONNECTIONS); streams each hold one for their whole life. */
   connections: number;
 }
-
-/** Observes a response body on the side (usage accounting); must never delay a byte. */
-export interface ResponseTap {
-  onChunk(chunk: Buffer): void;
-  onEnd(outcome: 'complete' | 'aborted' | 'failed'): void;
-}
-export type TapFactory = (ctx: ProxyContext, status: number, contentType: string | undefined) => ResponseTap | undefined;
 
 export interface Forwarder {
   forward(ctx: ProxyContext, tapFactory?: TapFactory): Promise<void>;

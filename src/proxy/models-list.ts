@@ -5,7 +5,7 @@
  * passed through untouched.
  */
 import { GatewayError } from '../core/errors.js';
-import type { ProxyStep } from '../http/proxy-route.js';
+import type { ProxyStep } from '../core/steps.js';
 import type { ProxyContext } from '../core/context.js';
 import { catalogFromList, modelCovered } from '../auth/model-access.js';
 

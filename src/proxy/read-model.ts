@@ -3,8 +3,8 @@
  * as llama-swap will (request-model.ts). `ctx.modelReading` keeps the full answer for the
  * allow-list; `ctx.model` is what usage and logs attribute the call to.
  */
-import type { ProxyContext } from '../core/context.js';
-import { bodyModelReader, modelFromGet, type ModelReading } from './request-model.js';
+import type { ModelReading, ProxyContext } from '../core/context.js';
+import { bodyModelReader, modelFromGet } from './request-model.js';
 import { hasBody, prepareSpoolDir, receiveBody } from './request-body.js';
 
 export interface ReadModelOptions {

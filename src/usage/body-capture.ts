@@ -3,7 +3,7 @@
  * `GATEHOUSE_USAGE_CAPTURE_BYTES`). Only the first N bytes are copied, and only of textual
  * content types; anything else is described, never stored.
  */
-import type { ProxyStep } from '../http/proxy-route.js';
+import type { ProxyStep } from '../core/steps.js';
 
 export class BodyCapture {
   readonly #max: number;

@@ -23,7 +23,7 @@
  * while Redis is unreachable.
  */
 import { GatewayError } from '../core/errors.js';
-import type { ProxyStep } from '../http/proxy-route.js';
+import type { ProxyStep } from '../core/steps.js';
 import type { KeyLimits } from '../store/store.js';
 
 export const LIMIT_WINDOW_MS = 60_000;

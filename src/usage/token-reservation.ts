@@ -9,7 +9,7 @@
  * Latin text) plus the requested output (`requestedOutputTokens`), or DEFAULT_OUTPUT_TOKENS when
  * the call names no maximum. Other bodies (media uploads) reserve the output part only.
  */
-import type { ProxyStep } from '../http/proxy-route.js';
+import type { ProxyStep } from '../core/steps.js';
 import type { ProxyContext } from '../core/context.js';
 import { limitRefusal, type LimitKind, type LimitStore, type ReservationDecision } from './limits.js';
 import { requestedOutputTokens } from './requested-output-tokens.js';

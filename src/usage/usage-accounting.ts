@@ -4,9 +4,8 @@
  * settings and the store; the route table takes its steps, tap and start hook.
  */
 import type { Logger } from 'pino';
-import type { ProxyStep } from '../http/proxy-route.js';
+import type { ProxyStep, TapFactory } from '../core/steps.js';
 import type { ProxyContext } from '../core/context.js';
-import type { TapFactory } from '../proxy/forward.js';
 import type { Settings } from '../settings.js';
 import type { Store } from '../store/store.js';
 import { captureRequestBody } from './body-capture.js';

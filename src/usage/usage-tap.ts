@@ -25,7 +25,7 @@
  * tokens are counted from the generated frames (`source: 'estimate'`). See README.md.
  */
 import type { ObservedTokens, ProxyContext, UsageProbe } from '../core/context.js';
-import type { ResponseTap, TapFactory } from '../proxy/forward.js';
+import type { ResponseTap, TapFactory } from '../core/steps.js';
 import { SseParser } from '../core/sse-decoder.js';
 import { BodyCapture } from './body-capture.js';
 import { readTimingsCounts, readUsageCounts, timingsCountsAt, usageCountsAt, type TokenCounts } from './token-fields.js';
