@@ -13,7 +13,7 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError } from '../core/errors.js';
-import type { ProxyTrust } from '../http/proxy-trust.js';
+import type { ProxyTrust } from './proxy-trust.js';
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 

@@ -89,7 +89,7 @@ export interface ProxyContext {
   /** `performance.now()` at arrival. */
   readonly startedAt: number;
   readonly clientAddress: string;
-  /** The scheme the client used: TLS, or `X-Forwarded-Proto` from a trusted proxy (`http/proxy-trust.ts`). */
+  /** The scheme the client used: TLS, or `X-Forwarded-Proto` from a trusted proxy (`auth/proxy-trust.ts`). */
   readonly proto: 'http' | 'https';
   /** A trusted proxy's `X-Forwarded-For` chain, extended (not replaced) towards llama-swap. */
   readonly priorForwardedFor: string | undefined;

@@ -13,7 +13,7 @@ import type { Forwarder } from '../proxy/forward.js';
 import { saneRequestId } from '../proxy/headers.js';
 import { discardRest } from '../proxy/request-body.js';
 import { isGatewayError } from '../core/errors.js';
-import type { ProxyTrust } from './proxy-trust.js';
+import type { ProxyTrust } from '../auth/proxy-trust.js';
 import { sendError } from './send-error.js';
 import { wireFormatForCall } from '../core/wire-format.js';
 

@@ -76,7 +76,7 @@ import { createUsageHandlers } from './admin/usage-handlers.js';
 import { defaultDashboardRoot, registerDashboard } from './dashboard.js';
 import { corsPolicy, withCors } from './cors.js';
 import { createProxyRoute } from './proxy-route.js';
-import { createProxyTrust } from './proxy-trust.js';
+import { createProxyTrust } from '../auth/proxy-trust.js';
 
 /** The only `/api/*` routes reachable without an admin session or token. */
 export const PUBLIC_ADMIN_ROUTES: ReadonlySet<string> = new Set(['/api/session', '/api/setup', '/api/login']);
