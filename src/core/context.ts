@@ -1,6 +1,6 @@
 /**
- * Per-request state of one proxied call, created by the route table and handed down the
- * middleware chain. Typed and owned by the request: never a module global.
+ * The context of one `/v1` call, created by the route and handed down the chain in three parts
+ * with one writer each: the request's facts, the steps' decisions, the outcome.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
@@ -76,9 +76,8 @@ export interface UsageProbe {
   responseBody(): string | undefined;
 }
 
-export interface ProxyContext {
-  readonly req: IncomingMessage;
-  readonly res: ServerResponse;
+/** What the request said: read once as it arrives, never written after. */
+export interface CallRequest {
   readonly requestId: string;
   readonly format: WireFormat;
   readonly method: string;
@@ -93,7 +92,13 @@ export interface ProxyContext {
   readonly proto: 'http' | 'https';
   /** A trusted proxy's `X-Forwarded-For` chain, extended (not replaced) towards llama-swap. */
   readonly priorForwardedFor: string | undefined;
+}
+
+/** What the steps decided about the call; each fact is written by the one step that decides it. */
+export interface CallDecisions {
+  /** Set by `clientAuth`; `undefined` in open mode. */
   caller: CallerIdentity | undefined;
+  /** The body, received whole by `readModel`. */
   body: BodyHead | undefined;
   /** The model as llama-swap will read it, with how certain that is (set by `readModel`). */
   modelReading: ModelReading | undefined;
@@ -101,18 +106,91 @@ export interface ProxyContext {
   model: string | undefined;
   /** Top-level members of a JSON body read by `readModel` (`max_tokens`, `stream`...). */
   requestJson: ReadonlyMap<string, JsonMember> | undefined;
-  status: number;
-  bytesOut: number;
-  /** When the first response byte reached the client, relative to `startedAt`. */
-  firstByteMs: number | undefined;
-  streamed: boolean;
-  clientAborted: boolean;
-  /** A short class of what went wrong (`upstream_timeout`, `client_abort`...), for logs and usage. */
-  errorClass: string | undefined;
+  /** The start of the request body, when body capture is on (`captureRequestBody`). */
+  requestBody: (() => string | undefined) | undefined;
+}
+
+/**
+ * How the call ended, written by whoever answers it (the forwarder, the route's error answer,
+ * a step that answers itself) and read by the access log, usage and metrics. The rules of
+ * what a call's status and error class are live here and nowhere else.
+ */
+export class CallOutcome {
+  #status = 0;
+  #bytesOut = 0;
+  #firstByteMs: number | undefined;
+  #streamed = false;
+  #clientAborted = false;
+  #errorClass: string | undefined;
   /** Set by the usage tap when it watches the response (usage accounting on). */
   usage: UsageProbe | undefined;
-  /** The start of the request body, when body capture is on. */
-  requestBody: (() => string | undefined) | undefined;
+
+  constructor(private readonly startedAt: number) {}
+
+  /** The status the client got; 499 when it left before any status was sent. */
+  get status(): number {
+    return this.#status === 0 && this.#clientAborted ? 499 : this.#status;
+  }
+  /** Response body bytes written to the client. */
+  get bytesOut(): number {
+    return this.#bytesOut;
+  }
+  /** When the response's first byte went to the client, relative to the call's start. */
+  get firstByteMs(): number | undefined {
+    return this.#firstByteMs;
+  }
+  /** The response was an event stream. */
+  get streamed(): boolean {
+    return this.#streamed;
+  }
+  /** The client's connection closed before the response was complete. */
+  get clientAborted(): boolean {
+    return this.#clientAborted;
+  }
+  /** A short class of what went wrong first (`upstream_timeout`, `client_abort`...), for logs and usage. */
+  get errorClass(): string | undefined {
+    return this.#errorClass;
+  }
+
+  /** The answer's status; a rendered error may still replace it while no byte has been sent. */
+  answer(status: number): void {
+    this.#status = status;
+  }
+
+  /** The response's head is going out now; `streamed` for an event stream. */
+  headersSent(streamed = false): void {
+    this.#firstByteMs = performance.now() - this.startedAt;
+    this.#streamed = streamed;
+  }
+
+  /** Body bytes written to the client. */
+  sent(bytes: number): void {
+    this.#bytesOut += bytes;
+  }
+
+  /** Records what went wrong; the first class stays, later failures are consequences. */
+  fail(errorClass: string): void {
+    this.#errorClass ??= errorClass;
+  }
+
+  /** The response closed: unfinished, the client left. */
+  closed(finished: boolean): void {
+    if (finished || this.#clientAborted) return;
+    this.#clientAborted = true;
+    this.fail('client_abort');
+  }
+}
+
+/**
+ * One `/v1` call as it goes down the chain: Node's request and response, the request's facts,
+ * what the steps decided, and how it ended. Typed and owned by the request: never a module global.
+ */
+export interface ProxyContext {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  readonly request: CallRequest;
+  readonly decided: CallDecisions;
+  readonly outcome: CallOutcome;
   /** Set by `forward` while the upstream request runs: aborts it when the client's connection closes. */
   onClientGone: (() => void) | undefined;
   /** Called exactly once when the exchange is over, whichever way it ended. */

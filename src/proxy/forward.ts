@@ -41,18 +41,18 @@ export function createForwarder(options: UpstreamOptions): Forwarder {
 
   function forward(ctx: ProxyContext, tapFactory?: TapFactory): Promise<void> {
     const { req } = ctx;
-    const body = ctx.body;
+    const body = ctx.decided.body;
     const headers = upstreamRequestHeaders(req.headers, {
-      requestId: ctx.requestId,
-      clientAddress: ctx.clientAddress,
-      proto: ctx.proto,
-      priorForwardedFor: ctx.priorForwardedFor,
+      requestId: ctx.request.requestId,
+      clientAddress: ctx.request.clientAddress,
+      proto: ctx.request.proto,
+      priorForwardedFor: ctx.request.priorForwardedFor,
       upstreamApiKey: options.apiKey,
       contentLength: body ? body.bytes : declaredLength(req.headers['content-length']),
     });
     const dispatchOptions: Dispatcher.DispatchOptions = {
-      path: basePath + ctx.url,
-      method: ctx.method as Dispatcher.HttpMethod,
+      path: basePath + ctx.request.url,
+      method: ctx.request.method as Dispatcher.HttpMethod,
       headers,
       body: (body?.body ?? null) as Dispatcher.DispatchOptions['body'],
     };
@@ -115,13 +115,13 @@ class Exchange implements Dispatcher.DispatchHandler {
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.#controller = controller;
     // The client left while the request waited for a connection.
-    if (this.ctx.clientAborted) controller.abort(new Error('the client closed the connection'));
+    if (this.ctx.outcome.clientAborted) controller.abort(new Error('the client closed the connection'));
   }
 
   onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
     const { ctx } = this;
     this.#started = true;
-    ctx.status = statusCode;
+    ctx.outcome.answer(statusCode);
     const contentType = headerString(headers['content-type']);
     if (statusCode >= 400 && isSmallOrUnsized(headers['content-length'])) {
       this.#held = { chunks: [], size: 0, status: statusCode, headers, contentType };
@@ -140,10 +140,10 @@ class Exchange implements Dispatcher.DispatchHandler {
       return;
     }
     const { ctx } = this;
-    ctx.bytesOut += chunk.length;
+    ctx.outcome.sent(chunk.length);
     this.#tap?.onChunk(chunk);
     this.#streamEnd?.push(chunk);
-    if (ctx.bytesOut === this.#length) {
+    if (ctx.outcome.bytesOut === this.#length) {
       // The last chunk of a body of known length: end() sends it (and the headers, when still
       // waiting) in one write, where write() then end() took two system calls.
       this.#ended = true;
@@ -163,11 +163,11 @@ class Exchange implements Dispatcher.DispatchHandler {
         body: bodyBytes,
         retryAfter: headerString(held.headers['retry-after']),
         allow: headerString(held.headers.allow),
-        method: this.ctx.method,
-        path: this.ctx.path,
+        method: this.ctx.request.method,
+        path: this.ctx.request.path,
       });
       if (translated) {
-        this.ctx.errorClass = 'upstream_error';
+        this.ctx.outcome.fail('upstream_error');
         this.#held = undefined;
         this.#fail(translated);
         return;
@@ -187,16 +187,15 @@ class Exchange implements Dispatcher.DispatchHandler {
    */
   #endTruncated(watcher: StreamEndWatcher): void {
     const { ctx } = this;
-    ctx.errorClass = 'upstream_truncated';
+    ctx.outcome.fail('upstream_truncated');
     const error = new GatewayError('upstream_truncated');
-    ctx.res.end(watcher.separator() + terminalStreamEvent(error, ctx.format));
+    ctx.res.end(watcher.separator() + terminalStreamEvent(error, ctx.request.format));
     this.#finish('failed');
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
     const { ctx } = this;
-    if (ctx.clientAborted) {
-      ctx.errorClass ??= 'client_abort';
+    if (ctx.outcome.clientAborted) {
       this.#finish('aborted');
       return;
     }
@@ -214,10 +213,10 @@ class Exchange implements Dispatcher.DispatchHandler {
       return;
     }
     const mapped = mapBodyError(error);
-    ctx.errorClass = mapped.code;
+    ctx.outcome.fail(mapped.code);
     if (this.#isSse && !ctx.res.destroyed) {
       // Status is already sent: end with one terminal error event in the stream's own format.
-      ctx.res.end(terminalStreamEvent(mapped, ctx.format));
+      ctx.res.end(terminalStreamEvent(mapped, ctx.request.format));
     } else {
       ctx.res.destroy();
     }
@@ -228,10 +227,9 @@ class Exchange implements Dispatcher.DispatchHandler {
     const { ctx } = this;
     const isSse = contentType?.startsWith('text/event-stream') === true;
     this.#isSse = isSse;
-    ctx.streamed = isSse;
     const outHeaders = clientResponseHeaders(headers);
-    outHeaders['x-request-id'] = ctx.requestId;
-    if (ctx.method !== 'HEAD') this.#length = declaredLength(headerString(headers['content-length']));
+    outHeaders['x-request-id'] = ctx.request.requestId;
+    if (ctx.request.method !== 'HEAD') this.#length = declaredLength(headerString(headers['content-length']));
     if (isSse) {
       // Proxies in front of us (nginx) must not buffer the stream either.
       outHeaders['x-accel-buffering'] = 'no';
@@ -241,9 +239,9 @@ class Exchange implements Dispatcher.DispatchHandler {
     // A stream's headers go out now, not with its first event: the client sees 200 while a
     // model loads. Other bodies send headers with their first chunk (one write, not two).
     if (isSse) ctx.res.flushHeaders();
-    ctx.firstByteMs = performance.now() - ctx.startedAt;
+    ctx.outcome.headersSent(isSse);
     this.#tap = this.tapFactory?.(ctx, status, contentType);
-    if (isSse && status < 300 && ctx.method !== 'HEAD') this.#streamEnd = watchStreamEnd(ctx.path);
+    if (isSse && status < 300 && ctx.request.method !== 'HEAD') this.#streamEnd = watchStreamEnd(ctx.request.path);
   }
 
   /** A held-back error body that is not llama-swap's: status, headers and bytes unchanged. */
@@ -252,12 +250,12 @@ class Exchange implements Dispatcher.DispatchHandler {
     this.#held = undefined;
     const { ctx } = this;
     const outHeaders = clientResponseHeaders(held.headers);
-    outHeaders['x-request-id'] = ctx.requestId;
+    outHeaders['x-request-id'] = ctx.request.requestId;
     ctx.res.writeHead(held.status, outHeaders);
-    ctx.firstByteMs = performance.now() - ctx.startedAt;
-    ctx.errorClass = 'upstream_status';
+    ctx.outcome.headersSent();
+    ctx.outcome.fail('upstream_status');
     for (const chunk of held.chunks) {
-      ctx.bytesOut += chunk.length;
+      ctx.outcome.sent(chunk.length);
       if (!ctx.res.write(chunk) && this.#controller) this.#pauseUntilDrain(this.#controller);
     }
   }
@@ -277,9 +275,8 @@ class Exchange implements Dispatcher.DispatchHandler {
 
   readonly #onClientClose = (): void => {
     const { ctx } = this;
-    if (ctx.res.writableFinished || this.#settled) return;
-    ctx.clientAborted = true;
-    ctx.errorClass ??= 'client_abort';
+    // The route has told the outcome whether the response closed unfinished (CallOutcome.closed).
+    if (!ctx.outcome.clientAborted || this.#settled) return;
     const controller = this.#controller;
     // Without a controller yet, onRequestStart aborts as soon as the request gets a connection.
     if (controller && !controller.aborted) controller.abort(new Error('the client closed the connection'));

@@ -265,7 +265,7 @@ const LIMIT_WORDING: Record<LimitKind, (max: number) => string> = {
  */
 export function keyLimits(store: LimitStore, onLimited?: (keyName: string | undefined, limit: LimitKind) => void): ProxyStep {
   return function keyLimitsStep(ctx) {
-    const caller = ctx.caller;
+    const caller = ctx.decided.caller;
     const limits = caller?.limits;
     const keyId = caller?.keyId;
     if (!limits || keyId === undefined || (limits.rpm === null && limits.tpm === null && limits.concurrent === null)) return;

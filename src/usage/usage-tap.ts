@@ -78,7 +78,7 @@ export function createUsageTap(options: UsageTapOptions): TapFactory {
       if (!json && !capture) return undefined;
       tap = new BodyTap(ctx, json, capture);
     }
-    ctx.usage = tap;
+    ctx.outcome.usage = tap;
     return tap;
   };
 }
@@ -145,7 +145,7 @@ class StreamTap implements ResponseTap, UsageProbe {
 
   #generated(): void {
     this.#generatedFrames++;
-    this.#firstTokenMs ??= performance.now() - this.#ctx.startedAt;
+    this.#firstTokenMs ??= performance.now() - this.#ctx.request.startedAt;
   }
 
   /** Merges a frame's `usage` (field by field: Anthropic splits it over two frames) and `timings`. */
@@ -295,7 +295,7 @@ class BodyTap implements ResponseTap, UsageProbe {
   }
 
   onChunk(chunk: Buffer): void {
-    this.#firstByteMs ??= performance.now() - this.#ctx.startedAt;
+    this.#firstByteMs ??= performance.now() - this.#ctx.request.startedAt;
     this.#capture?.add(chunk);
     if (!this.#json) return;
     if (this.#headBytes + chunk.length <= JSON_KEEP_BYTES && this.#tailBytes === 0) {

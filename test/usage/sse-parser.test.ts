@@ -82,7 +82,7 @@ describe('SSE parser', () => {
 });
 
 function fakeCtx(): ProxyContext {
-  return { startedAt: performance.now(), usage: undefined } as unknown as ProxyContext;
+  return { request: { startedAt: performance.now() }, outcome: { usage: undefined } } as unknown as ProxyContext;
 }
 
 function tapTokens(chunks: Buffer[], contentType = 'text/event-stream') {
@@ -90,7 +90,7 @@ function tapTokens(chunks: Buffer[], contentType = 'text/event-stream') {
   const tap = createUsageTap({ captureBytes: 0 })(ctx, 200, contentType)!;
   for (const c of chunks) tap.onChunk(c);
   tap.onEnd('complete');
-  return ctx.usage!.tokens();
+  return ctx.outcome.usage!.tokens();
 }
 
 const OPENAI_STREAM = Buffer.from(
