@@ -29,14 +29,10 @@ export interface Forwarder {
   close(): Promise<void>;
 }
 
-export function createForwarder(options: UpstreamOptions): Forwarder {
-  const pool = new Pool(options.url.origin, {
-    connections: options.connections,
-    connect: { timeout: options.connectTimeoutMs },
-    headersTimeout: options.headersTimeoutMs,
-    bodyTimeout: options.idleTimeoutMs,
-    keepAliveTimeout: 30_000,
-  });
+/** What the forwarder uses of undici's `Pool`: a dispatch with a handler, and close. */
+export type UpstreamDispatcher = Pick<Dispatcher, 'dispatch' | 'close'>;
+
+export function createForwarder(options: UpstreamOptions, pool: UpstreamDispatcher = upstreamPool(options)): Forwarder {
   const basePath = options.url.pathname.replace(/\/+$/, '');
 
   function forward(ctx: ProxyContext, tapFactory?: TapFactory): Promise<void> {
@@ -69,6 +65,16 @@ export function createForwarder(options: UpstreamOptions): Forwarder {
     forward,
     close: () => pool.close(),
   };
+}
+
+function upstreamPool(options: UpstreamOptions): Pool {
+  return new Pool(options.url.origin, {
+    connections: options.connections,
+    connect: { timeout: options.connectTimeoutMs },
+    headersTimeout: options.headersTimeoutMs,
+    bodyTimeout: options.idleTimeoutMs,
+    keepAliveTimeout: 30_000,
+  });
 }
 
 /**
