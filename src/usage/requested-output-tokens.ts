@@ -1,6 +1,6 @@
 /**
  * The most output a call asks for, from the top level of its JSON body as the request JSON
- * reader read it (`ctx.requestJson`): `max_tokens` (chat, completions, Anthropic),
+ * reader read it (`ctx.decided.requestJson`): `max_tokens` (chat, completions, Anthropic),
  * `max_completion_tokens` (newer OpenAI chat) or `max_output_tokens` (Responses); the largest
  * when several are given. Undefined when the body names none or is not valid JSON.
  */
