@@ -1,6 +1,6 @@
 /**
  * Did llama-swap take the saved config? llama-swap has no API for that: a reload shows up only
- * in its proxy log (contract §7): `reloading configuration`, then `configuration reloaded` or
+ * in its proxy log (docs/llama-swap.md, "Reload"): `reloading configuration`, then `configuration reloaded` or
  * `failed to reload config: <err>` / `failed to build new server during reload`.
  *
  * A watcher subscribes to `/logs/stream/proxy` (without history) *before* the file is written,

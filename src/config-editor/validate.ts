@@ -91,7 +91,7 @@ export function validateConfigText(text: string, schema: ValidateFunction | unde
       const pointer = errorPointer(error);
       const issue: ConfigIssue = { kind: 'schema', message: schemaMessage(error), path: pointer.path, ...locate(pointer.path, pointer.at) };
       // llama-swap substitutes `${env.X}` and macros before decoding, so `ttl: ${my_ttl}` is
-      // valid for it though the raw text fails `type: integer` (contract §6.3).
+      // valid for it though the raw text fails `type: integer`.
       const data = error.keyword === 'type' ? valueAt(parsed.value, error.instancePath) : undefined;
       if (isPlaceholderValue(data)) {
         warnings.push({ ...issue, kind: 'placeholder', message: `${issue.message}; not checked here: llama-swap replaces ${String(data)} before it reads the value.` });
