@@ -25,8 +25,8 @@ import type { ConfigIssue } from './validate.js';
 
 /**
  * The YAML and validation code (the `yaml` package, and Ajv through the schema) is loaded at the
- * first use of the editor, not at start: most gateways never open it, and it is ~10 MB of
- * resident memory that every process would otherwise carry (see docs/benchmarks.md, RSS).
+ * first use of the editor, not at start: most gateways never open it, and its resident
+ * memory would otherwise be carried by every process (docs/benchmarks.md, RSS).
  */
 let yamlTools: Promise<[typeof import('./validate.js'), typeof import('./format.js')]> | undefined;
 const loadYamlTools = () => (yamlTools ??= Promise.all([import('./validate.js'), import('./format.js')]));
