@@ -9,18 +9,10 @@
  * written; the watcher then reconnects with history and finds its place again by the last text
  * it had seen (falling back to the last `reloading configuration` line in the history).
  */
+import type { ReloadState, ReloadStatus } from '../admin-api/types.js';
 import { describeError } from './config-file.js';
 
-export type ReloadState = 'pending' | 'reloaded' | 'failed' | 'unknown';
-
-export interface ReloadStatus {
-  state: ReloadState;
-  message: string;
-  /** When the save this status is about was written; null when there was none. */
-  savedAt: string | null;
-  /** When the state stopped being `pending`. */
-  settledAt: string | null;
-}
+export type { ReloadState, ReloadStatus };
 
 export interface ProxyLogStream extends AsyncIterable<string> {
   close(): void;

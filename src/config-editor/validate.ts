@@ -4,6 +4,7 @@
  * carries the line and column it points at, found through the YAML document's node ranges.
  */
 import type { ErrorObject, ValidateFunction } from 'ajv';
+import type { ConfigIssue } from '../admin-api/types.js';
 import {
   isAlias,
   isMap,
@@ -17,27 +18,7 @@ import {
 } from 'yaml';
 import { loaderChecks } from './loader-checks.js';
 
-/**
- * `yaml`: syntax; `schema`: llama-swap's JSON schema; `loader`: a check llama-swap's loader
- * makes beyond the schema (warning); `placeholder`: a schema type error on a `${...}` value
- * llama-swap substitutes first (warning); `schema_unavailable`: no schema to check against.
- */
-export type IssueKind = 'yaml' | 'schema' | 'loader' | 'placeholder' | 'schema_unavailable';
-
-export interface ConfigIssue {
-  kind: IssueKind;
-  message: string;
-  /** JSON pointer into the config (`""` for the document or a YAML syntax error). */
-  path: string;
-  /** 1-based; null when the issue has no place in the text. */
-  line: number | null;
-  column: number | null;
-  endLine: number | null;
-  endColumn: number | null;
-  /** Offsets in the text (UTF-16 code units, as JavaScript strings and CodeMirror count). */
-  from: number | null;
-  to: number | null;
-}
+export type { ConfigIssue };
 
 export interface ParsedConfig {
   doc: Document.Parsed;
