@@ -81,11 +81,9 @@ export function createKeyHandlers({ store, index, now = Date.now }: KeysHandlerD
       await store.keys.delete(key.id);
       await index.reload();
       const remaining = await store.keys.count();
-      const answer: DeletedKey =
-        remaining === 0
-          ? { deleted: true, remaining, warning: 'That was the last API key: the API is now open, every client is let in without a key.' }
-          : { deleted: true, remaining };
-      return answer;
+      return (remaining === 0
+        ? { deleted: true, remaining, warning: 'That was the last API key: the API is now open, every client is let in without a key.' }
+        : { deleted: true, remaining }) satisfies DeletedKey;
     },
   };
 }
