@@ -3,11 +3,12 @@
  * 64 deltas 20 ms apart. Per target it searches the largest N whose p99 inter-delta gap stays
  * under the limit with no stall (doubling, then bisecting between the last pass and the first
  * fail), the targets taking turns trial by trial so a slow phase of the machine hits them all.
- * Then time to first delta at one stream, in rounds alternating the targets.
+ * Then time to first delta at one stream, in rounds alternating the targets; per target the
+ * median over rounds of each round's p50 and p99.
  */
 import type { Profile } from './options.js';
 import { runWave, sequentialTtfb, type PacedShape } from './paced-streams.js';
-import { percentile, sleep } from './stats.js';
+import { median, percentile, sleep } from './stats.js';
 import { rotated, type Target } from './targets.js';
 
 export interface PacedTrial {
@@ -34,6 +35,7 @@ export interface TtfbResult {
   targetId: string;
   samples: number;
   failed: number;
+  /** Medians over rounds of each round's p50 and p99: a noisy round moves them less than a pooled percentile. */
   p50Ms: number;
   p99Ms: number;
 }
@@ -43,6 +45,7 @@ export interface PacedResult {
   gapLimitMs: number;
   stallGapMs: number;
   targets: PacedTargetResult[];
+  ttfbRounds: number;
   ttfb: TtfbResult[];
 }
 
@@ -125,20 +128,22 @@ export async function runPacedSuite(targets: readonly Target[], profile: Profile
     return { targetId: target.id, sustained: search.lo, capped: search.capped, cutShort: search.next !== undefined, trials: search.trials };
   });
 
-  const samples = new Map(targets.map((t) => [t.id, { ttfb: [] as number[], failed: 0 }]));
+  const rounds = new Map(targets.map((t) => [t.id, { p50: [] as number[], p99: [] as number[], samples: 0, failed: 0 }]));
   for (const target of targets) await sequentialTtfb(target, shape, p.ttfbWarmup);
   for (let round = 0; round < p.ttfbRounds; round++) {
     for (const target of rotated(targets, round)) {
       const r = await sequentialTtfb(target, shape, p.ttfbPerRound);
-      const s = samples.get(target.id)!;
-      s.ttfb.push(...r.ttfbMs);
+      const s = rounds.get(target.id)!;
+      s.p50.push(percentile(r.ttfbMs, 50));
+      s.p99.push(percentile(r.ttfbMs, 99));
+      s.samples += r.ttfbMs.length;
       s.failed += r.failed;
     }
   }
   const ttfb = targets.map((target) => {
-    const s = samples.get(target.id)!;
-    return { targetId: target.id, samples: s.ttfb.length, failed: s.failed, p50Ms: percentile(s.ttfb, 50), p99Ms: percentile(s.ttfb, 99) };
+    const s = rounds.get(target.id)!;
+    return { targetId: target.id, samples: s.samples, failed: s.failed, p50Ms: median(s.p50), p99Ms: median(s.p99) };
   });
   for (const t of ttfb) progress(`paced first delta, 1 stream, ${targets.find((x) => x.id === t.targetId)!.label}: p50 ${t.p50Ms.toFixed(3)} p99 ${t.p99Ms.toFixed(3)} ms (${t.samples} streams)`);
-  return { shape, gapLimitMs: p.gapLimitMs, stallGapMs: p.stallGapMs, targets: results, ttfb };
+  return { shape, gapLimitMs: p.gapLimitMs, stallGapMs: p.stallGapMs, targets: results, ttfbRounds: p.ttfbRounds, ttfb };
 }

@@ -133,7 +133,7 @@ export function renderReport(report: BenchReport): string {
     lines.push('');
     lines.push(`Paced streams: N concurrent streams of ${paced.shape.deltas} deltas ${paced.shape.intervalMs} ms apart; the largest N whose p99 inter-delta gap`);
     lines.push(`stays under ${paced.gapLimitMs} ms with no stall (a stream incomplete or with a gap ≥ ${paced.stallGapMs} ms). N doubles from ${p.paced.startStreams} (cap ${p.paced.maxStreams}),`);
-    lines.push(`then bisects ${p.paced.bisectSteps}×${p.paced.tries > 1 ? '; a failing N is tried twice' : ''}. Trials: N, then p99 gap in ms, then ✓ pass or ✗ fail.`);
+    lines.push(`then bisects ${p.paced.bisectSteps}×${p.paced.tries > 1 ? '; a failing N is tried twice' : ''}. Trials: N:p99 gap ms, /K st = K streams stalled, ✓ pass, ✗ fail.`);
     const rows = paced.targets.map((t) => {
       const at = t.trials.filter((x) => x.pass && x.streams === t.sustained).at(-1);
       return [
@@ -141,14 +141,17 @@ export function renderReport(report: BenchReport): string {
         `${t.capped ? '≥ ' : ''}${t.sustained}${t.cutShort ? ' (cut short)' : ''}`,
         floor && floor.sustained > 0 ? ratio(t.sustained / floor.sustained) : '',
         at ? ms1(at.p99GapMs) : '—',
-        t.trials.map((x) => `${x.streams}:${ms1(x.p99GapMs)}${x.stalls ? `/${x.stalls}st` : ''}${x.pass ? '✓' : '✗'}`).join(' '),
         t.targetId === judgedId ? marker(report.bars, 'paced-streams-floor-ratio') : '',
       ];
     });
-    lines.push(...table(['  target', 'sustained N', 'vs floor', 'p99 gap at N', 'trials'], rows));
+    lines.push(...table(['  target', 'sustained N', 'vs floor', 'p99 gap at N'], rows));
+    const width = Math.max(...paced.targets.map((t) => label(t.targetId).length));
+    for (const t of paced.targets) {
+      lines.push(`  trials ${label(t.targetId).padEnd(width)}  ${t.trials.map((x) => `${x.streams}:${ms1(x.p99GapMs)}${x.stalls ? `/${x.stalls}st` : ''}${x.pass ? '✓' : '✗'}`).join(' ')}`);
+    }
     lines.push('');
-    const ttfbShape = paced.ttfb[0];
-    lines.push(`Time to first delta, 1 stream at a time on one keep-alive connection (the upstream sends the first delta with the headers): ${ttfbShape ? ttfbShape.samples + ttfbShape.failed : 0} streams per target`);
+    lines.push('Time to first delta, 1 stream at a time on one keep-alive connection (the upstream sends the first delta with the');
+    lines.push(`headers): ${paced.ttfbRounds} rounds of ${p.paced.ttfbPerRound} streams per target; medians of the rounds' p50 and p99`);
     const direct = paced.ttfb.find((t) => t.targetId === 'direct');
     const ttfbRows = paced.ttfb.map((t) => {
       const isDirect = t.targetId === 'direct';
