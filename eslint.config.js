@@ -8,7 +8,7 @@ import tseslint from 'typescript-eslint';
  * below its own, never from its own layer or above, so no two folders can depend on each other.
  */
 const LAYERS = [
-  ['core'],
+  ['core', 'admin-api'],
   ['store', 'upstream', 'logging', 'config-editor', 'snippets'],
   ['auth', 'logger.ts'],
   ['proxy', 'usage', 'settings.ts'],

@@ -33,7 +33,7 @@ const settingDefault = (env: string): string => {
   return spec.default;
 };
 
-/** llama-swap's command-line flags (llama-swap-contract.md §0, `llama-swap.go:67-99`). */
+/** llama-swap's command-line flags (llama-swap's `llama-swap.go`; docs/llama-swap.md, "Process"). */
 const LLAMA_SWAP_FLAGS = new Set(['-config', '-config-dir', '-listen', '-tls-cert-file', '-tls-key-file', '-watch-config']);
 const LLAMA_SWAP_FLAGS_WITH_VALUE = new Set(['-config', '-config-dir', '-listen', '-tls-cert-file', '-tls-key-file']);
 

@@ -11,7 +11,7 @@ const CONFIG = {
   },
 };
 
-describe('process state machine and swapping (§5.3)', () => {
+describe('process state machine and swapping', () => {
   let sim: Simulator;
   beforeEach(async () => {
     sim = await startSimulator({ config: CONFIG, knobs: { loadDelayMs: 60 } });
