@@ -4,12 +4,12 @@
  * starting together migrate once, and LISTEN/NOTIFY so every replica hears key changes.
  */
 import { createHash, randomUUID } from 'node:crypto';
+import { finished } from 'node:stream/promises';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
+import { from as copyFrom } from 'pg-copy-streams';
 import { ChangeListeners, createKyselyStore } from './kysely-store.js';
 import { migrateToLatest } from './migrations.js';
-import { finished } from 'node:stream/promises';
-import { from as copyFrom } from 'pg-copy-streams';
 import { compileUsageSql, type AppendUsage } from './usage-queries.js';
 import { COPY_REQUESTS_SQL, copyRows, ROLLUP_TABLES, rollupRows, type CellValue } from './usage-rows.js';
 import type { Database } from './schema.js';
