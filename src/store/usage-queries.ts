@@ -13,7 +13,7 @@ import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from './schema.js';
 import type { UsageBucket, UsageListRow, UsageRecord, UsageStore } from './store.js';
 import { usageIdTime } from './usage-id.js';
-import { BODY_COLUMNS, emptyRollupRow, LATENCY_COLUMNS, recordFromRow, REQUEST_COLUMNS, SUM_COLUMNS, type RollupTable } from './usage-rows.js';
+import { BODY_COLUMNS, LATENCY_COLUMNS, recordFromRow, REQUEST_COLUMNS, ROLLUP_COLUMNS, SUM_COLUMNS, type RollupTable } from './usage-rows.js';
 
 /** Writes records and adds them to both rollups, in one transaction. */
 export type AppendUsage = (records: readonly UsageRecord[]) => Promise<void>;
@@ -32,11 +32,13 @@ export interface UsageWriteSql {
 /** Compiles the batch write's statements for `db`'s dialect. */
 export function compileUsageSql(db: Kysely<Database>): UsageWriteSql {
   const rollups = db as unknown as LooseRollups;
+  // Placeholder values: only the SQL text is kept, with one parameter per column in table order.
   const sample = Object.fromEntries(REQUEST_COLUMNS.map(({ name }) => [name, null]));
+  const rollupSample = Object.fromEntries(ROLLUP_COLUMNS.map((name) => [name, null]));
   const upsert = (table: RollupTable): string =>
     rollups
       .insertInto(table)
-      .values(emptyRollupRow())
+      .values(rollupSample)
       .onConflict((oc) => oc.columns(['bucket', 'key_id', 'model']).doUpdateSet(addExcluded(table)))
       .compile().sql;
   return {

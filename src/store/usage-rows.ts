@@ -62,7 +62,7 @@ export function requestValues(r: UsageRecord): CellValue[] {
   });
 }
 
-/** A record's row as an object keyed by column name (for Kysely: it compiles the INSERT from it). */
+/** A record's row as an object keyed by column name, for a Kysely insert. */
 export function requestRow(r: UsageRecord): Record<string, CellValue> {
   const values = requestValues(r);
   return Object.fromEntries(REQUEST_COLUMNS.map(({ name }, i) => [name, values[i]!]));
@@ -118,22 +118,17 @@ export const LATENCY_COLUMNS: readonly string[] = Object.freeze(
 export const SUM_COLUMNS: readonly string[] = Object.freeze(['requests', 'errors', 'aborted', 'input_tokens', 'output_tokens', 'cached_tokens', 'duration_ms_sum', ...LATENCY_COLUMNS]);
 /** A rollup row's columns, in the order of its upsert: the key and key name, then the sums. */
 export const ROLLUP_COLUMNS: readonly string[] = Object.freeze(['bucket', 'key_id', 'key_name', 'model', ...SUM_COLUMNS]);
-const KEY_NAME = 2;
-const SUMS_FROM = 4;
-const [REQUESTS, ERRORS, ABORTED, INPUT, OUTPUT, CACHED, DURATION, LATENCY] = SUM_COLUMNS.map((_, i) => SUMS_FROM + i) as [number, number, number, number, number, number, number, number];
-
-/** A rollup row with nothing added yet, as an object in `ROLLUP_COLUMNS` order (for Kysely to compile the upsert). */
-export function emptyRollupRow(): Record<string, CellValue> {
-  return Object.fromEntries(ROLLUP_COLUMNS.map((name, i) => [name, i < SUMS_FROM ? (i === 0 ? 0 : '') : 0]));
-}
+const [KEY_NAME, REQUESTS, ERRORS, ABORTED, INPUT, OUTPUT, CACHED, DURATION, LATENCY] = [
+  'key_name', 'requests', 'errors', 'aborted', 'input_tokens', 'output_tokens', 'cached_tokens', 'duration_ms_sum', 'lat_00',
+].map((name) => ROLLUP_COLUMNS.indexOf(name)) as [number, number, number, number, number, number, number, number, number];
 
 /** Whether a call counts as an error in the rollups. A client leaving is counted apart. */
-export function isErrorCall(record: Pick<UsageRecord, 'status' | 'clientAborted' | 'errorClass'>): boolean {
+function isErrorCall(record: Pick<UsageRecord, 'status' | 'clientAborted' | 'errorClass'>): boolean {
   return !record.clientAborted && (record.status >= 400 || record.errorClass !== null);
 }
 
 /** The latency bucket a duration falls in (bounds are inclusive upper limits; overflow last). */
-export function latencyBucket(durationMs: number): number {
+function latencyBucket(durationMs: number): number {
   const index = USAGE_LATENCY_BOUNDS_MS.findIndex((bound) => durationMs <= bound);
   return index === -1 ? USAGE_LATENCY_BOUNDS_MS.length : index;
 }
