@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { getPriority, tmpdir } from 'node:os';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { Kysely, SqliteDialect } from 'kysely';
@@ -164,28 +164,6 @@ describe('SQLite store', () => {
       expect(plan('select * from usage_requests where at = ? and id = ?', 1, 'x')).toMatch(/sqlite_autoindex_usage_requests_1 \(at=\? AND id=\?\)/);
     } finally {
       raw.close();
-      await store.close();
-    }
-  });
-});
-
-describe('usage write thread', () => {
-  // Linux only: elsewhere a thread cannot be given its own priority, and the thread keeps the process's.
-  it.runIf(process.platform === 'linux')('runs five steps nicer than the proxy thread, so its batches yield to serving calls', async () => {
-    const niceOfThreads = (): number[] =>
-      readdirSync('/proc/self/task').map((tid) => {
-        const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
-        return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
-      });
-    const before = niceOfThreads();
-    const store = await openSqliteStore({ dataDir: join(root, 'nice') });
-    try {
-      await store.usage.append([usageRecord()]); // starts the write thread
-      const processNice = getPriority(0);
-      const added = niceOfThreads().filter((nice) => nice !== processNice);
-      expect(before.every((nice) => nice === processNice)).toBe(true);
-      expect(added).toEqual([Math.min(19, processNice + 5)]);
-    } finally {
       await store.close();
     }
   });
