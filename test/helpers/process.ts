@@ -1,11 +1,14 @@
 /**
- * Runs the real `gatehouse` CLI (compiled, as `npm start` does) as a child process.
+ * Runs the real `gatehouse` CLI as a child process, from the TypeScript sources through tsx's
+ * loader (the same `main` that bin/gatehouse runs from dist/), so no build comes first.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 export const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
-export const CLI = fileURLToPath(new URL('../../bin/gatehouse', import.meta.url));
+const CLI_FROM_SOURCE = fileURLToPath(new URL('./gatehouse-cli.ts', import.meta.url));
+/** `node` arguments that run `gatehouse` from source; append the CLI's own arguments. */
+const CLI = ['--import', 'tsx', CLI_FROM_SOURCE];
 
 export interface GatewayProcess {
   child: ChildProcess;
@@ -16,7 +19,7 @@ export interface GatewayProcess {
 
 /** Starts `gatehouse serve` on a free port and resolves once it logs its URL. */
 export function spawnGateway(env: Record<string, string>, args: string[] = []): Promise<GatewayProcess> {
-  const child = spawn(process.execPath, [CLI, 'serve', '--host', '127.0.0.1', '--port', '0', ...args], {
+  const child = spawn(process.execPath, [...CLI, 'serve', '--host', '127.0.0.1', '--port', '0', ...args], {
     cwd: REPO_ROOT,
     env: { PATH: process.env.PATH ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -46,7 +49,7 @@ export function spawnGateway(env: Record<string, string>, args: string[] = []): 
 /** Runs `gatehouse <args>` to completion and returns its exit code and output. */
 export function runCli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CLI, ...args], { cwd: REPO_ROOT, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...CLI, ...args], { cwd: REPO_ROOT, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout!.on('data', (c: Buffer) => (stdout += c.toString()));
