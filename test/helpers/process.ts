@@ -14,6 +14,8 @@ export interface GatewayProcess {
   child: ChildProcess;
   url: string;
   output(): string;
+  /** Resolves once the process has written text matching `pattern` (stdout or stderr). */
+  waitForOutput(pattern: RegExp): Promise<void>;
   exited: Promise<number | null>;
 }
 
@@ -25,16 +27,28 @@ export function spawnGateway(env: Record<string, string>, args: string[] = []): 
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
+  const outputWatchers = new Set<() => void>();
+  const waitForOutput = (pattern: RegExp) =>
+    new Promise<void>((resolve) => {
+      const check = () => {
+        if (!pattern.test(output)) return;
+        outputWatchers.delete(check);
+        resolve();
+      };
+      outputWatchers.add(check);
+      check();
+    });
   // 'close', not 'exit': the last lines on stdout may still be in the pipe when the process exits.
   const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`gateway did not start:\n${output}`)), 10_000);
     const onData = (chunk: Buffer) => {
       output += chunk.toString('utf8');
+      for (const watcher of [...outputWatchers]) watcher();
       const match = /"url":"(http:\/\/[^"]+)"/.exec(output);
       if (match) {
         clearTimeout(timer);
-        resolve({ child, url: match[1]!, output: () => output, exited });
+        resolve({ child, url: match[1]!, output: () => output, waitForOutput, exited });
       }
     };
     child.stdout!.on('data', onData);
