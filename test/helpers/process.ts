@@ -41,7 +41,9 @@ export function spawnGateway(env: Record<string, string>, args: string[] = []): 
   // 'close', not 'exit': the last lines on stdout may still be in the pipe when the process exits.
   const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`gateway did not start:\n${output}`)), 10_000);
+    // A bound for a start that fails, not a pace: each process compiles the sources as it loads
+    // them, and several replicas starting at once on a busy machine take a while.
+    const timer = setTimeout(() => reject(new Error(`gateway did not start:\n${output}`)), 20_000);
     const onData = (chunk: Buffer) => {
       output += chunk.toString('utf8');
       for (const watcher of [...outputWatchers]) watcher();
