@@ -8,7 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
-import { afterAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { MIGRATIONS } from '../../src/store/migrations.js';
 import { openPostgresStore, storeApplicationName } from '../../src/store/postgres.js';
 import { describeStoreContract, keyRecord, waitFor } from './store-contract.js';
@@ -88,37 +88,50 @@ describe('PostgreSQL store', () => {
   });
 
   it('keeps stores in different schemas of one database apart, notifications included', async () => {
-    const a = await openPostgresStore({ url, schema: schemaFor('apart_a'), poolSize: 2 });
-    const b = await openPostgresStore({ url, schema: schemaFor('apart_b'), poolSize: 2 });
-    const a2 = await openPostgresStore({ url, schema: schemas.at(-2)!, poolSize: 2 });
+    const schemaA = schemaFor('apart_a');
+    const schemaB = schemaFor('apart_b');
+    // No periodic resync during the test: every notification counted comes from a write.
+    const a = await openPostgresStore({ url, schema: schemaA, poolSize: 2, resyncIntervalMs: 600_000 });
+    const b = await openPostgresStore({ url, schema: schemaB, poolSize: 2, resyncIntervalMs: 600_000 });
+    const a2 = await openPostgresStore({ url, schema: schemaA, poolSize: 2 });
+    const b2 = await openPostgresStore({ url, schema: schemaB, poolSize: 2 });
     let bNotified = 0;
     let aNotified = 0;
     const stopB = b.watchKeys(() => bNotified++);
     const stopA = a.watchKeys(() => aNotified++);
     try {
-      await new Promise((r) => setTimeout(r, 400));
+      // Each watcher announces its LISTEN connection once.
+      await waitFor(() => aNotified > 0 && bNotified > 0, 5000, 'both watchers listening');
       bNotified = aNotified = 0;
       await a2.keys.create(keyRecord());
       await waitFor(() => aNotified > 0, 1000, 'the same-schema store to be notified');
-      await new Promise((r) => setTimeout(r, 300));
-      expect(bNotified).toBe(0);
-      expect(await b.keys.count()).toBe(0);
+      // Notifications arrive in commit order: had B heard A's write, it would hear it before its own.
+      await b2.keys.create(keyRecord());
+      await waitFor(() => bNotified > 0, 1000, 'the other schema store to be notified of its own write');
+      expect(bNotified).toBe(1);
+      expect(aNotified).toBe(1);
+      expect(await b.keys.count()).toBe(1);
       expect(await a.keys.count()).toBe(1);
     } finally {
       stopA();
       stopB();
-      await Promise.all([a.close(), b.close(), a2.close()]);
+      await Promise.all([a.close(), b.close(), a2.close(), b2.close()]);
     }
   });
 
   it('resyncs periodically even without notifications', async () => {
     const store = await openPostgresStore({ url, schema: schemaFor('resync'), poolSize: 2, resyncIntervalMs: 200 });
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
     let notified = 0;
     const stop = store.watchKeys(() => notified++);
     try {
-      await waitFor(() => notified >= 3, 2000, 'three periodic resyncs');
+      // Advancing is synchronous, so the LISTEN connection's announcement cannot land in between.
+      const before = notified;
+      vi.advanceTimersByTime(600);
+      expect(notified - before).toBe(3);
     } finally {
       stop();
+      vi.useRealTimers();
       await store.close();
     }
   });

@@ -92,12 +92,11 @@ describe('SQLite store', () => {
       setTimeout(() => { db.exec('COMMIT'); db.close(); }, 700);
     `);
     await waitFor(() => holder.stdout().includes('locked'), 10_000, 'the other process to take the lock');
-    // Opening (which checks migrations under the write lock) and writing both wait.
-    const started = Date.now();
+    // Opening (which checks migrations under the write lock) and writing both wait rather
+    // than fail with SQLITE_BUSY.
     const store = await openSqliteStore({ dataDir });
     try {
       await store.keys.create(keyRecord());
-      expect(Date.now() - started).toBeGreaterThan(300);
       expect(await store.keys.count()).toBe(1);
     } finally {
       await store.close();
@@ -121,9 +120,7 @@ describe('SQLite store', () => {
       const { code, stderr } = await writer.exited;
       expect(stderr).toBe('');
       expect(code).toBe(0);
-      const changedAt = Date.now();
       await waitFor(() => notified > 0, 1000, 'the watcher to fire');
-      expect(Date.now() - changedAt).toBeLessThan(1000);
       stop();
       expect((await store.keys.get(key.id))?.name).toBe('after');
     } finally {
