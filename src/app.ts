@@ -6,65 +6,23 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import fastifyCookie from '@fastify/cookie';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import { GatewayError, isGatewayError } from './http/errors.js';
+import { GatewayError, isGatewayError } from './core/errors.js';
 import { trackAnswer } from './http/answering.js';
 import { answerClientError } from './http/client-error.js';
-import { errorBody } from './http/render-error.js';
-import { ADMIN_BODY_LIMIT_BYTES, registerRoutes, type RouteTable } from './http/routes.js';
+import { errorBody } from './core/render-error.js';
+import { ADMIN_BODY_LIMIT_BYTES, registerRoutes, type RouteDeps, type RouteTable } from './http/routes.js';
 import { createAccessLog } from './logging/access-log.js';
-import type { KeyIndex, KeyVerifier } from './auth/key-index.js';
+import type { KeyVerifier } from './auth/key-index.js';
 import type { KeyUseRecorder } from './auth/client-auth-steps.js';
 import type { ListModels } from './proxy/models-list.js';
-import type { Store } from './store/store.js';
-import type { ConfigEditor } from './config-editor/config-editor.js';
-import type { LineBuffer } from './logging/line-buffer.js';
-import type { LlamaSwapClient } from './upstream/llama-swap-client.js';
-import { wireFormatForPath } from './http/wire-format.js';
-import type { ProxyContext } from './proxy/context.js';
-import { createForwarder, type Forwarder, type TapFactory } from './proxy/forward.js';
+import { wireFormatForPath } from './core/wire-format.js';
+import { createForwarder, type Forwarder } from './proxy/forward.js';
 import type { Settings } from './settings.js';
 import { createUsageAccounting, type UsageAccounting, type UsageAccountingOptions } from './usage/usage-accounting.js';
 
-export interface UpstreamHealthProbe {
-  health(opts?: { timeoutMs?: number }): Promise<{ ok: boolean; status?: number; error?: string }>;
-}
-
-export interface AppDeps {
-  settings: Readonly<Settings>;
-  logger: Logger;
-  forwarder: Forwarder;
-  upstream: UpstreamHealthProbe;
-  /** API keys as the `/v1` chain sees them. */
-  keys: KeyVerifier & KeyUseRecorder;
-  /** llama-swap's model list, for answers the gateway must filter or reshape. */
-  listModels: ListModels;
-  /** The pins of llama-swap's active profile, for the model allow-list; none when unset. */
-  activeProfilePins?: () => Promise<Readonly<Record<string, string>>>;
-  /** The admin API's data; without it no `/api/*` route exists. */
-  admin?: {
-    store: Store;
-    index: KeyIndex;
-    /** llama-swap's own API, for the Models and Logs pages. */
-    llamaSwap: LlamaSwapClient;
-    /** Gatehouse's recent log lines, for the Logs page. */
-    gatewayLog: LineBuffer;
-  };
-  /** llama-swap's config.yaml editor (`/api/config*`, inside the admin API); off when unconfigured. */
-  configEditor?: ConfigEditor;
-  /** Usage records, per-key limits and metrics (`src/usage`). */
-  usage: UsageAccounting;
-  /** An extra response tap, beside the usage tap (tests). */
-  tap?: TapFactory;
-  onProxyStart?: (ctx: ProxyContext) => void;
-  /** Counts `/v1` calls in flight (graceful shutdown); set by buildApp. */
-  proxyInFlight?: { start(res: ServerResponse): void; end(): void };
-  /** The clock for admin sessions and the login rate limit (tests move it). Default `Date.now`. */
-  now?: () => number;
-}
-
 /** Fastify's compiler factories when a route declares a schema: there must be none (see buildApp). */
 function refuseRouteSchemas(): never {
-  throw new Error('Gatehouse routes declare no Fastify schemas: validate the body in the handler and throw a GatewayError (src/http/errors.ts).');
+  throw new Error('Gatehouse routes declare no Fastify schemas: validate the body in the handler and throw a GatewayError (src/core/errors.ts).');
 }
 
 /** Open mode: no key records, everyone may call. For tests and tools without a store. */
@@ -87,13 +45,13 @@ export interface App {
   shutdown(graceMs: number): Promise<{ drained: boolean }>;
 }
 
-export interface BuildAppInput extends Omit<AppDeps, 'forwarder' | 'keys' | 'listModels' | 'usage'> {
+export interface BuildAppInput extends Omit<RouteDeps, 'forwarder' | 'keys' | 'listModels' | 'usage'> {
   forwarder?: Forwarder;
   /** Default: built from the settings and the admin store (`createUsageAccounting`). */
   usage?: UsageAccounting;
   /** Options for the default usage subsystem (tests shorten its timers, move its clock). */
   usageOptions?: Partial<Omit<UsageAccountingOptions, 'settings' | 'store' | 'logger'>>;
-  keys?: AppDeps['keys'];
+  keys?: RouteDeps['keys'];
   listModels?: ListModels;
   /** Closed after the server on shutdown (store, key index, usage writer...). */
   closeables?: Array<{ close(): unknown }>;
@@ -114,7 +72,7 @@ export async function buildApp(input: BuildAppInput): Promise<App> {
   const usage = input.usage ?? createUsageAccounting({ ...input.usageOptions, settings, store: input.admin?.store, logger });
   // With GATEHOUSE_REDIS_URL: the first calls already count in Redis (waits ~1 s at most when it is down).
   await usage.ready();
-  const deps: AppDeps = {
+  const deps: RouteDeps = {
     ...input,
     usage,
     forwarder,

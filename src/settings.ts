@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { countCharacters, isTooLong, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from './auth/passwords.js';
-import { parseTrustedProxies } from './http/proxy-trust.js';
+import { parseTrustedProxies } from './auth/proxy-trust.js';
 
 export interface Settings {
   host: string;

@@ -4,7 +4,7 @@
  * is on `request.adminIdentity` for the handler; anything else is `401 admin_unauthorized`.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { GatewayError } from '../http/errors.js';
+import { GatewayError } from '../core/errors.js';
 import type { AdminIdentifier, AdminIdentity } from './admin-identity.js';
 
 declare module 'fastify' {

@@ -2,8 +2,8 @@
  * The `/v1` steps that enforce who may call and which models they may use. The decision
  * itself is `authenticateClient` (framework-free); these turn it into the catalogue's errors.
  */
-import { GatewayError } from '../http/errors.js';
-import type { ProxyStep } from '../http/proxy-route.js';
+import { GatewayError } from '../core/errors.js';
+import type { ProxyStep } from '../core/steps.js';
 import { authenticateClient } from './client-auth.js';
 import { modelCovered, type ModelCatalog } from './model-access.js';
 import type { KeyVerifier } from './key-index.js';
@@ -22,7 +22,7 @@ export function clientAuth(keys: KeyVerifier & KeyUseRecorder, now: () => number
     if ('error' in result) throw new GatewayError(result.error, { headers: CHALLENGE });
     if (result.mode === 'key') {
       const key = result.key;
-      ctx.caller = { keyId: key.id, keyName: key.name, allowedModels: key.models, limits: key.limits };
+      ctx.decided.caller = { keyId: key.id, keyName: key.name, allowedModels: key.models, limits: key.limits };
       keys.markUsed(key.id);
     }
   };
@@ -35,14 +35,14 @@ export function clientAuth(keys: KeyVerifier & KeyUseRecorder, now: () => number
  */
 export function modelAllowList(catalog: () => Promise<ModelCatalog | undefined>): ProxyStep {
   return function modelAllowListStep(ctx) {
-    const allowed = ctx.caller?.allowedModels;
+    const allowed = ctx.decided.caller?.allowedModels;
     if (!allowed || allowed.length === 0) return;
     // llama-swap routes on the path with each segment unescaped (Go's ServeMux); `/v1/%6dodels`
     // is its model list. The gateway decides on the path as sent, so it must be plain.
-    if (!isPlainPath(ctx.path)) {
+    if (!isPlainPath(ctx.request.path)) {
       throw new GatewayError('model_required', { message: 'This API key may only use some models, and a path with percent-escapes, empty or dot segments cannot be read with certainty.' });
     }
-    const reading = ctx.modelReading ?? { status: 'absent' };
+    const reading = ctx.decided.modelReading ?? { status: 'absent' };
     if (reading.status === 'uncertain') {
       throw new GatewayError('model_required', { message: `This API key may only use some models, and the model of this call cannot be read with certainty: ${reading.reason}.`, param: 'model' });
     }

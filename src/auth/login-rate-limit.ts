@@ -18,7 +18,7 @@
  */
 import { isIP } from 'node:net';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { GatewayError } from '../http/errors.js';
+import { GatewayError } from '../core/errors.js';
 
 export interface LoginRateLimitOptions {
   maxFailures: number;

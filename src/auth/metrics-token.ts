@@ -5,7 +5,7 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { GatewayError } from '../http/errors.js';
+import { GatewayError } from '../core/errors.js';
 
 export function metricsToken(token: string | undefined) {
   // Digests have one length whatever the guess, so the comparison time says nothing about it.

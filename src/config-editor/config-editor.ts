@@ -4,7 +4,7 @@
  */
 import { dirname, join } from 'node:path';
 import type { ConfigLoad, ConfigSaved, ConfigSchemaInfo, ConfigValidation } from '../admin-api/types.js';
-import { GatewayError } from '../http/errors.js';
+import { GatewayError } from '../core/errors.js';
 import {
   FileWriteError,
   formatVersion,

@@ -6,9 +6,9 @@
  */
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { GatewayError } from './errors.js';
+import { GatewayError } from '../core/errors.js';
 import { isAnswering } from './answering.js';
-import { errorBody } from './render-error.js';
+import { errorBody } from '../core/render-error.js';
 
 export function clientErrorAnswer(error: Error & { code?: string }): GatewayError {
   switch (error.code) {

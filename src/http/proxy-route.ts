@@ -7,21 +7,15 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { createAccessLog, type AccessLog } from '../logging/access-log.js';
-import type { ProxyContext } from '../proxy/context.js';
-import type { Forwarder, TapFactory } from '../proxy/forward.js';
+import { CallOutcome, type ProxyContext } from '../core/context.js';
+import type { ProxyStep, TapFactory } from '../core/steps.js';
+import type { Forwarder } from '../proxy/forward.js';
 import { saneRequestId } from '../proxy/headers.js';
 import { discardRest } from '../proxy/request-body.js';
-import { isGatewayError } from './errors.js';
-import type { ProxyTrust } from './proxy-trust.js';
+import { isGatewayError } from '../core/errors.js';
+import type { ProxyTrust } from '../auth/proxy-trust.js';
 import { sendError } from './send-error.js';
-import { wireFormatForCall } from './wire-format.js';
-
-/**
- * One link of the chain: enforces one thing, throws a `GatewayError` to stop the call, or
- * returns `'handled'` when it answered the call itself (nothing is forwarded then).
- */
-export type ProxyStep = (ctx: ProxyContext) => StepResult | Promise<StepResult>;
-export type StepResult = void | 'handled';
+import { wireFormatForCall } from '../core/wire-format.js';
 
 export interface ProxyRouteOptions {
   steps: readonly ProxyStep[];
@@ -54,23 +48,20 @@ export function createProxyRoute(options: ProxyRouteOptions): (req: IncomingMess
       }
       await forwarder.forward(ctx, options.tap);
     } catch (error) {
-      if (ctx.clientAborted) {
-        ctx.errorClass ??= 'client_abort';
-        return;
-      }
+      if (ctx.outcome.clientAborted) return;
       // A client still sending its body (a 401 or 413 before the end) first gets to finish,
       // then reads the answer; one that sends far too much is answered and cut off.
       // A body that stopped arriving is not waited for again.
       const stalled = isGatewayError(error) && error.code === 'body_timeout';
       const drained = ctx.req.complete || (!stalled && (await discardRest(ctx.req, DISCARD_MAX_BYTES)));
       if (!drained) ctx.res.shouldKeepAlive = false;
-      const sent = sendError(ctx.res, error, ctx.format, ctx.requestId);
-      ctx.status = sent.error.status;
-      ctx.bytesOut += sent.bytes;
-      ctx.errorClass ??= sent.error.code;
-      if (!isGatewayError(error)) logger.error({ err: error, req_id: ctx.requestId }, 'unexpected error in the proxy path');
+      const sent = sendError(ctx.res, error, ctx.request.format, ctx.request.requestId);
+      ctx.outcome.answer(sent.error.status);
+      ctx.outcome.sent(sent.bytes);
+      ctx.outcome.fail(sent.error.code);
+      if (!isGatewayError(error)) logger.error({ err: error, req_id: ctx.request.requestId }, 'unexpected error in the proxy path');
       // The client's message stays vague about llama-swap; its cause (address, errno) is for the operator.
-      else if (error.status >= 500 && error.cause !== undefined) logger.warn({ err: error, req_id: ctx.requestId }, error.message);
+      else if (error.status >= 500 && error.cause !== undefined) logger.warn({ err: error, req_id: ctx.request.requestId }, error.message);
       if (!drained) ctx.res.once('finish', () => ctx.req.destroy());
     }
   }
@@ -78,37 +69,31 @@ export function createProxyRoute(options: ProxyRouteOptions): (req: IncomingMess
   return function proxyRoute(req, res) {
     const url = req.url ?? '/';
     const q = url.indexOf('?');
+    const startedAt = performance.now();
     const ctx: ProxyContext = {
       req,
       res,
-      requestId: saneRequestId(req.headers['x-request-id']) ?? randomUUID(),
-      format: wireFormatForCall(url, req.headers['anthropic-version']),
-      method: req.method ?? 'GET',
-      path: q < 0 ? url : url.slice(0, q),
-      url,
-      startedAt: performance.now(),
-      clientAddress: req.socket.remoteAddress ?? '',
-      proto: trust ? trust.protocol(req) : 'http',
-      priorForwardedFor: trust?.forwardedFor(req),
-      caller: undefined,
-      body: undefined,
-      modelReading: undefined,
-      model: undefined,
-      requestJson: undefined,
-      status: 0,
-      bytesOut: 0,
-      firstByteMs: undefined,
-      streamed: false,
-      clientAborted: false,
-      errorClass: undefined,
-      usage: undefined,
-      requestBody: undefined,
+      request: {
+        requestId: saneRequestId(req.headers['x-request-id']) ?? randomUUID(),
+        format: wireFormatForCall(url, req.headers['anthropic-version']),
+        method: req.method ?? 'GET',
+        path: q < 0 ? url : url.slice(0, q),
+        url,
+        startedAt,
+        clientAddress: req.socket.remoteAddress ?? '',
+        proto: trust ? trust.protocol(req) : 'http',
+        priorForwardedFor: trust?.forwardedFor(req),
+      },
+      decided: { caller: undefined, body: undefined, modelReading: undefined, model: undefined, requestJson: undefined, requestBody: undefined },
+      outcome: new CallOutcome(startedAt),
       onClientGone: undefined,
       onDone: [],
     };
-    // The one 'close' listener of the call: the access line, the completion hooks, then the
-    // upstream request is aborted if it still runs (forward sets onClientGone meanwhile).
+    // The one 'close' listener of the call: whether the client left, the access line, the
+    // completion hooks, then the upstream request is aborted if it still runs (forward sets
+    // onClientGone meanwhile).
     res.once('close', () => {
+      ctx.outcome.closed(res.writableFinished);
       finish(ctx, logger, accessLog);
       ctx.onClientGone?.();
       inFlight?.end();
@@ -120,30 +105,27 @@ export function createProxyRoute(options: ProxyRouteOptions): (req: IncomingMess
 }
 
 function finish(ctx: ProxyContext, logger: Logger, accessLog: AccessLog): void {
-  if (!ctx.res.writableFinished && !ctx.clientAborted) {
-    ctx.clientAborted = true;
-    ctx.errorClass ??= 'client_abort';
-  }
-  const durationMs = performance.now() - ctx.startedAt;
+  const { request, decided, outcome } = ctx;
+  const durationMs = performance.now() - request.startedAt;
   // The one access-log line: named fields only, never headers, so no credential can leak.
   accessLog({
-    req_id: ctx.requestId,
-    method: ctx.method,
-    path: ctx.path,
-    status: ctx.clientAborted && ctx.status === 0 ? 499 : ctx.status,
-    model: ctx.model,
-    key: ctx.caller?.keyName,
+    req_id: request.requestId,
+    method: request.method,
+    path: request.path,
+    status: outcome.status,
+    model: decided.model,
+    key: decided.caller?.keyName,
     ms: Math.round(durationMs * 100) / 100,
-    bytes_in: ctx.body?.received() ?? 0,
-    bytes_out: ctx.bytesOut,
-    stream: ctx.streamed || undefined,
-    error: ctx.errorClass,
+    bytes_in: decided.body?.received() ?? 0,
+    bytes_out: outcome.bytesOut,
+    stream: outcome.streamed || undefined,
+    error: outcome.errorClass,
   });
   for (const done of ctx.onDone) {
     try {
       done(ctx);
     } catch (error) {
-      logger.error({ err: error, req_id: ctx.requestId }, 'request completion hook failed');
+      logger.error({ err: error, req_id: ctx.request.requestId }, 'request completion hook failed');
     }
   }
 }

@@ -48,7 +48,18 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify';
-import type { AppDeps } from '../app.js';
+import type { Logger } from 'pino';
+import type { KeyIndex, KeyVerifier } from '../auth/key-index.js';
+import type { KeyUseRecorder } from '../auth/client-auth-steps.js';
+import type { ConfigEditor } from '../config-editor/config-editor.js';
+import type { ProxyContext } from '../core/context.js';
+import type { LineBuffer } from '../logging/line-buffer.js';
+import type { Forwarder } from '../proxy/forward.js';
+import type { ListModels } from '../proxy/models-list.js';
+import type { Settings } from '../settings.js';
+import type { Store } from '../store/store.js';
+import type { LlamaSwapClient } from '../upstream/llama-swap-client.js';
+import type { UsageAccounting } from '../usage/usage-accounting.js';
 import { AdminAccount } from '../auth/admin-account.js';
 import { createAdminIdentifier } from '../auth/admin-identity.js';
 import { adminSession } from '../auth/admin-session.js';
@@ -60,7 +71,7 @@ import { metricsToken } from '../auth/metrics-token.js';
 import { sameOrigin } from '../auth/same-origin.js';
 import { setupPending } from '../auth/setup-pending.js';
 import { modelsListing } from '../proxy/models-list.js';
-import type { TapFactory } from '../proxy/forward.js';
+import type { TapFactory } from '../core/steps.js';
 import { readModel } from '../proxy/read-model.js';
 import { cachedCatalog } from '../auth/model-access.js';
 import { join } from 'node:path';
@@ -76,7 +87,7 @@ import { createUsageHandlers } from './admin/usage-handlers.js';
 import { defaultDashboardRoot, registerDashboard } from './dashboard.js';
 import { corsPolicy, withCors } from './cors.js';
 import { createProxyRoute } from './proxy-route.js';
-import { createProxyTrust } from './proxy-trust.js';
+import { createProxyTrust } from '../auth/proxy-trust.js';
 
 /** The only `/api/*` routes reachable without an admin session or token. */
 export const PUBLIC_ADMIN_ROUTES: ReadonlySet<string> = new Set(['/api/session', '/api/setup', '/api/login']);
@@ -90,6 +101,44 @@ export const ADMIN_BODY_LIMIT_BYTES = 64 * 1024;
 /** Largest body of the config editor's routes: llama-swap's config.yaml travels whole. */
 export const CONFIG_BODY_LIMIT_BYTES = 4 * 1024 * 1024;
 
+export interface UpstreamHealthProbe {
+  health(opts?: { timeoutMs?: number }): Promise<{ ok: boolean; status?: number; error?: string }>;
+}
+
+/** What the route table serves from: settings, the modules' entry points and the clock. */
+export interface RouteDeps {
+  settings: Readonly<Settings>;
+  logger: Logger;
+  forwarder: Forwarder;
+  upstream: UpstreamHealthProbe;
+  /** API keys as the `/v1` chain sees them. */
+  keys: KeyVerifier & KeyUseRecorder;
+  /** llama-swap's model list, for answers the gateway must filter or reshape. */
+  listModels: ListModels;
+  /** The pins of llama-swap's active profile, for the model allow-list; none when unset. */
+  activeProfilePins?: () => Promise<Readonly<Record<string, string>>>;
+  /** The admin API's data; without it no `/api/*` route exists. */
+  admin?: {
+    store: Store;
+    index: KeyIndex;
+    /** llama-swap's own API, for the Models and Logs pages. */
+    llamaSwap: LlamaSwapClient;
+    /** Gatehouse's recent log lines, for the Logs page. */
+    gatewayLog: LineBuffer;
+  };
+  /** llama-swap's config.yaml editor (`/api/config*`, inside the admin API); off when unconfigured. */
+  configEditor?: ConfigEditor;
+  /** Usage records, per-key limits and metrics (`src/usage`). */
+  usage: UsageAccounting;
+  /** An extra response tap, beside the usage tap (tests). */
+  tap?: TapFactory;
+  onProxyStart?: (ctx: ProxyContext) => void;
+  /** Counts `/v1` calls in flight (graceful shutdown); set by buildApp. */
+  proxyInFlight?: { start(res: ServerResponse): void; end(): void };
+  /** The clock for admin sessions and the login rate limit (tests move it). Default `Date.now`. */
+  now?: () => number;
+}
+
 export type RawHandler = (req: IncomingMessage, res: ServerResponse) => void;
 
 export interface RouteTable {
@@ -97,7 +146,7 @@ export interface RouteTable {
   raw(url: string): RawHandler | undefined;
 }
 
-export function registerRoutes(app: FastifyInstance, deps: AppDeps): RouteTable {
+export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTable {
   const usage = deps.usage;
   const catalog = cachedCatalog(deps.listModels, deps.activeProfilePins);
   const trust = createProxyTrust(deps.settings.trustedProxies);

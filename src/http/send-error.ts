@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
-import { GatewayError, isGatewayError } from './errors.js';
-import { errorBody } from './render-error.js';
-import type { WireFormat } from './wire-format.js';
+import { GatewayError, isGatewayError } from '../core/errors.js';
+import { errorBody } from '../core/render-error.js';
+import type { WireFormat } from '../core/wire-format.js';
 
 export interface SentError {
   error: GatewayError;

@@ -6,9 +6,10 @@
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { errors as undiciErrors, Pool, type Dispatcher } from 'undici';
-import { GatewayError, isGatewayError } from '../http/errors.js';
-import { terminalStreamEvent } from '../http/render-error.js';
-import type { ProxyContext } from './context.js';
+import { GatewayError, isGatewayError } from '../core/errors.js';
+import { terminalStreamEvent } from '../core/render-error.js';
+import type { ProxyContext } from '../core/context.js';
+import type { ResponseTap, TapFactory } from '../core/steps.js';
 import { clientResponseHeaders, upstreamRequestHeaders } from './headers.js';
 import { MAX_TRANSLATABLE_ERROR_BYTES, translateUpstreamError } from './upstream-errors.js';
 import { watchStreamEnd, type StreamEndWatcher } from './stream-end.js';
@@ -23,42 +24,31 @@ export interface UpstreamOptions {
   connections: number;
 }
 
-/** Observes a response body on the side (usage accounting); must never delay a byte. */
-export interface ResponseTap {
-  onChunk(chunk: Buffer): void;
-  onEnd(outcome: 'complete' | 'aborted' | 'failed'): void;
-}
-export type TapFactory = (ctx: ProxyContext, status: number, contentType: string | undefined) => ResponseTap | undefined;
-
 export interface Forwarder {
   forward(ctx: ProxyContext, tapFactory?: TapFactory): Promise<void>;
   close(): Promise<void>;
 }
 
-export function createForwarder(options: UpstreamOptions): Forwarder {
-  const pool = new Pool(options.url.origin, {
-    connections: options.connections,
-    connect: { timeout: options.connectTimeoutMs },
-    headersTimeout: options.headersTimeoutMs,
-    bodyTimeout: options.idleTimeoutMs,
-    keepAliveTimeout: 30_000,
-  });
+/** What the forwarder uses of undici's `Pool`: a dispatch with a handler, and close. */
+export type UpstreamDispatcher = Pick<Dispatcher, 'dispatch' | 'close'>;
+
+export function createForwarder(options: UpstreamOptions, pool: UpstreamDispatcher = upstreamPool(options)): Forwarder {
   const basePath = options.url.pathname.replace(/\/+$/, '');
 
   function forward(ctx: ProxyContext, tapFactory?: TapFactory): Promise<void> {
     const { req } = ctx;
-    const body = ctx.body;
+    const body = ctx.decided.body;
     const headers = upstreamRequestHeaders(req.headers, {
-      requestId: ctx.requestId,
-      clientAddress: ctx.clientAddress,
-      proto: ctx.proto,
-      priorForwardedFor: ctx.priorForwardedFor,
+      requestId: ctx.request.requestId,
+      clientAddress: ctx.request.clientAddress,
+      proto: ctx.request.proto,
+      priorForwardedFor: ctx.request.priorForwardedFor,
       upstreamApiKey: options.apiKey,
       contentLength: body ? body.bytes : declaredLength(req.headers['content-length']),
     });
     const dispatchOptions: Dispatcher.DispatchOptions = {
-      path: basePath + ctx.url,
-      method: ctx.method as Dispatcher.HttpMethod,
+      path: basePath + ctx.request.url,
+      method: ctx.request.method as Dispatcher.HttpMethod,
       headers,
       body: (body?.body ?? null) as Dispatcher.DispatchOptions['body'],
     };
@@ -75,6 +65,16 @@ export function createForwarder(options: UpstreamOptions): Forwarder {
     forward,
     close: () => pool.close(),
   };
+}
+
+function upstreamPool(options: UpstreamOptions): Pool {
+  return new Pool(options.url.origin, {
+    connections: options.connections,
+    connect: { timeout: options.connectTimeoutMs },
+    headersTimeout: options.headersTimeoutMs,
+    bodyTimeout: options.idleTimeoutMs,
+    keepAliveTimeout: 30_000,
+  });
 }
 
 /**
@@ -121,13 +121,13 @@ class Exchange implements Dispatcher.DispatchHandler {
   onRequestStart(controller: Dispatcher.DispatchController): void {
     this.#controller = controller;
     // The client left while the request waited for a connection.
-    if (this.ctx.clientAborted) controller.abort(new Error('the client closed the connection'));
+    if (this.ctx.outcome.clientAborted) controller.abort(new Error('the client closed the connection'));
   }
 
   onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
     const { ctx } = this;
     this.#started = true;
-    ctx.status = statusCode;
+    ctx.outcome.answer(statusCode);
     const contentType = headerString(headers['content-type']);
     if (statusCode >= 400 && isSmallOrUnsized(headers['content-length'])) {
       this.#held = { chunks: [], size: 0, status: statusCode, headers, contentType };
@@ -146,10 +146,10 @@ class Exchange implements Dispatcher.DispatchHandler {
       return;
     }
     const { ctx } = this;
-    ctx.bytesOut += chunk.length;
+    ctx.outcome.sent(chunk.length);
     this.#tap?.onChunk(chunk);
     this.#streamEnd?.push(chunk);
-    if (ctx.bytesOut === this.#length) {
+    if (ctx.outcome.bytesOut === this.#length) {
       // The last chunk of a body of known length: end() sends it (and the headers, when still
       // waiting) in one write, where write() then end() took two system calls.
       this.#ended = true;
@@ -169,11 +169,11 @@ class Exchange implements Dispatcher.DispatchHandler {
         body: bodyBytes,
         retryAfter: headerString(held.headers['retry-after']),
         allow: headerString(held.headers.allow),
-        method: this.ctx.method,
-        path: this.ctx.path,
+        method: this.ctx.request.method,
+        path: this.ctx.request.path,
       });
       if (translated) {
-        this.ctx.errorClass = 'upstream_error';
+        this.ctx.outcome.fail('upstream_error');
         this.#held = undefined;
         this.#fail(translated);
         return;
@@ -193,16 +193,15 @@ class Exchange implements Dispatcher.DispatchHandler {
    */
   #endTruncated(watcher: StreamEndWatcher): void {
     const { ctx } = this;
-    ctx.errorClass = 'upstream_truncated';
+    ctx.outcome.fail('upstream_truncated');
     const error = new GatewayError('upstream_truncated');
-    ctx.res.end(watcher.separator() + terminalStreamEvent(error, ctx.format));
+    ctx.res.end(watcher.separator() + terminalStreamEvent(error, ctx.request.format));
     this.#finish('failed');
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
     const { ctx } = this;
-    if (ctx.clientAborted) {
-      ctx.errorClass ??= 'client_abort';
+    if (ctx.outcome.clientAborted) {
       this.#finish('aborted');
       return;
     }
@@ -220,10 +219,10 @@ class Exchange implements Dispatcher.DispatchHandler {
       return;
     }
     const mapped = mapBodyError(error);
-    ctx.errorClass = mapped.code;
+    ctx.outcome.fail(mapped.code);
     if (this.#isSse && !ctx.res.destroyed) {
       // Status is already sent: end with one terminal error event in the stream's own format.
-      ctx.res.end(terminalStreamEvent(mapped, ctx.format));
+      ctx.res.end(terminalStreamEvent(mapped, ctx.request.format));
     } else {
       ctx.res.destroy();
     }
@@ -234,10 +233,9 @@ class Exchange implements Dispatcher.DispatchHandler {
     const { ctx } = this;
     const isSse = contentType?.startsWith('text/event-stream') === true;
     this.#isSse = isSse;
-    ctx.streamed = isSse;
     const outHeaders = clientResponseHeaders(headers);
-    outHeaders['x-request-id'] = ctx.requestId;
-    if (ctx.method !== 'HEAD') this.#length = declaredLength(headerString(headers['content-length']));
+    outHeaders['x-request-id'] = ctx.request.requestId;
+    if (ctx.request.method !== 'HEAD') this.#length = declaredLength(headerString(headers['content-length']));
     if (isSse) {
       // Proxies in front of us (nginx) must not buffer the stream either.
       outHeaders['x-accel-buffering'] = 'no';
@@ -247,9 +245,9 @@ class Exchange implements Dispatcher.DispatchHandler {
     // A stream's headers go out now, not with its first event: the client sees 200 while a
     // model loads. Other bodies send headers with their first chunk (one write, not two).
     if (isSse) ctx.res.flushHeaders();
-    ctx.firstByteMs = performance.now() - ctx.startedAt;
+    ctx.outcome.headersSent(isSse);
     this.#tap = this.tapFactory?.(ctx, status, contentType);
-    if (isSse && status < 300 && ctx.method !== 'HEAD') this.#streamEnd = watchStreamEnd(ctx.path);
+    if (isSse && status < 300 && ctx.request.method !== 'HEAD') this.#streamEnd = watchStreamEnd(ctx.request.path);
   }
 
   /** A held-back error body that is not llama-swap's: status, headers and bytes unchanged. */
@@ -258,12 +256,12 @@ class Exchange implements Dispatcher.DispatchHandler {
     this.#held = undefined;
     const { ctx } = this;
     const outHeaders = clientResponseHeaders(held.headers);
-    outHeaders['x-request-id'] = ctx.requestId;
+    outHeaders['x-request-id'] = ctx.request.requestId;
     ctx.res.writeHead(held.status, outHeaders);
-    ctx.firstByteMs = performance.now() - ctx.startedAt;
-    ctx.errorClass = 'upstream_status';
+    ctx.outcome.headersSent();
+    ctx.outcome.fail('upstream_status');
     for (const chunk of held.chunks) {
-      ctx.bytesOut += chunk.length;
+      ctx.outcome.sent(chunk.length);
       if (!ctx.res.write(chunk) && this.#controller) this.#pauseUntilDrain(this.#controller);
     }
   }
@@ -283,9 +281,8 @@ class Exchange implements Dispatcher.DispatchHandler {
 
   readonly #onClientClose = (): void => {
     const { ctx } = this;
-    if (ctx.res.writableFinished || this.#settled) return;
-    ctx.clientAborted = true;
-    ctx.errorClass ??= 'client_abort';
+    // The route has told the outcome whether the response closed unfinished (CallOutcome.closed).
+    if (!ctx.outcome.clientAborted || this.#settled) return;
     const controller = this.#controller;
     // Without a controller yet, onRequestStart aborts as soon as the request gets a connection.
     if (controller && !controller.aborted) controller.abort(new Error('the client closed the connection'));

@@ -4,9 +4,9 @@
  * Claude Code discovery) gets Anthropic's list shape. Everyone else gets llama-swap's answer
  * passed through untouched.
  */
-import { GatewayError } from '../http/errors.js';
-import type { ProxyStep } from '../http/proxy-route.js';
-import type { ProxyContext } from './context.js';
+import { GatewayError } from '../core/errors.js';
+import type { ProxyStep } from '../core/steps.js';
+import type { ProxyContext } from '../core/context.js';
 import { catalogFromList, modelCovered } from '../auth/model-access.js';
 
 export interface ListedModel {
@@ -22,9 +22,9 @@ export type ListModels = () => Promise<ListedModel[]>;
 export function modelsListing(listModels: ListModels): ProxyStep {
   // Not async itself: every other call passes straight through, without a promise.
   return function modelsListingStep(ctx) {
-    if (ctx.method !== 'GET' || (ctx.path !== '/v1/models' && ctx.path !== '/v1/models/')) return;
-    const restricted = (ctx.caller?.allowedModels.length ?? 0) > 0;
-    const anthropic = ctx.format === 'anthropic'; // the call carries anthropic-version (wire-format.ts)
+    if (ctx.request.method !== 'GET' || (ctx.request.path !== '/v1/models' && ctx.request.path !== '/v1/models/')) return;
+    const restricted = (ctx.decided.caller?.allowedModels.length ?? 0) > 0;
+    const anthropic = ctx.request.format === 'anthropic'; // the call carries anthropic-version (wire-format.ts)
     if (!restricted && !anthropic) return; // pass through, byte for byte
     return answerModelList(ctx, listModels, restricted, anthropic);
   };
@@ -39,16 +39,17 @@ async function answerModelList(ctx: ProxyContext, listModels: ListModels, restri
   }
   if (restricted) {
     // Exactly what the key may call: resolved against this very list (aliases, patterns).
-    const allowed = ctx.caller!.allowedModels;
+    const allowed = ctx.decided.caller!.allowedModels;
     const known = catalogFromList(models);
     models = models.filter((m) => modelCovered(allowed, m.id, known));
   }
   const body = anthropic ? anthropicList(models) : { object: 'list', data: models };
   const payload = JSON.stringify(body);
-  ctx.status = 200;
-  ctx.bytesOut = Buffer.byteLength(payload);
-  ctx.res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': ctx.bytesOut, 'x-request-id': ctx.requestId });
+  const bytes = Buffer.byteLength(payload);
+  ctx.outcome.answer(200);
+  ctx.res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': bytes, 'x-request-id': ctx.request.requestId });
   ctx.res.end(payload);
+  ctx.outcome.sent(bytes);
   return 'handled';
 }
 

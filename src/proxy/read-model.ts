@@ -1,10 +1,10 @@
 /**
  * The `readModel` step: receives the whole body (request-body.ts) and reads the model from it
- * as llama-swap will (request-model.ts). `ctx.modelReading` keeps the full answer for the
- * allow-list; `ctx.model` is what usage and logs attribute the call to.
+ * as llama-swap will (request-model.ts). `ctx.decided.modelReading` keeps the full answer for the
+ * allow-list; `ctx.decided.model` is what usage and logs attribute the call to.
  */
-import type { ProxyContext } from './context.js';
-import { bodyModelReader, modelFromGet, type ModelReading } from './request-model.js';
+import type { ModelReading, ProxyContext } from '../core/context.js';
+import { bodyModelReader, modelFromGet } from './request-model.js';
 import { hasBody, prepareSpoolDir, receiveBody } from './request-body.js';
 
 export interface ReadModelOptions {
@@ -19,24 +19,24 @@ export function readModel(options: ReadModelOptions) {
   if (!Number.isSafeInteger(bodyLimitBytes) || bodyLimitBytes < 1) throw new Error('readModel: bodyLimitBytes must be a positive integer');
   const spoolDir = prepareSpoolDir(options.spoolDir);
   return async function readModelStep(ctx: ProxyContext): Promise<void> {
-    const q = ctx.url.indexOf('?');
-    const rawQuery = q < 0 ? '' : ctx.url.slice(q + 1);
-    if (ctx.method === 'GET') {
+    const q = ctx.request.url.indexOf('?');
+    const rawQuery = q < 0 ? '' : ctx.request.url.slice(q + 1);
+    if (ctx.request.method === 'GET') {
       setReading(ctx, modelFromGet(rawQuery));
       if (!hasBody(ctx.req)) return;
     }
-    const reader = ctx.method === 'GET' ? undefined : bodyModelReader(ctx.method, ctx.req.headers['content-type'], rawQuery);
+    const reader = ctx.request.method === 'GET' ? undefined : bodyModelReader(ctx.request.method, ctx.req.headers['content-type'], rawQuery);
     const head = await receiveBody(ctx.req, { limit: bodyLimitBytes, idleTimeoutMs: bodyTimeoutMs, spoolDir, observe: reader && ((chunk) => reader.feed(chunk)) });
-    ctx.body = head;
+    ctx.decided.body = head;
     ctx.onDone.push(() => head.dispose());
     if (reader) {
       setReading(ctx, reader.end());
-      ctx.requestJson = reader.json;
+      ctx.decided.requestJson = reader.json;
     }
   };
 }
 
 function setReading(ctx: ProxyContext, reading: ModelReading): void {
-  ctx.modelReading = reading;
-  ctx.model = reading.status === 'found' ? reading.model : reading.status === 'uncertain' ? reading.guess : undefined;
+  ctx.decided.modelReading = reading;
+  ctx.decided.model = reading.status === 'found' ? reading.model : reading.status === 'uncertain' ? reading.guess : undefined;
 }

@@ -15,21 +15,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { randomUUID } from 'node:crypto';
-import { GatewayError } from '../http/errors.js';
-
-export interface BodyHead {
-  bytes: number;
-  /** The whole body when it is held in memory; `undefined` when it was spooled to disk. */
-  complete: Buffer[] | undefined;
-  /** The first bytes of the body (all of it when in memory), for body capture. */
-  start: Buffer[];
-  /** What is forwarded: the chunks, a read stream of the spool file, or nothing. */
-  body: Buffer | Buffer[] | Readable | null;
-  /** Bytes received. */
-  readonly received: () => number;
-  /** Removes the spool file, if any (called when the call ends). */
-  dispose(): void;
-}
+import type { BodyHead } from '../core/context.js';
+import { GatewayError } from '../core/errors.js';
 
 export interface ReceiveOptions {
   limit: number;

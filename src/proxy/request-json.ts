@@ -9,23 +9,8 @@
  * UTF-8 byte order mark, which gjson skips too); for anything else it says `invalid`, and a
  * caller that must be certain refuses the call.
  */
+import type { JsonKind, JsonMember } from '../core/context.js';
 import { decodeUtf8 } from './utf8.js';
-
-export type JsonKind = 'string' | 'number' | 'true' | 'false' | 'null' | 'object' | 'array';
-
-export interface JsonMember {
-  kind: JsonKind;
-  /**
-   * gjson's `.String()` of the first occurrence: the unescaped text of a string, the literal of
-   * a number or boolean, `''` for null; `undefined` for objects and arrays (not kept) and for a
-   * string too long to keep or not valid UTF-8.
-   */
-  text: string | undefined;
-  /** How many top-level members had this name (a valid object may repeat a key). */
-  occurrences: number;
-  /** A later occurrence had a different kind or text than the first. */
-  conflicting: boolean;
-}
 
 export type JsonReading =
   | { valid: true; members: ReadonlyMap<string, JsonMember> }

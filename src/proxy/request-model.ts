@@ -15,13 +15,8 @@
  */
 import { parseGoQuery, parseMediaType, type GoQuery } from './go-form.js';
 import { MultipartFieldReader } from './multipart-fields.js';
-import { RequestJsonReader, type JsonMember } from './request-json.js';
-
-export type ModelReading =
-  | { status: 'found'; model: string }
-  | { status: 'absent' }
-  /** `guess`: what llama-swap most likely reads, for usage attribution only. */
-  | { status: 'uncertain'; reason: string; guess?: string | undefined };
+import type { JsonMember, ModelReading } from '../core/context.js';
+import { RequestJsonReader } from './request-json.js';
 
 /** Top-level JSON members read besides `model` (token reservations, stream flag). */
 export const JSON_MEMBERS = ['model', 'stream', 'max_tokens', 'max_completion_tokens', 'max_output_tokens'] as const;

@@ -13,7 +13,7 @@
  *
  * Cheap on purpose (it runs on every watched stream, with or without usage recording): it keeps
  * only the first bytes of the latest frame, found with one native search per chunk. It is not a
- * second SSE parser; `sse-decoder.ts` stays the one that reads frames.
+ * second SSE parser; `core/sse-decoder.ts` stays the one that reads frames.
  */
 
 const LF = 0x0a;

@@ -5,7 +5,7 @@
  * empty-bodied 502 when a local model server died. They become a proper error in the caller's
  * wire format with the same status. A model server's own JSON error passes through unchanged.
  */
-import { GatewayError } from '../http/errors.js';
+import { GatewayError } from '../core/errors.js';
 
 /** Error bodies larger than this cannot be llama-swap's and are streamed through untouched. */
 export const MAX_TRANSLATABLE_ERROR_BYTES = 64 * 1024;

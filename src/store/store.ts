@@ -6,7 +6,6 @@
  * the embedded SQLite file in `dataDir`. Either way the schema is created and migrated during
  * the open, so a fresh data directory or an empty database just works.
  */
-import type { Settings } from '../settings.js';
 
 /** Per-key limits; `null` means "no limit of this kind". */
 export interface KeyLimits {
@@ -293,7 +292,11 @@ export interface Store {
  * What `openStore` reads: `databaseUrl` (`postgres://...`) set means PostgreSQL, in
  * `databaseSchema` (default `public`); unset means SQLite in `dataDir`.
  */
-export type StoreSettings = Pick<Settings, 'dataDir' | 'databaseUrl'> & { databaseSchema?: string | undefined };
+export interface StoreSettings {
+  dataDir: string;
+  databaseUrl: string | undefined;
+  databaseSchema?: string | undefined;
+}
 
 /** Opens the store the settings ask for, migrating it to the current schema. */
 export async function openStore(settings: StoreSettings): Promise<Store> {

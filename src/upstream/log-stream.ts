@@ -5,7 +5,7 @@
  */
 import type { Readable } from 'node:stream';
 import { transportError } from './errors.js';
-import { SseDecoder } from '../proxy/sse-decoder.js';
+import { SseDecoder } from '../core/sse-decoder.js';
 import type { ClosableStream, LlamaSwapEvent } from './types.js';
 
 /**

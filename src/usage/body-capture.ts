@@ -3,7 +3,7 @@
  * `GATEHOUSE_USAGE_CAPTURE_BYTES`). Only the first N bytes are copied, and only of textual
  * content types; anything else is described, never stored.
  */
-import type { ProxyStep } from '../http/proxy-route.js';
+import type { ProxyStep } from '../core/steps.js';
 
 export class BodyCapture {
   readonly #max: number;
@@ -54,10 +54,10 @@ export function isTextual(contentType: string | undefined): boolean {
 export function captureRequestBody(maxBytes: number): ProxyStep {
   if (!Number.isSafeInteger(maxBytes) || maxBytes < 1) throw new Error('captureRequestBody: maxBytes must be a positive integer');
   return function captureRequestBodyStep(ctx) {
-    const head = ctx.body;
+    const head = ctx.decided.body;
     if (!head) return;
     const capture = new BodyCapture(maxBytes, ctx.req.headers['content-type']);
-    ctx.requestBody = () => capture.text();
+    ctx.decided.requestBody = () => capture.text();
     for (const chunk of head.start) capture.add(chunk);
     capture.addUnseen(head.bytes - head.start.reduce((n, chunk) => n + chunk.length, 0));
   };

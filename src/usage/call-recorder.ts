@@ -5,7 +5,7 @@
  * ended (complete, client gone, upstream broken, refused by a step): so a call is recorded
  * exactly once, and an aborted stream with the tokens seen until the client left.
  */
-import type { ProxyContext } from '../proxy/context.js';
+import type { ProxyContext } from '../core/context.js';
 import type { UsageRecord } from '../store/store.js';
 import type { GatewayMetrics } from './metrics.js';
 import { newUsageId } from '../store/usage-id.js';
@@ -23,48 +23,49 @@ export function createCallRecorder(deps: CallRecorderDeps): (ctx: ProxyContext) 
   const now = deps.now ?? Date.now;
 
   const done = (ctx: ProxyContext): void => {
-    const durationMs = performance.now() - ctx.startedAt;
-    const tokens = ctx.usage?.tokens();
-    const status = ctx.clientAborted && ctx.status === 0 ? 499 : ctx.status;
-    const caller = ctx.caller;
+    const { request, decided, outcome } = ctx;
+    const durationMs = performance.now() - request.startedAt;
+    const tokens = outcome.usage?.tokens();
+    const status = outcome.status;
+    const caller = decided.caller;
     deps.metrics.callEnded({
-      model: ctx.model,
+      model: decided.model,
       keyName: caller?.keyName,
       status,
       durationMs,
-      ttfbMs: ctx.firstByteMs,
-      ttftMs: ctx.usage?.firstTokenMs(),
+      ttfbMs: outcome.firstByteMs,
+      ttftMs: outcome.usage?.firstTokenMs(),
       inputTokens: tokens?.input ?? null,
       outputTokens: tokens?.output ?? null,
       cachedTokens: tokens?.cached ?? null,
-      errorClass: ctx.errorClass,
+      errorClass: outcome.errorClass,
     });
     if (!deps.writer) return;
     const at = Math.round(now() - durationMs);
     const record: UsageRecord = {
       id: newUsageId(at),
       at,
-      requestId: ctx.requestId,
+      requestId: request.requestId,
       keyId: caller?.keyId ?? null,
       keyName: caller?.keyName ?? null,
-      model: ctx.model ?? null,
-      method: ctx.method,
-      endpoint: ctx.path,
+      model: decided.model ?? null,
+      method: request.method,
+      endpoint: request.path,
       status,
-      streamed: ctx.streamed,
+      streamed: outcome.streamed,
       inputTokens: tokens?.input ?? null,
       outputTokens: tokens?.output ?? null,
       cachedTokens: tokens?.cached ?? null,
       tokensSource: tokens?.source ?? null,
-      ttfbMs: roundMs(ctx.firstByteMs),
-      ttftMs: roundMs(ctx.usage?.firstTokenMs()),
+      ttfbMs: roundMs(outcome.firstByteMs),
+      ttftMs: roundMs(outcome.usage?.firstTokenMs()),
       durationMs: roundMs(durationMs)!,
-      bytesIn: ctx.body?.received() ?? 0,
-      bytesOut: ctx.bytesOut,
-      clientAborted: ctx.clientAborted,
-      errorClass: ctx.errorClass ?? null,
-      requestBody: ctx.requestBody?.() ?? null,
-      responseBody: ctx.usage?.responseBody() ?? null,
+      bytesIn: decided.body?.received() ?? 0,
+      bytesOut: outcome.bytesOut,
+      clientAborted: outcome.clientAborted,
+      errorClass: outcome.errorClass ?? null,
+      requestBody: decided.requestBody?.() ?? null,
+      responseBody: outcome.usage?.responseBody() ?? null,
     };
     deps.writer.push(record);
   };

@@ -22,8 +22,8 @@
  * shared by every replica through atomic Lua scripts, falling back to a `MemoryLimitStore`
  * while Redis is unreachable.
  */
-import { GatewayError } from '../http/errors.js';
-import type { ProxyStep } from '../http/proxy-route.js';
+import { GatewayError } from '../core/errors.js';
+import type { ProxyStep } from '../core/steps.js';
 import type { KeyLimits } from '../store/store.js';
 
 export const LIMIT_WINDOW_MS = 60_000;
@@ -265,7 +265,7 @@ const LIMIT_WORDING: Record<LimitKind, (max: number) => string> = {
  */
 export function keyLimits(store: LimitStore, onLimited?: (keyName: string | undefined, limit: LimitKind) => void): ProxyStep {
   return function keyLimitsStep(ctx) {
-    const caller = ctx.caller;
+    const caller = ctx.decided.caller;
     const limits = caller?.limits;
     const keyId = caller?.keyId;
     if (!limits || keyId === undefined || (limits.rpm === null && limits.tpm === null && limits.concurrent === null)) return;

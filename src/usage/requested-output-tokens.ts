@@ -1,10 +1,10 @@
 /**
  * The most output a call asks for, from the top level of its JSON body as the request JSON
- * reader read it (`ctx.requestJson`): `max_tokens` (chat, completions, Anthropic),
+ * reader read it (`ctx.decided.requestJson`): `max_tokens` (chat, completions, Anthropic),
  * `max_completion_tokens` (newer OpenAI chat) or `max_output_tokens` (Responses); the largest
  * when several are given. Undefined when the body names none or is not valid JSON.
  */
-import type { JsonMember } from '../proxy/request-json.js';
+import type { JsonMember } from '../core/context.js';
 
 const FIELDS = ['max_tokens', 'max_completion_tokens', 'max_output_tokens'] as const;
 

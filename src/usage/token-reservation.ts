@@ -9,8 +9,8 @@
  * Latin text) plus the requested output (`requestedOutputTokens`), or DEFAULT_OUTPUT_TOKENS when
  * the call names no maximum. Other bodies (media uploads) reserve the output part only.
  */
-import type { ProxyStep } from '../http/proxy-route.js';
-import type { ProxyContext } from '../proxy/context.js';
+import type { ProxyStep } from '../core/steps.js';
+import type { ProxyContext } from '../core/context.js';
 import { limitRefusal, type LimitKind, type LimitStore, type ReservationDecision } from './limits.js';
 import { requestedOutputTokens } from './requested-output-tokens.js';
 
@@ -20,10 +20,10 @@ export const PROMPT_BYTES_PER_TOKEN = 4;
 
 export function tokenReservation(store: LimitStore, onLimited?: (keyName: string | undefined, limit: LimitKind) => void, onError?: (error: unknown) => void): ProxyStep {
   return function tokenReservationStep(ctx) {
-    const caller = ctx.caller;
+    const caller = ctx.decided.caller;
     const tpm = caller?.limits?.tpm;
     const keyId = caller?.keyId;
-    if (tpm == null || keyId === undefined || ctx.method === 'GET' || ctx.method === 'HEAD') return;
+    if (tpm == null || keyId === undefined || ctx.request.method === 'GET' || ctx.request.method === 'HEAD') return;
     const apply = (decision: ReservationDecision): void => {
       if (!decision.allowed) {
         onLimited?.(caller!.keyName, 'tpm');
@@ -31,7 +31,7 @@ export function tokenReservation(store: LimitStore, onLimited?: (keyName: string
       }
       const reservation = decision.reservation;
       ctx.onDone.push(() => {
-        const tokens = ctx.usage?.tokens();
+        const tokens = ctx.outcome.usage?.tokens();
         const used = tokens ? (tokens.input ?? 0) + (tokens.output ?? 0) : 0;
         void Promise.resolve(store.settleTokens(keyId, reservation, used)).catch((error: unknown) => onError?.(error));
       });
@@ -44,7 +44,7 @@ export function tokenReservation(store: LimitStore, onLimited?: (keyName: string
 
 /** Prompt bytes / 4 (JSON bodies) plus the requested or default output. */
 export function estimateTokens(ctx: ProxyContext): number {
-  const requested = requestedOutputTokens(ctx.requestJson);
-  const prompt = ctx.requestJson ? Math.ceil((ctx.body?.bytes ?? 0) / PROMPT_BYTES_PER_TOKEN) : 0;
+  const requested = requestedOutputTokens(ctx.decided.requestJson);
+  const prompt = ctx.decided.requestJson ? Math.ceil((ctx.decided.body?.bytes ?? 0) / PROMPT_BYTES_PER_TOKEN) : 0;
   return prompt + (requested ?? DEFAULT_OUTPUT_TOKENS);
 }

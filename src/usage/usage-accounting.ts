@@ -4,10 +4,8 @@
  * settings and the store; the route table takes its steps, tap and start hook.
  */
 import type { Logger } from 'pino';
-import type { ProxyStep } from '../http/proxy-route.js';
-import type { ProxyContext } from '../proxy/context.js';
-import type { TapFactory } from '../proxy/forward.js';
-import type { Settings } from '../settings.js';
+import type { ProxyStep, TapFactory } from '../core/steps.js';
+import type { ProxyContext } from '../core/context.js';
 import type { Store } from '../store/store.js';
 import { captureRequestBody } from './body-capture.js';
 import { createCallRecorder } from './call-recorder.js';
@@ -20,7 +18,14 @@ import { usageSummary, type SummaryGroupBy, type SummaryRange, type UsageSummary
 import { createUsageTap } from './usage-tap.js';
 import { UsageWriter, type UsageWriterOptions } from './usage-writer.js';
 
-export type UsageSettings = Pick<Settings, 'usageRecording' | 'usageRetentionMs' | 'usageCaptureBytes'> & Partial<Pick<Settings, 'redisUrl' | 'redisPrefix'>>;
+/** The settings usage reads (`settings.ts` validates them). */
+export interface UsageSettings {
+  usageRecording: boolean;
+  usageRetentionMs: number;
+  usageCaptureBytes: number;
+  redisUrl?: string | undefined;
+  redisPrefix?: string | undefined;
+}
 
 export interface UsageAccountingOptions {
   settings: UsageSettings;

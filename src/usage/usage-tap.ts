@@ -21,9 +21,9 @@
  * extra frame would break the byte-for-byte pass-through. For a backend with neither, output
  * tokens are counted from the generated frames (`source: 'estimate'`). See README.md.
  */
-import type { ObservedTokens, ProxyContext, UsageProbe } from '../proxy/context.js';
-import type { ResponseTap, TapFactory } from '../proxy/forward.js';
-import { SseParser } from '../proxy/sse-decoder.js';
+import type { ObservedTokens, ProxyContext, UsageProbe } from '../core/context.js';
+import type { ResponseTap, TapFactory } from '../core/steps.js';
+import { SseParser } from '../core/sse-decoder.js';
 import { BodyCapture } from './body-capture.js';
 import { readTimingsCounts, readUsageCounts, timingsCountsAt, usageCountsAt, type TokenCounts } from './token-fields.js';
 
@@ -75,7 +75,7 @@ export function createUsageTap(options: UsageTapOptions): TapFactory {
       if (!json && !capture) return undefined;
       tap = new BodyTap(ctx, json, capture);
     }
-    ctx.usage = tap;
+    ctx.outcome.usage = tap;
     return tap;
   };
 }
@@ -142,7 +142,7 @@ class StreamTap implements ResponseTap, UsageProbe {
 
   #generated(): void {
     this.#generatedFrames++;
-    this.#firstTokenMs ??= performance.now() - this.#ctx.startedAt;
+    this.#firstTokenMs ??= performance.now() - this.#ctx.request.startedAt;
   }
 
   /** Merges a frame's `usage` (field by field: Anthropic splits it over two frames) and `timings`. */
@@ -290,7 +290,7 @@ class BodyTap implements ResponseTap, UsageProbe {
   }
 
   onChunk(chunk: Buffer): void {
-    this.#firstByteMs ??= performance.now() - this.#ctx.startedAt;
+    this.#firstByteMs ??= performance.now() - this.#ctx.request.startedAt;
     this.#capture?.add(chunk);
     if (!this.#json) return;
     if (this.#headBytes + chunk.length <= JSON_KEEP_BYTES && this.#tailBytes === 0) {

@@ -12,8 +12,8 @@ import { hashApiKey } from '../../src/auth/api-keys.js';
 import { authenticateClient } from '../../src/auth/client-auth.js';
 import { KeyIndex } from '../../src/auth/key-index.js';
 import { createKeyHandlers } from '../../src/http/admin/keys-handlers.js';
-import { isGatewayError } from '../../src/http/errors.js';
-import { errorBody } from '../../src/http/render-error.js';
+import { isGatewayError } from '../../src/core/errors.js';
+import { errorBody } from '../../src/core/render-error.js';
 import { openSqliteStore } from '../../src/store/sqlite.js';
 import type { Store } from '../../src/store/store.js';
 

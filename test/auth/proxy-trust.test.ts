@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { rateLimitKey } from '../../src/auth/login-rate-limit.js';
-import { createProxyTrust } from '../../src/http/proxy-trust.js';
+import { createProxyTrust } from '../../src/auth/proxy-trust.js';
 
 /** Just what ProxyTrust reads from a request. */
 function req(peer: string, headers: Record<string, string> = {}, encrypted = false): IncomingMessage {

@@ -14,8 +14,8 @@ import { fileURLToPath } from 'node:url';
 import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
 import { ConfigEditor, type ConfigEditorOptions } from '../../src/config-editor/config-editor.js';
 import { createConfigHandlers } from '../../src/http/admin/config-handlers.js';
-import { GatewayError, isGatewayError } from '../../src/http/errors.js';
-import { errorBody } from '../../src/http/render-error.js';
+import { GatewayError, isGatewayError } from '../../src/core/errors.js';
+import { errorBody } from '../../src/core/render-error.js';
 import { rawRequest, type RawResponse } from '../helpers/http.js';
 
 export const SHARED = fileURLToPath(new URL('../../../shared/', import.meta.url));

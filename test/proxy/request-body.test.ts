@@ -9,7 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import { discardRest, MEMORY_BODY_MAX_BYTES, prepareSpoolDir, receiveBody, type BodyHead } from '../../src/proxy/request-body.js';
+import type { BodyHead } from '../../src/core/context.js';
+import { discardRest, MEMORY_BODY_MAX_BYTES, prepareSpoolDir, receiveBody } from '../../src/proxy/request-body.js';
 
 let server: Server;
 let port: number;

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { bodyModelReader, modelFromGet, type ModelReading } from '../../src/proxy/request-model.js';
+import type { ModelReading } from '../../src/core/context.js';
+import { bodyModelReader, modelFromGet } from '../../src/proxy/request-model.js';
 
 function readBody(method: string, contentType: string | undefined, query: string, body: string | Buffer, splitEvery = 0): ModelReading {
   const reader = bodyModelReader(method, contentType, query);

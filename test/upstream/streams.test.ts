@@ -2,7 +2,7 @@ import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLlamaSwapClient, type LlamaSwapClient } from '../../src/upstream/llama-swap-client.js';
 import { decodeEnvelope, textStream } from '../../src/upstream/log-stream.js';
-import { SseDecoder } from '../../src/proxy/sse-decoder.js';
+import { SseDecoder } from '../../src/core/sse-decoder.js';
 import type { ClosableStream, LlamaSwapEvent } from '../../src/upstream/types.js';
 import { UpstreamError } from '../../src/upstream/errors.js';
 import { startSimulator, type Simulator } from '../fakes/llama-swap/index.js';

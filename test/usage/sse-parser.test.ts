@@ -1,11 +1,11 @@
 /**
- * The one SSE parser (`src/proxy/sse-decoder.ts`), fed the same bytes cut at every offset (and
+ * The one SSE parser (`src/core/sse-decoder.ts`), fed the same bytes cut at every offset (and
  * at every pair of offsets), must produce the same frames; and the usage tap built on it must
  * find the same token counts however the upstream chunks a stream.
  */
 import { describe, expect, it } from 'vitest';
-import type { ProxyContext } from '../../src/proxy/context.js';
-import { SseDecoder, SseParser } from '../../src/proxy/sse-decoder.js';
+import type { ProxyContext } from '../../src/core/context.js';
+import { SseDecoder, SseParser } from '../../src/core/sse-decoder.js';
 import { createUsageTap } from '../../src/usage/usage-tap.js';
 
 const MIXED = Buffer.from(
@@ -82,7 +82,7 @@ describe('SSE parser', () => {
 });
 
 function fakeCtx(): ProxyContext {
-  return { startedAt: performance.now(), usage: undefined } as unknown as ProxyContext;
+  return { request: { startedAt: performance.now() }, outcome: { usage: undefined } } as unknown as ProxyContext;
 }
 
 function tapTokens(chunks: Buffer[], contentType = 'text/event-stream') {
@@ -90,7 +90,7 @@ function tapTokens(chunks: Buffer[], contentType = 'text/event-stream') {
   const tap = createUsageTap({ captureBytes: 0 })(ctx, 200, contentType)!;
   for (const c of chunks) tap.onChunk(c);
   tap.onEnd('complete');
-  return ctx.usage!.tokens();
+  return ctx.outcome.usage!.tokens();
 }
 
 const OPENAI_STREAM = Buffer.from(

@@ -4,13 +4,13 @@
  * token-accounting.test.ts.)
  */
 import { describe, expect, it } from 'vitest';
-import type { ProxyContext, UsageProbe } from '../../src/proxy/context.js';
+import type { ProxyContext, UsageProbe } from '../../src/core/context.js';
 import { createUsageTap } from '../../src/usage/usage-tap.js';
 
 function streamTap(): { push: (text: string) => void; probe: () => UsageProbe } {
-  const ctx = { startedAt: performance.now() } as ProxyContext;
+  const ctx = { request: { startedAt: performance.now() }, outcome: { usage: undefined } } as unknown as ProxyContext;
   const tap = createUsageTap({ captureBytes: 0 })(ctx, 200, 'text/event-stream; charset=utf-8')!;
-  return { push: (text) => tap.onChunk(Buffer.from(text)), probe: () => ctx.usage! };
+  return { push: (text) => tap.onChunk(Buffer.from(text)), probe: () => ctx.outcome.usage! };
 }
 
 const chunk = (delta: object, extra: object = {}) => `data: ${JSON.stringify({ object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: null }], ...extra })}\n\n`;

@@ -7,7 +7,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { ConfigFormatted, ConfigLoad, ConfigSaved, ConfigValidation, ReloadStatus } from '../../admin-api/types.js';
 import type { ConfigEditor } from '../../config-editor/config-editor.js';
-import { GatewayError } from '../errors.js';
+import { GatewayError } from '../../core/errors.js';
 
 export interface ConfigHandlerDeps {
   editor: Pick<ConfigEditor, 'load' | 'validate' | 'format' | 'save' | 'reloadStatus'>;

@@ -11,7 +11,7 @@ import type { CreatedKey, DeletedKey, KeyList, UpdatedKey } from '../../admin-ap
 import { newKeyRecord, parseIsoTimestamp, toKeyView, type NewKeyInput } from '../../auth/api-keys.js';
 import type { KeyIndex } from '../../auth/key-index.js';
 import type { KeyLimits, KeyPatch, Store } from '../../store/store.js';
-import { GatewayError } from '../errors.js';
+import { GatewayError } from '../../core/errors.js';
 
 export interface KeysHandlerDeps {
   store: Store;

@@ -11,7 +11,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { LineBuffer } from '../../logging/line-buffer.js';
 import type { LlamaSwapClient } from '../../upstream/llama-swap-client.js';
 import type { LogSource } from '../../upstream/types.js';
-import { GatewayError } from '../errors.js';
+import { GatewayError } from '../../core/errors.js';
 
 const PING_MS = 15_000;
 const RETRY_MIN_MS = 250;

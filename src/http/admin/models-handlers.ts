@@ -9,7 +9,7 @@ import type { Model, ModelList, ModelState, ModelStateChange, UpstreamInfo } fro
 import type { LlamaSwapClient } from '../../upstream/llama-swap-client.js';
 import { UpstreamError } from '../../upstream/errors.js';
 import type { ModelEntry, RunningModel } from '../../upstream/types.js';
-import { GatewayError } from '../errors.js';
+import { GatewayError } from '../../core/errors.js';
 
 type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
 

@@ -9,7 +9,7 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { SESSION_COOKIE } from '../../auth/admin-identity.js';
-import type { ProxyTrust } from '../proxy-trust.js';
+import type { ProxyTrust } from '../../auth/proxy-trust.js';
 
 export interface SessionCookie {
   /** `maxAgeMs`: how long the browser keeps it (the session's absolute lifetime). */

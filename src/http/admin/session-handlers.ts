@@ -11,7 +11,7 @@ import { SESSION_COOKIE, type AdminIdentifier } from '../../auth/admin-identity.
 import type { AdminSessions } from '../../auth/admin-sessions.js';
 import { passwordProblem } from '../../auth/passwords.js';
 import { SETUP_DONE_MESSAGE } from '../../auth/setup-pending.js';
-import { GatewayError } from '../errors.js';
+import { GatewayError } from '../../core/errors.js';
 import type { SessionCookie } from './session-cookie.js';
 
 export interface SessionHandlerDeps {

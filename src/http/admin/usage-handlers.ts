@@ -8,7 +8,7 @@ import type { UsageRequest, UsageRequestFound, UsageRequestPage, UsageSummary } 
 import type { UsageListRow, UsageCursor, UsageRecord, UsageStore } from '../../store/store.js';
 import { SUMMARY_RANGES, type SummaryGroupBy, type SummaryRange } from '../../usage/summary.js';
 import type { UsageAccounting } from '../../usage/usage-accounting.js';
-import { GatewayError } from '../errors.js';
+import { GatewayError } from '../../core/errors.js';
 
 type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
 

@@ -6,8 +6,8 @@
  * through Go's form parsing. Where the gateway gives no certain answer the simulator uses its
  * best guess of llama-swap's reading (the first `model`), or finds none.
  */
-import { bodyModelReader, modelFromGet, type ModelReading } from '../../../src/proxy/request-model.js';
-import type { JsonMember } from '../../../src/proxy/request-json.js';
+import type { JsonMember, ModelReading } from '../../../src/core/context.js';
+import { bodyModelReader, modelFromGet } from '../../../src/proxy/request-model.js';
 
 export interface ExtractedModel {
   model: string;
