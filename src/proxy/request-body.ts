@@ -96,7 +96,12 @@ export function receiveBody(req: IncomingMessage, options: ReceiveOptions): Prom
       req.off('error', onError);
       req.off('aborted', onAborted);
       if (error === undefined) return resolve(head!);
-      if (spool) spool.out.destroy();
+      if (spool) {
+        // The file may still be opening: remove it again once the stream has closed.
+        const { path } = spool;
+        spool.out.once('close', () => rmSync(path, { force: true }));
+        spool.out.destroy();
+      }
       dispose();
       reject(error);
     };
