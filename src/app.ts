@@ -99,7 +99,7 @@ export async function buildApp(input: BuildAppInput): Promise<App> {
     loggerInstance: logger as FastifyBaseLogger,
     // No route declares a JSON schema (handlers validate their bodies and throw the catalogue's
     // errors), so Fastify's default compilers, Ajv and fast-json-stringify, would be loaded for
-    // nothing: ~2 MB of resident memory. A schema added later fails loudly at start instead.
+    // nothing. A schema added later fails loudly at start instead.
     schemaController: { compilersFactory: { buildValidator: refuseRouteSchemas, buildSerializer: refuseRouteSchemas } },
     // We write our own access line (onResponse below); Fastify's two lines per request would double it.
     logController: new LogController({ disableRequestLogging: true }),

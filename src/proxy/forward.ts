@@ -80,8 +80,7 @@ function upstreamPool(options: UpstreamOptions): Pool {
 /**
  * One call's trip to llama-swap, as an undici dispatch handler: the response's bytes go from
  * undici's parser straight to the client's socket, with no response stream, promise or
- * AbortController in between (each of those was a measured share of the gateway's CPU per
- * call, see docs/benchmarks.md). Backpressure: a full client socket pauses the upstream
+ * AbortController in between. Backpressure: a full client socket pauses the upstream
  * (`controller.pause()`), its `drain` resumes it. The client leaving aborts the upstream request,
  * before or after its headers.
  *

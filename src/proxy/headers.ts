@@ -1,6 +1,6 @@
 /**
  * Header hygiene in both directions. Client credentials never reach llama-swap (llama-swap
- * forwards them verbatim to llama-server, contract §4 trap 11); hop-by-hop headers stop here.
+ * forwards them verbatim to llama-server, docs/llama-swap.md); hop-by-hop headers stop here.
  */
 import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
 

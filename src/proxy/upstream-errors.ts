@@ -1,5 +1,5 @@
 /**
- * llama-swap's own error answers come in four shapes (contract §3): the JSON envelope
+ * llama-swap's own error answers come in four shapes (docs/llama-swap.md, "Errors"): the JSON envelope
  * `{"src":"llama-swap","error":{...}}`, the legacy `{"error":"<string>"}` of v250 and older,
  * Go's plain-text mux 404/405 (or `llama-swap: <msg>` when text was negotiated), and an
  * empty-bodied 502 when a local model server died. They become a proper error in the caller's

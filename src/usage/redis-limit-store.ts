@@ -97,8 +97,7 @@ export class RedisLimitStore implements LimitStore {
     this.#leaseMs = options.leaseMs ?? 20_000;
     this.#now = options.now;
     this.#timeoutMs = options.commandTimeoutMs ?? 100;
-    // Required here, not at the top: a gateway without GATEHOUSE_REDIS_URL never loads ioredis
-    // (~2 MB of heap and ~10 MB resident that every process would otherwise carry).
+    // Required here, not at the top: a gateway without GATEHOUSE_REDIS_URL never loads ioredis.
     const { Redis: RedisClient } = createRequire(import.meta.url)('ioredis') as { Redis: typeof Redis };
     this.#redis = new RedisClient(options.url, {
       // A backstop only (it also bounds the connection's AUTH and ready check): calls use the
