@@ -314,7 +314,7 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env, flags: FlagVa
     }
     if (raw === undefined && fileVar && env[fileVar]) {
       try {
-        raw = readFileSync(env[fileVar]!, 'utf8').replace(/\r?\n$/, '');
+        raw = readFileSync(env[fileVar], 'utf8').replace(/\r?\n$/, '');
       } catch (error) {
         problems.push(`${fileVar}: cannot read ${env[fileVar]}: ${(error as Error).message}`);
         continue;

@@ -256,7 +256,7 @@ export class SchemaProvider {
     try {
       document = JSON.parse(text);
     } catch (error) {
-      throw new Error(`${source} is not JSON (${(error as Error).message})`);
+      throw new Error(`${source} is not JSON (${(error as Error).message})`, { cause: error });
     }
     if (typeof document !== 'object' || document === null || Array.isArray(document)) throw new Error(`${source} is not a JSON schema (not an object)`);
     const key = sha256Hex(Buffer.from(text));
@@ -265,7 +265,9 @@ export class SchemaProvider {
       try {
         validate = compileConfigSchema(document as Record<string, unknown>);
       } catch (error) {
-        throw new Error(`${source} does not compile as a JSON schema: ${(error as Error).message}`);
+        throw new Error(`${source} does not compile as a JSON schema: ${(error as Error).message}`, {
+          cause: error,
+        });
       }
       this.compiled.set(key, validate);
     }
@@ -310,8 +312,10 @@ async function fetchText(url: string, timeoutMs: number): Promise<string> {
   } catch (error) {
     // undici says only "fetch failed"; the cause names the real problem (ECONNREFUSED, ENOTFOUND...).
     const cause = (error as { cause?: unknown }).cause;
-    if ((error as Error).name === 'TimeoutError') throw new Error(`no answer within ${timeoutMs} ms (timeout)`);
-    throw cause instanceof Error ? new Error(`${(error as Error).message}: ${describeError(cause)}`) : error;
+    if ((error as Error).name === 'TimeoutError') {
+      throw new Error(`no answer within ${timeoutMs} ms (timeout)`, { cause: error });
+    }
+    throw cause instanceof Error ? new Error(`${(error as Error).message}: ${describeError(cause)}`, { cause }) : error;
   }
   if (res.status !== 200) {
     await res.body?.cancel().catch(() => undefined);

@@ -19,7 +19,7 @@ let sim: Simulator;
 let gateway: TestGateway;
 
 beforeAll(async () => {
-  sim = await startSimulator({ config: DEMO_CONFIG as Record<string, unknown>, knobs: { tokensPerSecond: TOKENS_PER_SECOND, tokens: 1000 } });
+  sim = await startSimulator({ config: DEMO_CONFIG, knobs: { tokensPerSecond: TOKENS_PER_SECOND, tokens: 1000 } });
   gateway = await startAdminGateway(sim.url);
 });
 afterAll(async () => {

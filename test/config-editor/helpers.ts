@@ -62,6 +62,7 @@ export interface EditorServer {
   url: string;
   editor: ConfigEditor;
   app: FastifyInstance;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- tests read whatever JSON the route answered
   request(method: string, path: string, body?: unknown): Promise<{ status: number; body: any; raw: RawResponse }>;
   close(): Promise<void>;
 }

@@ -201,7 +201,7 @@ describe('conflicts', () => {
     const b = V1.replace('gpt-4o-mini', 'gpt-4o');
     const results = await Promise.all([s.request('PUT', '/api/config', { text: a, version: loaded.version }), s.request('PUT', '/api/config', { text: b, version: loaded.version })]);
     expect(results.map((r) => r.status).sort()).toEqual([200, 409]);
-    const winner = results[0]!.status === 200 ? a : b;
+    const winner = results[0].status === 200 ? a : b;
     expect(await readFile(file, 'utf8')).toBe(winner);
   });
 });
@@ -346,7 +346,7 @@ describe('where and how the file is written', () => {
     const open: FileOps['open'] = (async (path: Parameters<FileOps['open']>[0], ...rest: unknown[]) => {
       if (String(path).includes('.gatehouse-tmp-')) throw Object.assign(new Error('permission denied'), { code: 'EACCES' });
       return (REAL_FILE_OPS.open as (...a: unknown[]) => ReturnType<FileOps['open']>)(path, ...rest);
-    }) as FileOps['open'];
+    });
     const s = await start(file, { fileOps: { open } });
     const loaded = (await s.request('GET', '/api/config')).body;
     const res = await s.request('PUT', '/api/config', { text: V2, version: loaded.version });

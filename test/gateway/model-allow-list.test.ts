@@ -16,7 +16,7 @@ let qwenOnly: string;
 let byPattern: string;
 
 beforeAll(async () => {
-  sim = await startSimulator({ config: DEMO_CONFIG as Record<string, unknown>, knobs: { tokens: 2, tokensPerSecond: 1000 } });
+  sim = await startSimulator({ config: DEMO_CONFIG, knobs: { tokens: 2, tokensPerSecond: 1000 } });
   const upstream = createLlamaSwapClient({ baseUrl: new URL(sim.url) });
   gateway = await startTestGateway(sim.url, { adminToken: ADMIN }, { listModels: () => upstream.models(), closeables: [upstream] }, { withStore: true });
   qwenOnly = await createKey({ name: 'qwen-only', models: ['qwen'] });

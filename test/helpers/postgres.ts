@@ -25,6 +25,7 @@ export function requirePostgres(): Promise<void> {
       throw new Error(
         `PostgreSQL is required for these tests and is not reachable at ${TEST_DATABASE_URL}: ${(error as Error).message || String(error)}. ` +
           'Start it or point GATEHOUSE_TEST_DATABASE_URL at one.',
+        { cause: error },
       );
     } finally {
       await client.end().catch(() => {});

@@ -32,7 +32,7 @@ export interface LiveGateways {
 }
 
 export async function startLiveGateways(): Promise<LiveGateways> {
-  const sim = await startSimulator({ config: DEMO_CONFIG as Record<string, unknown>, knobs: { tokens: TOKENS } });
+  const sim = await startSimulator({ config: DEMO_CONFIG, knobs: { tokens: TOKENS } });
   const upstream = createLlamaSwapClient({ baseUrl: new URL(sim.url) });
   const start = () => startTestGateway(sim.url, { adminToken: ADMIN }, { listModels: () => upstream.models() }, { withStore: true });
   const [protectedGateway, openGateway] = await Promise.all([start(), start()]);

@@ -51,12 +51,12 @@ export function describeStoreContract(name: string, open: () => Promise<Store>):
 
     // A failed open fails every test with its reason (a failing beforeAll would only show
     // them as skipped).
-    let openFailure: unknown;
+    let openFailure: Error | undefined;
     beforeAll(async () => {
       try {
         store = await open();
       } catch (error) {
-        openFailure = error;
+        openFailure = error instanceof Error ? error : new Error(String(error));
       }
     });
 

@@ -18,7 +18,7 @@ let sim: Simulator;
 let gateway: TestGateway;
 
 beforeAll(async () => {
-  sim = await startSimulator({ config: DEMO_CONFIG as Record<string, unknown>, knobs: { tokens: 6 } });
+  sim = await startSimulator({ config: DEMO_CONFIG, knobs: { tokens: 6 } });
   gateway = await startUsageGateway(sim.url);
 });
 afterAll(async () => {

@@ -70,7 +70,7 @@ describe('usage tap on streams', () => {
     push(spaced({ choices: [{ index: 0, text: ' there' }] }));
     push(spaced({ choices: [{ index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: '{"a":1}' } }] } }] }));
     // Keys that only look alike, and a quoted "usage" inside generated text, count for nothing.
-    push(spaced({ choices: [{ index: 0, delta: { context: 'x', subtext: 'y', content: 'say \"usage\": {\"prompt_tokens\": 99}' } }] }));
+    push(spaced({ choices: [{ index: 0, delta: { context: 'x', subtext: 'y', content: 'say "usage": {"prompt_tokens": 99}' } }] }));
     expect(probe().tokens()).toEqual({ input: null, output: 5, cached: null, source: 'estimate' });
     push(spaced({ choices: [], usage: { prompt_tokens: 8, completion_tokens: 5 } }));
     push(DONE);
