@@ -17,7 +17,7 @@ import type { Target } from './targets.js';
 /** The scenario the floor bars judge: the product's default configuration. */
 export const FLOOR_BAR_SCENARIO = 'baseline';
 
-export const BARS = {
+const BARS = {
   /** Gateway req/s ÷ floor req/s at 50 connections, JSON and SSE. */
   minFloorRatioAt50: 0.8,
   /** Added p50 latency at 1 connection, JSON and SSE. */
@@ -44,7 +44,7 @@ export interface ComparisonBarSpec {
   limit: number;
 }
 
-export const COMPARISON_BARS: readonly ComparisonBarSpec[] = [
+const COMPARISON_BARS: readonly ComparisonBarSpec[] = [
   { comparisonId: 'auth-on-vs-baseline', workload: 'json', connections: 1, measure: 'added-p50', limit: 0.05 },
   { comparisonId: 'auth-on-vs-baseline', workload: 'json', connections: 50, measure: 'rps-loss', limit: 0.05 },
   { comparisonId: 'baseline-vs-recording-off', workload: 'json', connections: 50, measure: 'rps-loss', limit: 0.1 },

@@ -83,7 +83,7 @@ interface Slot {
  * The units of a round, in order: each target alone, or a group of targets that must run
  * adjacent (a chain of pairs). `pairSlots` says which two runs each pair's ratio uses.
  */
-export function planRound(targets: readonly Target[], pairs: readonly PairSpec[]): { units: Slot[][]; pairSlots: Map<string, [Slot, Slot]> } {
+function planRound(targets: readonly Target[], pairs: readonly PairSpec[]): { units: Slot[][]; pairSlots: Map<string, [Slot, Slot]> } {
   const byId = new Map(targets.map((t) => [t.id, t]));
   const groups: Slot[][] = [];
   const placed = new Map<string, { group: Slot[]; slot: Slot }>();

@@ -69,14 +69,14 @@ export interface ScenarioComparison {
 }
 
 /** The database the `postgres` scenario uses (a fresh schema in it, dropped after the run). */
-export const BENCH_DATABASE_URL_ENV = 'GATEHOUSE_BENCH_DATABASE_URL';
+const BENCH_DATABASE_URL_ENV = 'GATEHOUSE_BENCH_DATABASE_URL';
 const DEFAULT_BENCH_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/test';
 const PG_CONNECT_TIMEOUT_MS = 3000;
 const PG_QUERY_TIMEOUT_MS = 15_000;
 
 const benchDatabaseUrl = () => process.env[BENCH_DATABASE_URL_ENV]?.trim() || DEFAULT_BENCH_DATABASE_URL;
 
-export const scenarios: readonly Scenario[] = [
+const scenarios: readonly Scenario[] = [
   {
     id: 'baseline',
     title: 'default settings: open mode (no API keys), usage recording on, SQLite',
@@ -145,7 +145,7 @@ export const scenarios: readonly Scenario[] = [
   },
 ];
 
-export const comparisons: readonly ScenarioComparison[] = [
+const comparisons: readonly ScenarioComparison[] = [
   { id: 'auth-on-vs-baseline', subject: 'auth-on', reference: 'baseline', what: 'cost of the API key check' },
   { id: 'baseline-vs-recording-off', subject: 'baseline', reference: 'recording-off', what: 'cost of usage recording, which is on by default' },
   { id: 'postgres-vs-baseline', subject: 'postgres', reference: 'baseline', what: 'PostgreSQL store instead of SQLite' },

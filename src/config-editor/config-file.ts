@@ -20,7 +20,7 @@ export type ConfigTarget =
   | { enabled: true; /** as configured (may be a symlink) */ path: string; /** what gets read and written */ realPath: string }
   | { enabled: false; path: string | null; reason: string };
 
-export const CONFIG_FILE_SETTING = 'INFERENCE_CONFIG_FILE';
+const CONFIG_FILE_SETTING = 'INFERENCE_CONFIG_FILE';
 
 /**
  * Decides whether the editor is on. Evaluated per request, so creating the file (or fixing a
@@ -163,7 +163,7 @@ export async function readSnapshot(realPath: string): Promise<ConfigSnapshot> {
   }
 }
 
-export function decodeUtf8(bytes: Uint8Array): { text: string; lossless: boolean } {
+function decodeUtf8(bytes: Uint8Array): { text: string; lossless: boolean } {
   // ignoreBOM: keep a leading BOM as U+FEFF so it survives the round trip.
   try {
     return { text: new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes), lossless: true };
@@ -214,7 +214,7 @@ export class FileWriteError extends Error {
 }
 
 /** The temp file's name: hidden, in the same directory, and never ending in .yml/.yaml. */
-export function tempNameFor(realPath: string): string {
+function tempNameFor(realPath: string): string {
   return join(dirname(realPath), `.${basename(realPath)}.gatehouse-tmp-${randomBytes(6).toString('hex')}`);
 }
 
@@ -340,7 +340,7 @@ export async function readOnlyReason(realPath: string, mode: number): Promise<st
   return undefined;
 }
 
-export function errnoCode(error: unknown): string | undefined {
+function errnoCode(error: unknown): string | undefined {
   const code = (error as { code?: unknown } | null)?.code;
   return typeof code === 'string' ? code : undefined;
 }

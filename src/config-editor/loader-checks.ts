@@ -272,6 +272,6 @@ function isObj(v: unknown): v is Obj {
 }
 
 /** JSON-pointer escaping of one segment (RFC 6901). */
-export function ptr(segment: string): string {
+function ptr(segment: string): string {
   return segment.replace(/~/g, '~0').replace(/\//g, '~1');
 }

@@ -16,7 +16,7 @@ import { describeError, sha256Hex } from './config-file.js';
 
 /** llama-swap's own schema, as its example config's modeline names it. */
 export const LLAMA_SWAP_SCHEMA_URL = 'https://raw.githubusercontent.com/mostlygeek/llama-swap/refs/heads/main/config-schema.json';
-export const SCHEMA_SETTING = 'INFERENCE_CONFIG_SCHEMA';
+const SCHEMA_SETTING = 'INFERENCE_CONFIG_SCHEMA';
 
 export type SchemaOrigin = 'setting' | 'modeline' | 'default';
 
@@ -87,7 +87,7 @@ export function modelineSchema(text: string): string | undefined {
   return match?.[1];
 }
 
-export function isRemote(source: string): boolean {
+function isRemote(source: string): boolean {
   return /^https?:\/\//i.test(source);
 }
 
@@ -298,7 +298,7 @@ export class SchemaProvider {
 }
 
 /** `file:` URLs become paths; relative paths (modelines) resolve against `baseDir`. */
-export function normaliseSource(raw: string, baseDir: string): string {
+function normaliseSource(raw: string, baseDir: string): string {
   if (isRemote(raw)) return raw;
   if (/^file:/i.test(raw)) return fileURLToPath(raw);
   return isAbsolute(raw) ? raw : resolve(baseDir, raw);

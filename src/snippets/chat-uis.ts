@@ -18,7 +18,7 @@ const OPEN_WEBUI_PITFALLS = [
   CONTAINER,
 ];
 
-export const openWebuiDocker = defineSnippet({
+const openWebuiDocker = defineSnippet({
   id: 'open-webui-docker',
   title: 'Open WebUI: docker run',
   client: 'Open WebUI',
@@ -50,7 +50,7 @@ export const openWebuiDocker = defineSnippet({
   },
 });
 
-export const openWebuiAdmin = defineSnippet({
+const openWebuiAdmin = defineSnippet({
   id: 'open-webui-admin',
   title: 'Open WebUI: admin settings',
   client: 'Open WebUI',
@@ -73,7 +73,7 @@ export const openWebuiAdmin = defineSnippet({
 
 const LIBRECHAT_VERSION = '1.3.17';
 
-export const librechatYaml = defineSnippet({
+const librechatYaml = defineSnippet({
   id: 'librechat-yaml',
   title: 'LibreChat: librechat.yaml',
   client: 'LibreChat',
@@ -111,7 +111,7 @@ export const librechatYaml = defineSnippet({
     ),
 });
 
-export const librechatEnv = defineSnippet({
+const librechatEnv = defineSnippet({
   id: 'librechat-env',
   title: 'LibreChat: .env',
   client: 'LibreChat',

@@ -25,7 +25,7 @@ const CLAUDE_STATUS = 'Check with /status inside Claude Code: it shows the Anthr
 const CLAUDE_EXTRA = 'Optional: CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 (fewer calls to Anthropic services); ANTHROPIC_SMALL_FAST_MODEL only for old 1.x releases.';
 const CLAUDE_NEEDS_KEY = 'Claude Code asks for a login when no credential is set, so open mode still needs a placeholder token.';
 
-export const claudeCodeSettings = defineSnippet({
+const claudeCodeSettings = defineSnippet({
   id: 'claude-code-settings',
   title: 'Claude Code: ~/.claude/settings.json',
   client: 'Claude Code',
@@ -39,7 +39,7 @@ export const claudeCodeSettings = defineSnippet({
   render: (ctx) => JSON.stringify({ env: Object.fromEntries(claudeCodeEnv(ctx)) }, null, 2),
 });
 
-export const claudeCodeShell = defineSnippet({
+const claudeCodeShell = defineSnippet({
   id: 'claude-code-shell',
   title: 'Claude Code: shell',
   client: 'Claude Code',
@@ -56,7 +56,7 @@ export const claudeCodeShell = defineSnippet({
   },
 });
 
-export const claudeCodePreflight = defineSnippet({
+const claudeCodePreflight = defineSnippet({
   id: 'claude-code-preflight',
   title: 'Claude Code: check URL and key first',
   client: 'Claude Code',
@@ -79,7 +79,7 @@ export const claudeCodePreflight = defineSnippet({
   },
 });
 
-export const opencodeJson = defineSnippet({
+const opencodeJson = defineSnippet({
   id: 'opencode-json',
   title: 'OpenCode: opencode.json',
   client: 'OpenCode',
@@ -115,7 +115,7 @@ export const opencodeJson = defineSnippet({
   },
 });
 
-export const aiderShell = defineSnippet({
+const aiderShell = defineSnippet({
   id: 'aider-shell',
   title: 'Aider',
   client: 'Aider',
@@ -141,7 +141,7 @@ export const aiderShell = defineSnippet({
 
 const CODEX_RESPONSES = 'Codex speaks only the Responses API (POST …/v1/responses); wire_api = "chat" stops it at startup. The model server behind the gateway must implement /v1/responses.';
 
-export const codexConfig = defineSnippet({
+const codexConfig = defineSnippet({
   id: 'codex-config',
   title: 'Codex CLI: ~/.codex/config.toml',
   client: 'Codex CLI',
@@ -174,7 +174,7 @@ export const codexConfig = defineSnippet({
     ),
 });
 
-export const codexShell = defineSnippet({
+const codexShell = defineSnippet({
   id: 'codex-shell',
   title: 'Codex CLI: key and start',
   client: 'Codex CLI',

@@ -29,7 +29,7 @@ const chatBody = (model: string, stream: boolean) =>
     '  }',
   );
 
-export const curlOpenaiChat = defineSnippet({
+const curlOpenaiChat = defineSnippet({
   id: 'curl-openai-chat',
   title: 'curl: OpenAI chat completion',
   client: 'curl',
@@ -54,7 +54,7 @@ export const curlOpenaiChat = defineSnippet({
     ),
 });
 
-export const curlOpenaiChatStream = defineSnippet({
+const curlOpenaiChatStream = defineSnippet({
   id: 'curl-openai-chat-stream',
   title: 'curl: OpenAI chat completion, streaming',
   client: 'curl',
@@ -79,7 +79,7 @@ export const curlOpenaiChatStream = defineSnippet({
     ),
 });
 
-export const curlAnthropicMessages = defineSnippet({
+const curlAnthropicMessages = defineSnippet({
   id: 'curl-anthropic-messages',
   title: 'curl: Anthropic message',
   client: 'curl',
@@ -117,7 +117,7 @@ export const curlAnthropicMessages = defineSnippet({
   },
 });
 
-export const curlModels = defineSnippet({
+const curlModels = defineSnippet({
   id: 'curl-models',
   title: 'curl: list models',
   client: 'curl',
@@ -143,7 +143,7 @@ export const curlModels = defineSnippet({
 /** Shown when the page has no embedding model to fill in. */
 export const EMBEDDING_MODEL_PLACEHOLDER = 'EMBEDDING-MODEL';
 
-export const curlEmbeddings = defineSnippet({
+const curlEmbeddings = defineSnippet({
   id: 'curl-embeddings',
   title: 'curl: embeddings',
   client: 'curl',

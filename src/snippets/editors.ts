@@ -20,7 +20,7 @@ function continueModel(ctx: SnippetContext, name: string, model: string, roles: 
   );
 }
 
-export const continueYaml = defineSnippet({
+const continueYaml = defineSnippet({
   id: 'continue-yaml',
   title: 'Continue: config.yaml',
   client: 'Continue',
@@ -50,7 +50,7 @@ export const continueYaml = defineSnippet({
 
 const ZED_PROVIDER = 'gatehouse';
 
-export const zedSettings = defineSnippet({
+const zedSettings = defineSnippet({
   id: 'zed-settings',
   title: 'Zed: settings.json',
   client: 'Zed',
@@ -88,7 +88,7 @@ export const zedSettings = defineSnippet({
     ),
 });
 
-export const zedKey = defineSnippet({
+const zedKey = defineSnippet({
   id: 'zed-key',
   title: 'Zed: key',
   client: 'Zed',

@@ -17,7 +17,7 @@ const CORE_OPENAI = 'The built-in "OpenAI Conversation" integration cannot point
 const LAN = 'Use the gateway\'s LAN address, not localhost: Home Assistant usually runs in its own container or machine.';
 const TOOLS = 'Controlling devices needs a model that supports tool calling, and Assist\'s prompt is long: give the model a context of 10k tokens or more.';
 
-export const homeAssistantLocalOpenai = defineSnippet({
+const homeAssistantLocalOpenai = defineSnippet({
   id: 'home-assistant-local-openai',
   title: 'Home Assistant: Local OpenAI LLM (recommended)',
   client: 'Local OpenAI LLM (Home Assistant)',
@@ -55,7 +55,7 @@ export const homeAssistantLocalOpenai = defineSnippet({
     ),
 });
 
-export const homeAssistantExtendedOpenai = defineSnippet({
+const homeAssistantExtendedOpenai = defineSnippet({
   id: 'home-assistant-extended-openai',
   title: 'Home Assistant: Extended OpenAI Conversation',
   client: 'Extended OpenAI Conversation (Home Assistant)',

@@ -12,7 +12,7 @@ const OPENAI_ENV = 'Alternatively set OPENAI_BASE_URL and OPENAI_API_KEY in the 
 const openaiClient = (ctx: SnippetContext) =>
   lines('from openai import OpenAI', '', `client = OpenAI(base_url=${str(openaiBaseUrl(ctx.origin))}, api_key=${str(requiredKey(ctx.key))})`, '');
 
-export const pythonOpenai = defineSnippet({
+const pythonOpenai = defineSnippet({
   id: 'python-openai',
   title: 'Python: openai',
   client: 'openai (Python)',
@@ -34,7 +34,7 @@ export const pythonOpenai = defineSnippet({
     ),
 });
 
-export const pythonOpenaiStream = defineSnippet({
+const pythonOpenaiStream = defineSnippet({
   id: 'python-openai-stream',
   title: 'Python: openai, streaming',
   client: 'openai (Python)',
@@ -64,7 +64,7 @@ export const pythonOpenaiStream = defineSnippet({
     ),
 });
 
-export const pythonAnthropic = defineSnippet({
+const pythonAnthropic = defineSnippet({
   id: 'python-anthropic',
   title: 'Python: anthropic',
   client: 'anthropic (Python)',

@@ -9,7 +9,7 @@ import { anthropicBaseUrl, openaiBaseUrl } from './urls.js';
 
 const BROWSER = 'In a browser the SDK refuses to run unless dangerouslyAllowBrowser: true is set, which exposes the key to every visitor: keep it server-side.';
 
-export const typescriptOpenai = defineSnippet({
+const typescriptOpenai = defineSnippet({
   id: 'typescript-openai',
   title: 'TypeScript: openai',
   client: 'openai (npm)',
@@ -48,7 +48,7 @@ export const typescriptOpenai = defineSnippet({
   },
 });
 
-export const typescriptAnthropic = defineSnippet({
+const typescriptAnthropic = defineSnippet({
   id: 'typescript-anthropic',
   title: 'TypeScript: @anthropic-ai/sdk',
   client: '@anthropic-ai/sdk',
@@ -86,7 +86,7 @@ export const typescriptAnthropic = defineSnippet({
   },
 });
 
-export const typescriptAiSdk = defineSnippet({
+const typescriptAiSdk = defineSnippet({
   id: 'typescript-ai-sdk',
   title: 'TypeScript: Vercel AI SDK (@ai-sdk/openai-compatible)',
   client: 'Vercel AI SDK',

@@ -59,7 +59,7 @@ export interface FakeAdminApi {
 const now = Date.now();
 const iso = (offsetMs: number) => new Date(now + offsetMs).toISOString();
 
-export function demoModels(): FakeModel[] {
+function demoModels(): FakeModel[] {
   return [
     { id: 'qwen3-30b-a3b', name: 'Qwen3 30B A3B', description: 'General chat and tools, Q4_K_M, 32k context', kind: 'model', aliases: ['qwen', 'gpt-4o-mini'], peerId: null, unlisted: false, state: 'ready', ttl: 600 },
     { id: 'gemma-3-12b', name: 'Gemma 3 12B', description: 'Vision, Q5_K_M', kind: 'model', aliases: [], peerId: null, unlisted: false, state: 'starting', ttl: 300 },
@@ -84,7 +84,7 @@ export function demoKeys(): FakeKey[] {
 }
 
 const ESC = '\u001b[';
-export function demoProxyLog(): string {
+function demoProxyLog(): string {
   const lines = [
     `${ESC}2m[2026-11-21 21:40:01]${ESC}0m ${ESC}32mINFO${ESC}0m llama-swap listening on :8080`,
     `${ESC}2m[2026-11-21 21:40:03]${ESC}0m ${ESC}32mINFO${ESC}0m <qwen3-30b-a3b> starting: llama-server --port 5800 -m /models/qwen3-30b-a3b-q4_k_m.gguf`,

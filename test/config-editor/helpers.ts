@@ -18,8 +18,8 @@ import { GatewayError, isGatewayError } from '../../src/http/errors.js';
 import { errorBody } from '../../src/http/render-error.js';
 import { rawRequest, type RawResponse } from '../helpers/http.js';
 
-export const SHARED = fileURLToPath(new URL('../../../shared/', import.meta.url));
-export const FIXTURES = join(SHARED, 'fixtures');
+const SHARED = fileURLToPath(new URL('../../../shared/', import.meta.url));
+const FIXTURES = join(SHARED, 'fixtures');
 
 /** A path under `../shared/fixtures`; throws (fails the test) when it is missing. */
 export function fixturePath(relative: string): string {

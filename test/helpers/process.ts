@@ -5,7 +5,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 export const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
-export const CLI = fileURLToPath(new URL('../../bin/gatehouse', import.meta.url));
+const CLI = fileURLToPath(new URL('../../bin/gatehouse', import.meta.url));
 
 export interface GatewayProcess {
   child: ChildProcess;

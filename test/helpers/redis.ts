@@ -11,7 +11,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-export const REDIS_SERVER_BIN = process.env.GATEHOUSE_TEST_REDIS_SERVER ?? 'redis-server';
+const REDIS_SERVER_BIN = process.env.GATEHOUSE_TEST_REDIS_SERVER ?? 'redis-server';
 
 export interface TestRedis {
   port: number;

@@ -16,7 +16,7 @@ import type { SnippetContext, SnippetKey } from '../../src/snippets/index.js';
 
 export const MODEL = 'qwen3-8b';
 export const EMBEDDING_MODEL = 'nomic-embed';
-export const TOKENS = 6;
+const TOKENS = 6;
 /** What the simulator answers for MODEL: every snippet that prints the answer prints this. */
 export const ANSWER = completionText(MODEL, TOKENS);
 const ADMIN = 'snippets-admin-token';

@@ -12,7 +12,7 @@ import { describeUsageContract } from './usage-contract.js';
 export const T0 = Date.UTC(2030, 0, 1);
 
 let sessionSerial = 0;
-export function sessionRecord(overrides: Partial<AdminSessionRecord> = {}): AdminSessionRecord {
+function sessionRecord(overrides: Partial<AdminSessionRecord> = {}): AdminSessionRecord {
   sessionSerial++;
   return {
     id: `ses-${process.pid}-${sessionSerial}`,

@@ -60,7 +60,7 @@ export interface SimConfig {
 export const DEFAULT_GROUP = '(default)';
 const DEFAULT_IGNORE_PATHS = '.*\\.(js|json|css|png|gif|jpg|jpeg|ico|txt)$';
 
-export class ConfigError extends Error {
+class ConfigError extends Error {
   override name = 'ConfigError';
 }
 

@@ -8,7 +8,7 @@ export const LIMIT_FIELDS = ['rpm', 'tpm', 'concurrent'] as const;
 export type LimitField = (typeof LIMIT_FIELDS)[number];
 
 /** The server's bound (src/http/admin/keys-handlers.ts). */
-export const LIMIT_MAX = 1_000_000_000;
+const LIMIT_MAX = 1_000_000_000;
 
 export const LIMIT_TEXT: Record<LimitField, { label: string; unit: string; hint: string }> = {
   rpm: { label: 'Requests / minute', unit: 'rpm', hint: 'Calls started in any 60 s.' },
@@ -50,10 +50,6 @@ export function limitsPatch(before: KeyLimits, after: KeyLimits): Partial<KeyLim
   const patch: Partial<KeyLimits> = {};
   for (const field of LIMIT_FIELDS) if (before[field] !== after[field]) patch[field] = after[field];
   return Object.keys(patch).length > 0 ? patch : undefined;
-}
-
-export function hasLimits(limits: KeyLimits | null | undefined): boolean {
-  return !!limits && LIMIT_FIELDS.some((f) => limits[f] !== null);
 }
 
 const compact = new Intl.NumberFormat('en', { notation: 'compact', maximumFractionDigits: 1 });
