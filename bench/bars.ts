@@ -53,7 +53,10 @@ const COMPARISON_BARS: readonly ComparisonBarSpec[] = [
 ];
 
 export interface BarResult {
-  /** Stable id for machine-readable output, e.g. `json-50c-floor-ratio:gateway:baseline` or `json-50c-rps-loss:auth-on-vs-baseline`. */
+  /**
+   * Stable id for machine-readable output, e.g. `json-50c-floor-ratio:gateway:baseline` or
+   * `json-50c-rps-loss:auth-on-vs-baseline`.
+   */
   id: string;
   kind: 'floor' | 'comparison';
   /** Who is judged, in words: `baseline` or `auth-on vs baseline`. */
@@ -76,7 +79,10 @@ export interface BarResult {
 
 export interface RssEntry extends IdleStreamsResult {
   targetId: string;
-  /** Measured on a freshly started copy of the target that served calls for a moment (the bar), or on the one that ran the load suites. */
+  /**
+   * Measured on a freshly started copy of the target that served calls for a moment (the bar), or on the one that
+   * ran the load suites.
+   */
   fresh: boolean;
 }
 

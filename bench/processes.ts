@@ -26,7 +26,10 @@ const STDERR_TAIL_BYTES = 8192;
 /** The gateway's CLI entry (dist/src/cli/main.js only exports `main`; bin/gatehouse runs it). */
 const GATEHOUSE_BIN = fileURLToPath(new URL('../../bin/gatehouse', import.meta.url));
 
-/** Environment names the bench controls for the gateway; inherited values are dropped, so it runs on node's defaults. */
+/**
+ * Environment names the bench controls for the gateway; inherited values are dropped, so it runs on node's
+ * defaults.
+ */
 const CONTROLLED_ENV = /^(GATEHOUSE_|INFERENCE_CONFIG_|HOST$|PORT$|NODE_OPTIONS$|MALLOC_)/;
 
 export interface GatewayLaunch {

@@ -88,7 +88,10 @@ function barValue(bar: BarResult): string {
 const barLimit = (bar: BarResult) => `${bar.op} ${bar.limit}${bar.unit === '×' ? '×' : ` ${bar.unit}`}`;
 const barMarker = (bar: BarResult) => `${bar.pass ? 'PASS' : 'FAIL'} (${barValue(bar)} vs ${barLimit(bar)})`;
 
-/** Left-aligns the first column, right-aligns the others; cells past the header (PASS/FAIL notes) are appended as they are. */
+/**
+ * Left-aligns the first column, right-aligns the others; cells past the header (PASS/FAIL notes) are appended as
+ * they are.
+ */
 function table(header: string[], rows: string[][]): string[] {
   const all = [header, ...rows];
   const widths = header.map((_, i) => Math.max(...all.map((row) => (row[i] ?? '').length)));
@@ -160,7 +163,8 @@ export function renderReport(report: BenchReport): string {
   lines.push(`other work on the machine: ${pct(meta.busyBeforeStart ?? Number.NaN)} CPU busy before start, ${pct(meta.foreignCpuShare ?? Number.NaN)} of all CPU used by other processes during the run${meta.quick ? '; --quick: one short round each, numbers are rough' : ''}`);
   lines.push(`Method: separate processes on 127.0.0.1; targets alternate within each round (order rotated); medians of ${p.rounds} round${p.rounds > 1 ? 's' : ''} (streams: ${p.streamRounds}).`);
   lines.push('"added" = target − direct (the upstream without a proxy), from the same run.');
-  lines.push('Gateway scenarios (one process each: node bin/gatehouse serve, no runtime flags or tuning variables; bench/scenarios.ts):');
+  lines.push('Gateway scenarios (one process each: node bin/gatehouse serve, no runtime flags or tuning variables; ' +
+      'bench/scenarios.ts):');
   const idWidth = Math.max(0, ...meta.scenarios.map((s) => s.id.length), ...meta.skippedScenarios.map((s) => s.id.length));
   for (const s of meta.scenarios) {
     lines.push(`  ${s.id.padEnd(idWidth)}  ${s.title}${s.id === FLOOR_BAR_SCENARIO ? '  <- the floor bars judge this one' : ''}`);
@@ -219,8 +223,10 @@ export function renderReport(report: BenchReport): string {
 
   if (report.rss.length > 0) {
     lines.push('');
-    lines.push('Idle streams held open through each proxy (upstream sends headers + one event, then nothing); RSS from /proc/PID/status.');
-    lines.push('"fresh, served": started anew, then 0.2 s of calls (JSON, SSE) before the streams. "1 s after": RSS 1 s after the last');
+    lines.push('Idle streams held open through each proxy (upstream sends headers + one event, then nothing); RSS ' +
+        'from /proc/PID/status.');
+    lines.push('"fresh, served": started anew, then 0.2 s of calls (JSON, SSE) before the streams. "1 s after": RSS ' +
+        '1 s after the last');
     lines.push('stream opened; "settled": 20 s later (V8 collects the garbage of opening them once the process goes quiet).');
     // The bar's marker goes on the last of a target's fresh rows (the bar takes their median).
     const lastFresh = new Map(report.rss.map((r, i) => [r.targetId, r.fresh ? i : -1] as const).filter(([, i]) => i >= 0));
@@ -240,7 +246,8 @@ export function renderReport(report: BenchReport): string {
 
   if (report.comparisons.length > 0) {
     lines.push('');
-    lines.push('Scenario comparisons, SUBJECT vs REFERENCE: req/s and CPU as SUBJECT ÷ REFERENCE, latency as SUBJECT − REFERENCE.');
+    lines.push('Scenario comparisons, SUBJECT vs REFERENCE: req/s and CPU as SUBJECT ÷ REFERENCE, latency as ' +
+        'SUBJECT − REFERENCE.');
     lines.push('Load rows are paired: the two gateways ran back to back in every round (order alternating), each value is');
     lines.push('the median of the per-round values, "per round" lists the rounds\' req/s ratios. Stream and RSS lines are');
     lines.push('differences of the tables\' medians above (not paired; context, no bars).');
@@ -260,7 +267,8 @@ export function renderReport(report: BenchReport): string {
         ];
       });
       lines.push(...table([`    ${c.subject} vs ${c.reference}`, 'req/s ratio', 'loss', 'per round', 'p50 Δ ms', 'CPU/req ratio'], rows));
-      for (const st of c.streams) lines.push(`    streams, ${st.streams} concurrent: first byte p50 ${signed(st.ttfbP50DeltaMs)} ms, event p50 ${signed(st.eventP50DeltaMs)} ms`);
+      for (const st of c.streams) lines.push(`    streams, ${st.streams} concurrent: first byte p50 ${signed(st.ttfbP50DeltaMs)} ms, event ` +
+            `p50 ${signed(st.eventP50DeltaMs)} ms`);
       if (c.idleRssDeltaBytes !== undefined) lines.push(`    idle streams, fresh processes (served, settled): RSS ${c.idleRssDeltaBytes >= 0 ? '+' : ''}${mb(c.idleRssDeltaBytes)}`);
     }
   }

@@ -100,7 +100,8 @@ const scenarios: readonly Scenario[] = [
         // Without the key the gateway must refuse, or this scenario measures open mode again.
         async check({ url }) {
           const status = await postStatus(`${url}/v1/chat/completions`);
-          if (status !== 401) throw new Error(`auth-on: a request without the key answered ${status}, expected 401 (is the key in the gateway's store?)`);
+          if (status !== 401) throw new Error(`auth-on: a request without the key answered ${status}, expected 401 (is the key in the ` +
+                `gateway's store?)`);
         },
       };
     },

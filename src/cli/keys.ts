@@ -263,7 +263,8 @@ async function listKeys(store: Store, json: boolean, io: KeysCliIo): Promise<voi
     return;
   }
   if (views.length === 0) {
-    io.stdout.write('No API keys: the API is open, every client is let in without a key.\nCreate one with: gatehouse keys create --name NAME\n');
+    io.stdout.write('No API keys: the API is open, every client is let in without a key.\nCreate one with: gatehouse ' +
+        'keys create --name NAME\n');
     return;
   }
   const header = ['ID', 'PREFIX', 'NAME', 'STATUS', 'CREATED', 'LAST USED', 'EXPIRES', 'MODELS'];
@@ -295,7 +296,8 @@ async function deleteKey(store: Store, reference: string, yes: boolean, io: Keys
   const isLast = (await store.keys.count()) <= 1;
   if (isLast) {
     io.stderr.write(
-      `Warning: ${key.id} is the last API key. Once it is deleted the API is OPEN: every client is let in without a key.\n` +
+      `Warning: ${key.id} is the last API key. Once it is deleted the API is OPEN: every client is let in ` +
+        `without a key.\n` +
         `(To stop this key but keep the API closed, use "gatehouse keys revoke ${key.id}" instead.)\n`,
     );
   }

@@ -27,7 +27,8 @@ const CONFIG_FILE_SETTING = 'INFERENCE_CONFIG_FILE';
  * symlink) takes effect without a restart; changing the setting itself needs one.
  */
 export async function resolveConfigTarget(configured: string | undefined, cwd = process.cwd()): Promise<ConfigTarget> {
-  const set = `Set ${CONFIG_FILE_SETTING} to the absolute path of the config.yaml llama-swap is started with (its -config flag), e.g. ${CONFIG_FILE_SETTING}=/etc/llama-swap/config.yaml, and restart Gatehouse.`;
+  const set = `Set ${CONFIG_FILE_SETTING} to the absolute path of the config.yaml llama-swap is started with (its ` +
+    `-config flag), e.g. ${CONFIG_FILE_SETTING}=/etc/llama-swap/config.yaml, and restart Gatehouse.`;
   if (configured === undefined || configured.trim() === '') {
     return { enabled: false, path: null, reason: `The config editor is off: ${CONFIG_FILE_SETTING} is not set. ${set}` };
   }
@@ -37,7 +38,8 @@ export async function resolveConfigTarget(configured: string | undefined, cwd = 
       path: configured,
       reason:
         `The config editor is off: ${CONFIG_FILE_SETTING} is "${configured}", a relative path. ` +
-        `Set it to an absolute path (from Gatehouse's working directory that would be ${resolve(cwd, configured)}) and restart Gatehouse.`,
+        `Set it to an absolute path (from Gatehouse's working directory that would be ` +
+          `${resolve(cwd, configured)}) and restart Gatehouse.`,
     };
   }
   let realPath: string;
@@ -56,7 +58,9 @@ export async function resolveConfigTarget(configured: string | undefined, cwd = 
     return {
       enabled: false,
       path: configured,
-      reason: `The config editor is off: ${CONFIG_FILE_SETTING}=${configured} cannot be resolved (${describeError(error)}). Give Gatehouse's user access to it, or ${set.charAt(0).toLowerCase()}${set.slice(1)}`,
+      reason: `The config editor is off: ${CONFIG_FILE_SETTING}=${configured} cannot be resolved ` +
+        `(${describeError(error)}). Give Gatehouse's user access to it, or ` +
+        `${set.charAt(0).toLowerCase()}${set.slice(1)}`,
     };
   }
   const stats = await fsp.stat(realPath);
@@ -75,7 +79,8 @@ export async function resolveConfigTarget(configured: string | undefined, cwd = 
   try {
     await fsp.access(realPath, fsConstants.R_OK);
   } catch (error) {
-    return { enabled: false, path: configured, reason: `The config editor is off: Gatehouse may not read ${realPath} (${describeError(error)}). Give Gatehouse's user read and write access to it.` };
+    return { enabled: false, path: configured, reason: `The config editor is off: Gatehouse may not read ${realPath} (${describeError(error)}). Give ` +
+        `Gatehouse's user read and write access to it.` };
   }
   return { enabled: true, path: configured, realPath };
 }
@@ -330,12 +335,14 @@ async function syncDirectory(dir: string): Promise<void> {
 export async function readOnlyReason(realPath: string, mode: number): Promise<string | undefined> {
   const octal = `0${mode.toString(8).padStart(3, '0')}`;
   if ((mode & 0o222) === 0) {
-    return `The config file ${realPath} is read-only (mode ${octal}). Make it writable for Gatehouse (e.g. chmod u+w ${realPath}) to save from the dashboard; nothing was written.`;
+    return `The config file ${realPath} is read-only (mode ${octal}). Make it writable for Gatehouse (e.g. chmod ` +
+      `u+w ${realPath}) to save from the dashboard; nothing was written.`;
   }
   try {
     await fsp.access(realPath, fsConstants.W_OK);
   } catch (error) {
-    return `The config file ${realPath} is not writable by Gatehouse (${describeError(error)}, mode ${octal}). Give Gatehouse's user write access to it; nothing was written.`;
+    return `The config file ${realPath} is not writable by Gatehouse (${describeError(error)}, mode ${octal}). ` +
+      `Give Gatehouse's user write access to it; nothing was written.`;
   }
   return undefined;
 }

@@ -176,7 +176,8 @@ export class SchemaProvider {
     }
     if (entry) {
       if (this.now() - Date.parse(entry.fetchedAt) > this.refreshIntervalMs) void this.refreshInBackground(url);
-      const stale = entry.fromCache && this.failures.has(url) ? `Could not refresh it from ${url} (${this.failures.get(url)!.message}); using the copy downloaded at ${entry.fetchedAt}.` : null;
+      const stale = entry.fromCache && this.failures.has(url) ? `Could not refresh it from ${url} (${this.failures.get(url)!.message}); using the copy ` +
+            `downloaded at ${entry.fetchedAt}.` : null;
       return { available: true, info: { source: url, origin: wanted.origin, fetchedAt: entry.fetchedAt, fromCache: entry.fromCache, warning: stale }, document: entry.document, validate: entry.validate };
     }
     const recent = this.failures.get(url);
@@ -200,7 +201,8 @@ export class SchemaProvider {
           origin: wanted.origin,
           fetchedAt: disk.fetchedAt,
           fromCache: true,
-          warning: `The schema asked for (${wanted.source}) is unavailable: ${problem}. Using the cached copy of ${disk.source} downloaded at ${disk.fetchedAt}.`,
+          warning: `The schema asked for (${wanted.source}) is unavailable: ${problem}. Using the cached copy of ` +
+            `${disk.source} downloaded at ${disk.fetchedAt}.`,
         },
         document: disk.document,
         validate: disk.validate,
@@ -209,12 +211,14 @@ export class SchemaProvider {
     const how =
       wanted.origin === 'setting'
         ? `Fix ${SCHEMA_SETTING}, or point it at a local copy of llama-swap's config-schema.json`
-        : `Set ${SCHEMA_SETTING} to a local copy of llama-swap's config-schema.json (download it from ${LLAMA_SWAP_SCHEMA_URL}) and restart Gatehouse`;
+        : `Set ${SCHEMA_SETTING} to a local copy of llama-swap's config-schema.json (download it from ` +
+          `${LLAMA_SWAP_SCHEMA_URL}) and restart Gatehouse`;
     return {
       available: false,
       wanted: wanted.source,
       origin: wanted.origin,
-      reason: `No llama-swap config schema is available (${problem}; no cached copy in ${this.cacheDir}), so the config cannot be validated and saving is refused. ${how}.`,
+      reason: `No llama-swap config schema is available (${problem}; no cached copy in ${this.cacheDir}), so the ` +
+        `config cannot be validated and saving is refused. ${how}.`,
     };
   }
 

@@ -14,7 +14,8 @@ function openWebuiPort(ctx: SnippetContext): number {
 
 const OPEN_WEBUI_PITFALLS = [
   'The URL ends in /v1.',
-  'Open WebUI lists models from GET /v1/models with the key: a key that cannot list models leaves the model list empty.',
+  'Open WebUI lists models from GET /v1/models with the key: a key that cannot list models leaves the ' +
+    'model list empty.',
   CONTAINER,
 ];
 
@@ -27,7 +28,8 @@ const openWebuiDocker = defineSnippet({
   where: 'The shell of the machine that will run Open WebUI (needs Docker); then open Open WebUI on the host port it maps.',
   pitfalls: [
     'Port clash: Open WebUI\'s own example maps host port 3000, the gateway\'s port; this command maps 8080 instead (8081 if the gateway itself is on 8080).',
-    'These variables only seed the settings on the first start; later changes go through Admin Panel → Settings → Connections (or set ENABLE_PERSISTENT_CONFIG=false).',
+    'These variables only seed the settings on the first start; later changes go through Admin Panel → ' +
+      'Settings → Connections (or set ENABLE_PERSISTENT_CONFIG=false).',
     ...OPEN_WEBUI_PITFALLS,
   ],
   baseUrlKind: 'openai',
@@ -56,7 +58,8 @@ const openWebuiAdmin = defineSnippet({
   client: 'Open WebUI',
   group: 'chat-uis',
   language: 'text',
-  where: 'Open WebUI → Admin Panel → Settings → Connections → OpenAI API → + (works any time, and is the only way after the first start).',
+  where: 'Open WebUI → Admin Panel → Settings → Connections → OpenAI API → + (works any time, and is the only ' +
+      'way after the first start).',
   pitfalls: OPEN_WEBUI_PITFALLS,
   baseUrlKind: 'openai',
   keyRequired: false,
@@ -79,10 +82,12 @@ const librechatYaml = defineSnippet({
   client: 'LibreChat',
   group: 'chat-uis',
   language: 'yaml',
-  where: 'librechat.yaml next to docker-compose.yml, bind-mounted to /app/librechat.yaml by docker-compose.override.yml; then docker compose down && docker compose up -d.',
+  where: 'librechat.yaml next to docker-compose.yml, bind-mounted to /app/librechat.yaml by ' +
+      'docker-compose.override.yml; then docker compose down && docker compose up -d.',
   pitfalls: [
     'baseURL ends at /v1, not /v1/chat/completions.',
-    'An endpoint without name, baseURL, apiKey and models is silently dropped; two endpoints with the same name replace each other.',
+    'An endpoint without name, baseURL, apiKey and models is silently dropped; two endpoints with the same ' +
+      'name replace each other.',
     `Use the version from your LibreChat's librechat.example.yaml; a mismatch only logs a notice.`,
     'A schema error stops the server: read docker compose logs api.',
     CONTAINER,
@@ -95,7 +100,8 @@ const librechatYaml = defineSnippet({
   note: () => undefined,
   render: (ctx) =>
     lines(
-      `version: ${LIBRECHAT_VERSION}   # use the value from your LibreChat's librechat.example.yaml; a mismatch only logs a notice`,
+      `version: ${LIBRECHAT_VERSION}   # use the value from your LibreChat's librechat.example.yaml; a ` +
+        `mismatch only logs a notice`,
       'cache: true',
       'endpoints:',
       '  custom:',

@@ -5,7 +5,8 @@ import { lines, shDouble, shSingleBody, str } from './quoting.js';
 import { anthropicBaseUrl, openaiBaseUrl } from './urls.js';
 import type { SnippetContext } from './types.js';
 
-const WINDOWS = 'Windows cmd.exe does not understand the single-quoted JSON: use PowerShell with curl.exe, or put the body in a file and pass --data @body.json.';
+const WINDOWS = 'Windows cmd.exe does not understand the single-quoted JSON: use PowerShell with curl.exe, or put the ' +
+    'body in a file and pass --data @body.json.';
 const OPEN_MODE = 'In open mode (no key yet) the auth header is left out; once a key exists every request needs it.';
 
 /** `-H "Authorization: Bearer …"`, or nothing in open mode. */
@@ -63,7 +64,8 @@ const curlOpenaiChatStream = defineSnippet({
   where: 'Any shell on a machine that can reach the gateway.',
   pitfalls: [
     '-N turns off curl\'s output buffering so tokens appear as they arrive.',
-    'The answer is Server-Sent Events: data: {chunk} lines ending with data: [DONE]; with include_usage the last chunk before [DONE] has "choices": [] and the usage.',
+    'The answer is Server-Sent Events: data: {chunk} lines ending with data: [DONE]; with include_usage ' +
+      'the last chunk before [DONE] has "choices": [] and the usage.',
     OPEN_MODE,
     WINDOWS,
   ],
@@ -88,7 +90,8 @@ const curlAnthropicMessages = defineSnippet({
   where: 'Any shell on a machine that can reach the gateway.',
   pitfalls: [
     'max_tokens is required in Anthropic requests (unlike OpenAI chat completions).',
-    'The key goes in x-api-key, as with the real Anthropic API; the gateway also accepts "Authorization: Bearer <key>".',
+    'The key goes in x-api-key, as with the real Anthropic API; the gateway also accepts "Authorization: ' +
+      'Bearer <key>".',
     'anthropic-version: 2023-06-01 is the header the Anthropic SDKs send.',
     'Streaming ("stream": true, with curl -N) uses named events (message_start … message_stop) and has no [DONE] line.',
     OPEN_MODE,
@@ -151,7 +154,8 @@ const curlEmbeddings = defineSnippet({
   language: 'bash',
   where: 'Any shell on a machine that can reach the gateway.',
   pitfalls: [
-    'The model must be an embedding model (llama-server started with --embeddings); a chat model answers with an error.',
+    'The model must be an embedding model (llama-server started with --embeddings); a chat model answers ' +
+      'with an error.',
     OPEN_MODE,
     WINDOWS,
   ],

@@ -13,7 +13,8 @@ function fields(rows: Array<[string, string]>): string {
   return lines(...rows.map(([label, value]) => `     ${`${label}:`.padEnd(width)}  ${value}`));
 }
 
-const CORE_OPENAI = 'The built-in "OpenAI Conversation" integration cannot point at another server (no base-URL field, by design); use this custom integration instead.';
+const CORE_OPENAI = 'The built-in "OpenAI Conversation" integration cannot point at another server (no base-URL field, by ' +
+    'design); use this custom integration instead.';
 const LAN = 'Use the gateway\'s LAN address, not localhost: Home Assistant usually runs in its own container or machine.';
 const TOOLS = 'Controlling devices needs a model that supports tool calling, and Assist\'s prompt is long: give the model a context of 10k tokens or more.';
 
@@ -26,7 +27,8 @@ const homeAssistantLocalOpenai = defineSnippet({
   where: 'Home Assistant: HACS, then Settings → Devices & Services → Add Integration → "Local OpenAI LLM".',
   pitfalls: [
     'Server URL ends in /v1.',
-    'Setup checks the server by listing /v1/models with the key, and the model picker is filled from it: a key that cannot list models fails the setup.',
+    'Setup checks the server by listing /v1/models with the key, and the model picker is filled from it: a ' +
+      'key that cannot list models fails the setup.',
     TOOLS,
     LAN,
     CORE_OPENAI,

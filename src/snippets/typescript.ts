@@ -7,7 +7,8 @@ import { optionalKey, requiredKey } from './keys.js';
 import { lines, str } from './quoting.js';
 import { anthropicBaseUrl, openaiBaseUrl } from './urls.js';
 
-const BROWSER = 'In a browser the SDK refuses to run unless dangerouslyAllowBrowser: true is set, which exposes the key to every visitor: keep it server-side.';
+const BROWSER = 'In a browser the SDK refuses to run unless dangerouslyAllowBrowser: true is set, which exposes the key ' +
+    'to every visitor: keep it server-side.';
 
 const typescriptOpenai = defineSnippet({
   id: 'typescript-openai',
@@ -18,7 +19,8 @@ const typescriptOpenai = defineSnippet({
   where: 'An ES module (.ts or .mjs), after npm install openai.',
   pitfalls: [
     'baseURL must end in /v1: the SDK appends /chat/completions to it.',
-    'The SDK throws when apiKey is empty (and OPENAI_API_KEY is unset), even though the gateway in open mode needs none.',
+    'The SDK throws when apiKey is empty (and OPENAI_API_KEY is unset), even though the gateway in open ' +
+      'mode needs none.',
     BROWSER,
   ],
   baseUrlKind: 'openai',
@@ -29,7 +31,8 @@ const typescriptOpenai = defineSnippet({
     return lines(
       'import OpenAI from "openai";',
       '',
-      `const client = new OpenAI({ baseURL: ${str(openaiBaseUrl(ctx.origin))}, apiKey: ${str(requiredKey(ctx.key))} });`,
+      `const client = new OpenAI({ baseURL: ${str(openaiBaseUrl(ctx.origin))}, apiKey: ` +
+        `${str(requiredKey(ctx.key))} });`,
       '',
       'const completion = await client.chat.completions.create({',
       request,
@@ -69,7 +72,8 @@ const typescriptAnthropic = defineSnippet({
     return lines(
       'import Anthropic from "@anthropic-ai/sdk";',
       '',
-      `const client = new Anthropic({ baseURL: ${str(anthropicBaseUrl(ctx.origin))}, apiKey: ${str(requiredKey(ctx.key))} });`,
+      `const client = new Anthropic({ baseURL: ${str(anthropicBaseUrl(ctx.origin))}, apiKey: ` +
+        `${str(requiredKey(ctx.key))} });`,
       '',
       'const msg = await client.messages.create({',
       request,
@@ -96,7 +100,9 @@ const typescriptAiSdk = defineSnippet({
   pitfalls: [
     'baseURL must end in /v1.',
     'Use gatehouse.chatModel(…): it calls /chat/completions, which every model server behind the gateway speaks.',
-    '@ai-sdk/anthropic is the opposite of the official Anthropic SDK: it wants …/v1 in baseURL and reads the same ANTHROPIC_BASE_URL variable Claude Code uses without /v1, so pass baseURL explicitly if you use it.',
+    '@ai-sdk/anthropic is the opposite of the official Anthropic SDK: it wants …/v1 in baseURL and reads ' +
+      'the same ANTHROPIC_BASE_URL variable Claude Code uses without /v1, so pass baseURL explicitly if you ' +
+      'use it.',
   ],
   baseUrlKind: 'openai',
   keyRequired: false,

@@ -200,7 +200,8 @@ export function createLlamaSwapClient(options: LlamaSwapClientOptions): LlamaSwa
         return {
           unloaded: false,
           unsupported: true,
-          message: 'This llama-swap version cannot unload a single model (no POST /api/models/unload/{model}); only unloading all models is supported. Upgrade llama-swap.',
+          message: 'This llama-swap version cannot unload a single model (no POST /api/models/unload/{model}); ' +
+              'only unloading all models is supported. Upgrade llama-swap.',
         };
       }
       throw err;

@@ -140,7 +140,8 @@ export function demoUsage(now = Date.now()): FakeUsageRecord[] {
       requestBody: captured ? JSON.stringify({ model, stream: streamed, messages: [{ role: 'user', content: prompt }] }) : null,
       responseBody: captured
         ? streamed
-          ? `data: {"choices":[{"delta":{"role":"assistant"}}]}\n\ndata: {"choices":[{"delta":{"content":"- The budget"}}]}\n\n[... ${(output ?? 0) * 110} more bytes not captured]`
+          ? `data: {"choices":[{"delta":{"role":"assistant"}}]}\n\ndata: {"choices":[{"delta":{"content":"- ` +
+            `The budget"}}]}\n\n[... ${(output ?? 0) * 110} more bytes not captured]`
           : JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion', model, choices: [{ index: 0, message: { role: 'assistant', content: '- The budget is approved.\n- Launch moves to May.\n- Hiring continues.' }, finish_reason: 'stop' }], usage: { prompt_tokens: input, completion_tokens: output } })
         : null,
     });

@@ -93,7 +93,8 @@ describe('a key allowed only qwen', () => {
 
   it('refuses a multipart body that hides a second model behind an empty part, as Go reads it', async () => {
     const body = Buffer.from(
-      '--b2\r\nContent-Disposition: form-data; name="x"\r\n\r\n--b2\r\nContent-Disposition: form-data; name="model"\r\n\r\nllama-3.2-3b\r\n' +
+      '--b2\r\nContent-Disposition: form-data; name="x"\r\n\r\n--b2\r\nContent-Disposition: form-data; ' +
+        'name="model"\r\n\r\nllama-3.2-3b\r\n' +
         '--b2\r\nContent-Disposition: form-data; name="model"\r\n\r\nqwen\r\n--b2--\r\n',
     );
     const before = sim.received.length;

@@ -111,7 +111,8 @@ describe('a stream that ends before its terminal frame', () => {
 
     const res = await rawRequest(`${gateway.url}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model":"m","stream":true}' });
     const added = res.body.toString('utf8').slice(ANTHROPIC_CUT.join('').length);
-    expect(added).toBe(`event: error\ndata: {"type":"error","error":{"type":"api_error","message":"The upstream stream ended without its final event: the answer is incomplete."}}\n\n`);
+    expect(added).toBe(`event: error\ndata: {"type":"error","error":{"type":"api_error","message":"The upstream stream ` +
+        `ended without its final event: the answer is incomplete."}}\n\n`);
   });
 
   it('makes the OpenAI SDK throw on a Responses stream without response.completed', async () => {

@@ -52,7 +52,8 @@ export async function startTestRedis(options: { password?: string } = {}): Promi
       proc.stderr.on('data', onData);
       proc.once('error', (error) => {
         clearTimeout(timer);
-        reject(new Error(`redis-server is required for these tests and could not be started (${REDIS_SERVER_BIN}): ${error.message}. Install Redis or set GATEHOUSE_TEST_REDIS_SERVER to its redis-server binary.`));
+        reject(new Error(`redis-server is required for these tests and could not be started (${REDIS_SERVER_BIN}): ` +
+              `${error.message}. Install Redis or set GATEHOUSE_TEST_REDIS_SERVER to its redis-server binary.`));
       });
       proc.once('exit', (code) => {
         clearTimeout(timer);

@@ -26,7 +26,8 @@ describe('stream end watcher', () => {
     ['[DONE] with CRLF line endings', DELTA.replace(/\n/g, '\r\n') + 'data: [DONE]\r\n\r\n'],
     ['[DONE] with CR line endings', DELTA.replace(/\n/g, '\r') + 'data: [DONE]\r\r'],
     ['[DONE] followed by a keep-alive comment', DELTA + 'data: [DONE]\n\n: ping\n\n'],
-    ['an Anthropic stream ending with message_stop', 'event: content_block_delta\ndata: {"type":"content_block_delta"}\n\nevent: message_stop\ndata: {"type":"message_stop"}\n\n'],
+    ['an Anthropic stream ending with message_stop', 'event: content_block_delta\ndata: {"type":"content_block_delta"}\n\nevent: message_stop\ndata: ' +
+        '{"type":"message_stop"}\n\n'],
     ['a Responses stream ending with a long response.completed', 'event: response.output_text.delta\ndata: {"delta":"x"}\n\n' + RESPONSES_DONE],
     ['a Responses stream ending with response.incomplete', 'event: response.incomplete\ndata: {}\n\n'],
     ['a stream ending with the upstream\'s own error frame', DELTA + 'data: {"error":{"code":500,"message":"boom"}}\n\n'],

@@ -38,7 +38,10 @@ const SCALARS = ['null', 'true', 'false', '"9"', '""', '"a \\"quoted\\" \\\\ \\u
 const KNOWN = ['prompt_tokens', 'completion_tokens', 'input_tokens', 'output_tokens', 'cache_read_input_tokens', 'cache_creation_input_tokens', 'prompt_n', 'cache_n', 'predicted_n', 'total_tokens'];
 const DETAILS = ['prompt_tokens_details', 'input_tokens_details', 'completion_tokens_details'];
 
-/** JSON text of an object with random known, detail and unknown keys (duplicates allowed), random values and spacing. */
+/**
+ * JSON text of an object with random known, detail and unknown keys (duplicates allowed), random values and
+ * spacing.
+ */
 function randomObjectText(next: () => number): string {
   const pick = <T>(list: readonly T[]): T => list[Math.floor(next() * list.length)]!;
   const space = () => pick(['', '', ' ', '\n  ', '\t']);
@@ -72,7 +75,8 @@ describe('token counts read from bytes', () => {
     for (let seed = 1; seed <= 5_000; seed++) {
       const next = prng(seed);
       const object = randomObjectText(next);
-      const body = `{"id":"chatcmpl-1","choices":[{"message":{"content":"usage: timings"}}],"usage":${object},"timings":${object}}`;
+      const body = `{"id":"chatcmpl-1","choices":[{"message":{"content":"usage: ` +
+        `timings"}}],"usage":${object},"timings":${object}}`;
       const parsed = JSON.parse(object) as Json;
       const buf = Buffer.from(body);
       expect({ seed, counts: readUsageCounts(buf) }).toEqual({ seed, counts: referenceUsage(parsed) });

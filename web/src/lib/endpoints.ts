@@ -49,7 +49,10 @@ export function groupSnippets(snippets: readonly Snippet[] = SNIPPETS): SnippetG
   return groups;
 }
 
-/** "openai (Python)" → "openai", "Local OpenAI LLM (Home Assistant)" → "Local OpenAI LLM": the group already says it. */
+/**
+ * "openai (Python)" → "openai", "Local OpenAI LLM (Home Assistant)" → "Local OpenAI LLM": the group already says
+ * it.
+ */
 function clientLabel(client: string): string {
   return client.replace(/\s+\((Python|npm|Home Assistant)\)$/, '');
 }

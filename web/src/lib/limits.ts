@@ -72,7 +72,9 @@ export function limitsScopeText(info: LimitsInfo | null): { tone: 'info' | 'warn
     return { tone: 'info', text: 'Limits are shared: every replica counts against the same limit (in Redis).' };
   }
   if (info.redis === 'unavailable') {
-    return { tone: 'warning', text: 'Redis is unreachable, so limits are enforced per replica until it is back: each replica allows a key its full limit.' };
+    return { tone: 'warning', text: 'Redis is unreachable, so limits are enforced per replica until it is back: each replica allows a ' +
+        'key its full limit.' };
   }
-  return { tone: 'info', text: 'Limits are enforced per replica (per gateway process): with several replicas, each one allows a key its full limit. Set GATEHOUSE_REDIS_URL to share them.' };
+  return { tone: 'info', text: 'Limits are enforced per replica (per gateway process): with several replicas, each one allows a key ' +
+      'its full limit. Set GATEHOUSE_REDIS_URL to share them.' };
 }
