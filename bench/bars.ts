@@ -140,7 +140,8 @@ export function judgeBars(
       const pass = value <= BARS.maxIdleRssBytes && idle.every((r) => r.open === r.requested);
       const when = idle.some((r) => r.rssSettledBytes === undefined) ? '1 s after opening' : 'settled';
       const method = idle.length === 1 ? 'one measurement' : `median of ${idle.length} fresh processes`;
-      floorBar('idle-rss', `${idle[0]!.requested.toLocaleString('en-US')} idle streams (fresh process after serving calls, RSS ${when}): RSS ≤ ${BARS.maxIdleRssBytes / 1e6} MB`, value / 1e6, BARS.maxIdleRssBytes / 1e6, 'MB', '≤', pass, method);
+      floorBar('idle-rss', `${idle[0]!.requested.toLocaleString('en-US')} idle streams (fresh process after serving calls, ` +
+          `RSS ${when}): RSS ≤ ${BARS.maxIdleRssBytes / 1e6} MB`, value / 1e6, BARS.maxIdleRssBytes / 1e6, 'MB', '≤', pass, method);
     }
   }
 

@@ -159,9 +159,13 @@ export function renderReport(report: BenchReport): string {
   const lines: string[] = [];
   const p = meta.profile;
   lines.push(`Gatehouse benchmark, ${meta.startedAt}, code ${meta.code ?? 'unknown'}`);
-  lines.push(`node ${meta.node}, ${meta.platform}, ${meta.cpuCount} × ${meta.cpuModel}; load generator: ${meta.engine} (in ${meta.engine === 'autocannon' ? 'the bench process' : 'its own process'})`);
-  lines.push(`other work on the machine: ${pct(meta.busyBeforeStart ?? Number.NaN)} CPU busy before start, ${pct(meta.foreignCpuShare ?? Number.NaN)} of all CPU used by other processes during the run${meta.quick ? '; --quick: one short round each, numbers are rough' : ''}`);
-  lines.push(`Method: separate processes on 127.0.0.1; targets alternate within each round (order rotated); medians of ${p.rounds} round${p.rounds > 1 ? 's' : ''} (streams: ${p.streamRounds}).`);
+  lines.push(`node ${meta.node}, ${meta.platform}, ${meta.cpuCount} × ${meta.cpuModel}; load generator: ` +
+      `${meta.engine} (in ${meta.engine === 'autocannon' ? 'the bench process' : 'its own process'})`);
+  lines.push(`other work on the machine: ${pct(meta.busyBeforeStart ?? Number.NaN)} CPU busy before start, ` +
+      `${pct(meta.foreignCpuShare ?? Number.NaN)} of all CPU used by other processes during the ` +
+      `run${meta.quick ? '; --quick: one short round each, numbers are rough' : ''}`);
+  lines.push(`Method: separate processes on 127.0.0.1; targets alternate within each round (order rotated); medians ` +
+      `of ${p.rounds} round${p.rounds > 1 ? 's' : ''} (streams: ${p.streamRounds}).`);
   lines.push('"added" = target − direct (the upstream without a proxy), from the same run.');
   lines.push('Gateway scenarios (one process each: node bin/gatehouse serve, no runtime flags or tuning variables; ' +
       'bench/scenarios.ts):');
@@ -173,7 +177,9 @@ export function renderReport(report: BenchReport): string {
 
   for (const cell of report.load) {
     lines.push('');
-    lines.push(`${cell.workload === 'json' ? 'JSON chat completion' : 'SSE chat completion (5 events + [DONE])'}, ${cell.connections} connection${cell.connections > 1 ? 's' : ''}: ${p.rounds} × ${p.runSeconds} s after ${p.warmupSeconds} s warm-up`);
+    lines.push(`${cell.workload === 'json' ? 'JSON chat completion' : 'SSE chat completion (5 events + [DONE])'}, ` +
+        `${cell.connections} connection${cell.connections > 1 ? 's' : ''}: ${p.rounds} × ${p.runSeconds} s ` +
+        `after ${p.warmupSeconds} s warm-up`);
     const direct = cell.targets.find((t) => t.targetId === 'direct');
     const floor = cell.targets.find((t) => t.targetId === 'floor');
     const rows = cell.targets.map((t) => {
@@ -200,7 +206,9 @@ export function renderReport(report: BenchReport): string {
   for (const cell of report.streams) {
     const s = cell.shape;
     lines.push('');
-    lines.push(`Streams: ${s.streams} concurrent, ${s.chunks} events ${s.intervalMs} ms apart; ${cell.rounds} round${cell.rounds > 1 ? 's' : ''} × ${s.waves} wave${s.waves > 1 ? 's' : ''} (after 1 unmeasured wave)`);
+    lines.push(`Streams: ${s.streams} concurrent, ${s.chunks} events ${s.intervalMs} ms apart; ${cell.rounds} ` +
+        `round${cell.rounds > 1 ? 's' : ''} × ${s.waves} wave${s.waves > 1 ? 's' : ''} (after 1 unmeasured ` +
+        `wave)`);
     const direct = cell.targets.find((t) => t.targetId === 'direct');
     const rows = cell.targets.map((t) => {
       const isDirect = t.targetId === 'direct';
@@ -269,7 +277,8 @@ export function renderReport(report: BenchReport): string {
       lines.push(...table([`    ${c.subject} vs ${c.reference}`, 'req/s ratio', 'loss', 'per round', 'p50 Δ ms', 'CPU/req ratio'], rows));
       for (const st of c.streams) lines.push(`    streams, ${st.streams} concurrent: first byte p50 ${signed(st.ttfbP50DeltaMs)} ms, event ` +
             `p50 ${signed(st.eventP50DeltaMs)} ms`);
-      if (c.idleRssDeltaBytes !== undefined) lines.push(`    idle streams, fresh processes (served, settled): RSS ${c.idleRssDeltaBytes >= 0 ? '+' : ''}${mb(c.idleRssDeltaBytes)}`);
+      if (c.idleRssDeltaBytes !== undefined) lines.push(`    idle streams, fresh processes (served, settled): RSS ` +
+            `${c.idleRssDeltaBytes >= 0 ? '+' : ''}${mb(c.idleRssDeltaBytes)}`);
     }
   }
 

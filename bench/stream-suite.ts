@@ -43,7 +43,9 @@ export async function runStreamCell(
         failed: r.failed,
         events: r.chunkMs.length,
       });
-      progress(`streams ${shape.streams}x round ${round + 1}/${profile.streamRounds} ${target.label}: first byte p50 ${percentile(r.ttfbMs, 50).toFixed(3)} ms, event p50 ${percentile(r.chunkMs, 50).toFixed(3)} ms${r.failed ? `, ${r.failed} failed` : ''}`);
+      progress(`streams ${shape.streams}x round ${round + 1}/${profile.streamRounds} ${target.label}: first byte ` +
+          `p50 ${percentile(r.ttfbMs, 50).toFixed(3)} ms, event p50 ${percentile(r.chunkMs, 50).toFixed(3)} ` +
+          `ms${r.failed ? `, ${r.failed} failed` : ''}`);
     }
   }
   return {

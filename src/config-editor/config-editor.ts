@@ -240,7 +240,8 @@ export class ConfigEditor {
     const changed = versionDifferences(expected, current.version);
     if (changed.length > 0) {
       throw new GatewayError('config_conflict', {
-        message: `${target.path} changed on disk since it was loaded (${changed.join(', ')} differ); nothing was written. Reload it, re-apply your edit, and save again.`,
+        message: `${target.path} changed on disk since it was loaded (${changed.join(', ')} differ); nothing was ` +
+          `written. Reload it, re-apply your edit, and save again.`,
         details: { changed, currentVersion: formatVersion(current.version), currentText: current.text, modifiedAt: isoFromNs(current.version.mtimeNs) },
       });
     }
@@ -299,7 +300,9 @@ export class ConfigEditor {
     this.lastSave = { savedAt, watcher, status };
     const notices = [RELOAD_NOTICE];
     if (written.method === 'in-place') {
-      notices.push(`The file was written in place, not replaced atomically (${written.fallbackReason ?? 'rename impossible'}); llama-swap may briefly have seen a partial file.`);
+      notices.push(`The file was written in place, not replaced atomically ` +
+          `(${written.fallbackReason ?? 'rename impossible'}); llama-swap may briefly have seen a partial ` +
+          `file.`);
     }
     this.options.logger?.info({ path: target.realPath, bytes: bytes.length, method: written.method }, 'llama-swap config saved');
     return {
@@ -354,7 +357,8 @@ function whatTheFileHas(error: FileWriteError, realPath: string): string {
         'changed, so llama-swap may reload it (which restarts every model).';
     case 'damaged':
       return (
-        `Writing the previous contents back failed too (${error.restoreFailure ?? 'unknown error'}), so the file may be damaged: ` +
+        `Writing the previous contents back failed too (${error.restoreFailure ?? 'unknown error'}), so ` +
+          `the file may be damaged: ` +
         (error.oldCopyPath !== undefined
           ? `a copy of the previous contents is at ${error.oldCopyPath}; copy it over ${realPath}.`
           : `no copy of the previous contents could be kept; restore ${realPath} from a backup.`)

@@ -69,7 +69,8 @@ export async function resolveConfigTarget(configured: string | undefined, cwd = 
       enabled: false,
       path: configured,
       reason:
-        `The config editor is off: ${CONFIG_FILE_SETTING}=${configured} is a directory. Set it to the config file itself (e.g. ${join(configured, 'config.yaml')}); ` +
+        `The config editor is off: ${CONFIG_FILE_SETTING}=${configured} is a directory. Set it to the ` +
+          `config file itself (e.g. ${join(configured, 'config.yaml')}); ` +
         'a -config-dir directory of fragments cannot be edited here.',
     };
   }

@@ -5,7 +5,8 @@ import { lines, shWord, str } from './quoting.js';
 import { containerOrigin, openaiBaseUrl, originPort } from './urls.js';
 import type { SnippetContext } from './types.js';
 
-const CONTAINER = 'Inside a container localhost is the container itself: use host.docker.internal (with --add-host=host.docker.internal:host-gateway on Linux) or the gateway\'s LAN address.';
+const CONTAINER = 'Inside a container localhost is the container itself: use host.docker.internal (with ' +
+    '--add-host=host.docker.internal:host-gateway on Linux) or the gateway\'s LAN address.';
 
 /** Open WebUI's documented example maps host port 3000, the gateway's own port; pick another. */
 function openWebuiPort(ctx: SnippetContext): number {
@@ -27,7 +28,8 @@ const openWebuiDocker = defineSnippet({
   language: 'bash',
   where: 'The shell of the machine that will run Open WebUI (needs Docker); then open Open WebUI on the host port it maps.',
   pitfalls: [
-    'Port clash: Open WebUI\'s own example maps host port 3000, the gateway\'s port; this command maps 8080 instead (8081 if the gateway itself is on 8080).',
+    'Port clash: Open WebUI\'s own example maps host port 3000, the gateway\'s port; this command maps ' +
+      '8080 instead (8081 if the gateway itself is on 8080).',
     'These variables only seed the settings on the first start; later changes go through Admin Panel → ' +
       'Settings → Connections (or set ENABLE_PERSISTENT_CONFIG=false).',
     ...OPEN_WEBUI_PITFALLS,

@@ -94,7 +94,8 @@ const opencodeJson = defineSnippet({
     'baseURL ends in /v1.',
     'OpenCode does not fetch the model list: every model you want must be under "models", with the id ' +
       '/v1/models shows.',
-    'Set limit.context to the model\'s real context size (llama-server -c); without a limit OpenCode cannot track context use.',
+    'Set limit.context to the model\'s real context size (llama-server -c); without a limit OpenCode ' +
+      'cannot track context use.',
     'small_model keeps title and summary calls on the gateway too.',
     'In a project\'s opencode.json write "apiKey": "{env:GATEHOUSE_API_KEY}" instead of the key, or use ' +
       '/connect → Other with the provider id gatehouse.',

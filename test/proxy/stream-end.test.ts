@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { StreamEndWatcher, watchStreamEnd } from '../../src/proxy/stream-end.js';
 
 const DELTA = 'data: {"choices":[{"delta":{"content":"hi"}}]}\n\n';
-const RESPONSES_DONE = `event: response.completed\ndata: {"type":"response.completed","response":{"output_text":"${'x'.repeat(300)}"}}\n\n`;
+const RESPONSES_DONE = `event: response.completed\ndata: ` +
+  `{"type":"response.completed","response":{"output_text":"${'x'.repeat(300)}"}}\n\n`;
 
 /** The watcher's verdict on `text` fed in the given pieces. */
 function verdict(pieces: string[]): { whole: boolean; separator: string } {
