@@ -39,7 +39,8 @@ open: every client is let in without a key.
 
 Commands:
   create --name NAME [options]   Create a key and print it once
-      --models a,b               Model ids, aliases or patterns (qwen*, gpu-box/*) the key may use (default: every model)
+      --models a,b               Model ids, aliases or patterns (qwen*, gpu-box/*) the key may use
+                                 (default: every model)
       --expires 30d|ISO-DATE     Expiry as a duration from now (30d, 12h, 90m) or an ISO date
       --note TEXT                Free text for operators
       --rpm N --tpm N --concurrent N

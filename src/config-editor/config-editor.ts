@@ -295,7 +295,11 @@ export class ConfigEditor {
       watcher.begin(savedAt);
       status = watcher.status();
     } else {
-      status = ReloadWatcher.unwatched(savedAt, "Gatehouse is not connected to llama-swap's log, so the outcome of the reload is unknown; look for \"configuration reloaded\" in llama-swap's log.");
+      status = ReloadWatcher.unwatched(
+        savedAt,
+        "Gatehouse is not connected to llama-swap's log, so the outcome of the reload is unknown; " +
+          'look for "configuration reloaded" in llama-swap\'s log.',
+      );
     }
     this.lastSave = { savedAt, watcher, status };
     const notices = [RELOAD_NOTICE];

@@ -54,7 +54,8 @@ const homeAssistantLocalOpenai = defineSnippet({
         ['Model', ctx.model],
         ['Tool Providers', 'Assist'],
       ]),
-      '4. Settings → Voice assistants → pick the new agent as Conversation agent, and expose the entities it may control.',
+      '4. Settings → Voice assistants → pick the new agent as Conversation agent, ' +
+        'and expose the entities it may control.',
     ),
 });
 
@@ -92,7 +93,8 @@ const homeAssistantExtendedOpenai = defineSnippet({
       ]),
       '3. On the new entry → add a conversation agent:',
       fields([['Completion Model', ctx.model]]),
-      '4. Settings → Voice assistants → pick the new agent as Conversation agent, and expose the entities it may control.',
+      '4. Settings → Voice assistants → pick the new agent as Conversation agent, ' +
+        'and expose the entities it may control.',
     ),
 });
 
