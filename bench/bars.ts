@@ -159,7 +159,7 @@ export function judgeBars(
     } else if (spec.measure === 'rps-loss') {
       const value = (1 - pair.rpsRatio) * 100;
       const limit = spec.limit * 100;
-      bars.push({ ...base, id, description: `${where}: throughput loss (1 − ${comparison.subject} ÷ ${comparison.reference} req/s) ≤ ${limit} %`, value, limit, unit: '%', op: '≤', pass: value <= limit });
+      bars.push({ ...base, id, description: `${where}: throughput loss (1 − ${comparison.subject} ÷ ${comparison.reference} req/s) ` + `≤ ${limit} %`, value, limit, unit: '%', op: '≤', pass: value <= limit });
     } else {
       const value = pair.rpsRatio;
       bars.push({ ...base, id, description: `${where}: req/s ${comparison.subject} ÷ ${comparison.reference} ≥ ${spec.limit}×`, value, limit: spec.limit, unit: '×', op: '≥', pass: value >= spec.limit });

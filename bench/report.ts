@@ -289,10 +289,11 @@ export function renderReport(report: BenchReport): string {
   for (const bar of report.bars) groups.set(bar.judges, [...(groups.get(bar.judges) ?? []), bar]);
   for (const [judges, bars] of groups) {
     const first = bars[0]!;
+    const what = report.comparisons.find((c) => `${c.subject} vs ${c.reference}` === judges)?.what ?? 'comparison';
     const heading =
       first.kind === 'floor'
         ? `  ${judges} (the default configuration) vs the floor and direct; ${first.method}:`
-        : `  ${judges} (${report.comparisons.find((c) => `${c.subject} vs ${c.reference}` === judges)?.what ?? 'comparison'}); paired, ${first.method}:`;
+        : `  ${judges} (${what}); paired, ${first.method}:`;
     lines.push(heading);
     for (const bar of bars) lines.push(`    ${bar.pass ? 'PASS' : 'FAIL'}  [${judges}] ${bar.description}: ${barValue(bar)}`);
   }

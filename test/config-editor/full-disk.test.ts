@@ -17,7 +17,8 @@ if (!ROOT) {
 }
 
 /** A valid config longer than one 4 KiB page, so writing it needs space the old file does not have. */
-const LONG = `${V1}${Array.from({ length: 90 }, (_, i) => `  model-${i}:\n    cmd: llama-server --port \${PORT} -m model-${i}.gguf\n`).join('')}`;
+const MODELS = Array.from({ length: 90 }, (_, i) => `  model-${i}:\n    cmd: llama-server --port \${PORT} -m model-${i}.gguf\n`);
+const LONG = `${V1}${MODELS.join('')}`;
 
 let dir: string;
 let disk: string;

@@ -13,8 +13,10 @@ import { rawRequest } from '../helpers/http.js';
 import { recordFor, requestId, startUsageGateway } from '../usage/usage-helpers.js';
 
 const CHAT_DELTAS = [
-  'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"Hel"},"finish_reason":null}]}\n\n',
-  'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"lo"},"finish_reason":null}]}\n\n',
+  'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m",' +
+    '"choices":[{"index":0,"delta":{"content":"Hel"},"finish_reason":null}]}\n\n',
+  'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m",' +
+    '"choices":[{"index":0,"delta":{"content":"lo"},"finish_reason":null}]}\n\n',
 ];
 const CHAT_WHOLE = [...CHAT_DELTAS, 'data: [DONE]\n\n'];
 const frame = (event: string, data: unknown) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;

@@ -90,13 +90,15 @@ describe('token counts read from bytes', () => {
   it('reads the usual shapes exactly', () => {
     expect(readUsageCounts(Buffer.from('{"usage":{"prompt_tokens":9,"completion_tokens":3,"total_tokens":12}}'))).toEqual({ input: 9, output: 3, cached: null });
     expect(readUsageCounts(Buffer.from('{"usage": {"prompt_tokens": 20, "completion_tokens": 2, "prompt_tokens_details": {"cached_tokens": 16}}}'))).toEqual({ input: 20, output: 2, cached: 16 });
-    expect(readUsageCounts(Buffer.from('{"type":"message","usage":{"input_tokens":5,"cache_read_input_tokens":100,"cache_creation_input_tokens":7,"output_tokens":9}}'))).toEqual({ input: 112, output: 9, cached: 100 });
+    expect(readUsageCounts(Buffer.from('{"type":"message","usage":{"input_tokens":5,"cache_read_input_tokens":100,' +
+      '"cache_creation_input_tokens":7,"output_tokens":9}}'))).toEqual({ input: 112, output: 9, cached: 100 });
     expect(readUsageCounts(Buffer.from('{"usage":{"input_tokens":30,"input_tokens_details":{"cached_tokens":10},"output_tokens":4}}'))).toEqual({ input: 30, output: 4, cached: 10 });
     expect(readTimingsCounts(Buffer.from('{"timings":{"prompt_n":3,"prompt_ms":1.5,"cache_n":40,"predicted_n":8,"predicted_per_second":55.2}}'))).toEqual({ input: 43, output: 8, cached: 40 });
   });
 
   it('takes the last value of a key that appears twice, as JSON.parse does', () => {
-    expect(readUsageCounts(Buffer.from('{"usage":{"prompt_tokens":1,"completion_tokens":2,"prompt_tokens":5,"prompt_tokens_details":{"cached_tokens":3},"prompt_tokens_details":null}}'))).toEqual({ input: 5, output: 2, cached: null });
+    expect(readUsageCounts(Buffer.from('{"usage":{"prompt_tokens":1,"completion_tokens":2,"prompt_tokens":5,' +
+      '"prompt_tokens_details":{"cached_tokens":3},"prompt_tokens_details":null}}'))).toEqual({ input: 5, output: 2, cached: null });
   });
 
   it('leaves escaped keys, deep nesting and big numbers to JSON.parse, with its answer', () => {
