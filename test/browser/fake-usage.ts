@@ -228,7 +228,10 @@ export function fakeSummary(records: FakeUsageRecord[], range: keyof typeof RANG
 }
 
 export function registerFakeUsageApi(app: FastifyInstance, state: FakeUsageState): void {
-  const down = (reply: FastifyReply) => reply.code(503).send({ error: { code: 'service_unavailable', message: 'The usage store is not answering (database is locked).' } });
+  const down = (reply: FastifyReply) =>
+    reply.code(503).send({
+      error: { code: 'service_unavailable', message: 'The usage store is not answering (database is locked).' },
+    });
   const view = ({ requestBody: _req, responseBody: _res, ...row }: FakeUsageRecord) => row;
 
   app.get('/api/limits', async (_request, reply) => (state.limitsInfo ? state.limitsInfo : reply.code(404).send({ error: { code: 'not_found', message: 'Not found.' } })));
@@ -237,7 +240,14 @@ export function registerFakeUsageApi(app: FastifyInstance, state: FakeUsageState
     if (state.usageDown) return down(reply);
     const query = request.query as { range?: string; groupBy?: string };
     const range = (query.range ?? '24h') as keyof typeof RANGES;
-    if (!(range in RANGES)) return reply.code(422).send({ error: { code: 'validation_failed', message: 'Invalid query.', details: [{ path: '/range', message: 'must be one of 1h, 24h, 30d' }] } });
+    if (!(range in RANGES))
+      return reply.code(422).send({
+        error: {
+          code: 'validation_failed',
+          message: 'Invalid query.',
+          details: [{ path: '/range', message: 'must be one of 1h, 24h, 30d' }],
+        },
+      });
     const groupBy = query.groupBy === 'key' || query.groupBy === 'model' ? query.groupBy : null;
     return fakeSummary(state.usage, range, groupBy);
   });
