@@ -2,8 +2,8 @@
  * Memory under many idle streams: opens N streams through a proxy to the upstream's
  * idle-stream endpoint (headers and one event, then silence), waits until every one has its
  * first event, and reads the proxy's resident set size: 1 s later, and (with `settle`) again
- * 20 s later, after V8 has collected the garbage of opening them (its memory reducer runs when
- * a process goes quiet: RSS fell by 10-20 MB 5-15 s in, measured). Then closes them all.
+ * 20 s later, after V8 has collected the garbage of opening them (its memory reducer runs once
+ * a process goes quiet). Then closes them all.
  */
 import { Agent, request, type ClientRequest } from 'node:http';
 import { memoryOf } from './proc.js';
@@ -31,11 +31,7 @@ const OPEN_TIMEOUT_MS = 30_000;
 /** The upstream ends an idle stream by itself after this, should the bench fail to close it. */
 const HOLD_MS = 120_000;
 const SETTLE_MS = 1000;
-/**
- * How long the streams are held before the settled reading. V8's memory reducer starts a few
- * seconds after a process goes quiet and collects in steps some seconds apart (measured: RSS
- * fell in 2-3 steps between 4 and 15 s after 1,000 streams opened), so this waits it out.
- */
+/** How long the streams are held before the settled reading: V8's memory reducer collects in steps some seconds apart. */
 const SETTLE_WAIT_MS = 20_000;
 
 export async function measureIdleStreams(

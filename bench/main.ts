@@ -8,18 +8,18 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { FLOOR_BAR_SCENARIO, judgeBars, type RssEntry } from './bars.js';
+import { judgeBars, type RssEntry } from './bars.js';
 import { codeVersion, staleBuildWarning } from './build-check.js';
 import { measureIdleStreams } from './idle-streams.js';
 import { busyShareWhileIdle, startForeignCpuMeter } from './machine.js';
 import { createLoadDriver, type LoadDriver } from './load.js';
-import { requestFor, runLoadCell, warmUpTargets, type LoadCellResult, type PairSpec, type Workload } from './load-suite.js';
+import { requestFor, runLoadCell, warmUpTargets, type LoadCellResult, type Workload } from './load-suite.js';
 import { HELP, parseOptions, UsageError, type BenchOptions } from './options.js';
 import { ProcessGroup, runGatehouse, type RunningProcess } from './processes.js';
-import { compare, renderReport, type BenchReport } from './report.js';
-import { selectScenarios, type ScenarioSelection } from './scenarios.js';
+import { runPacedSuite, type PacedResult } from './paced-suite.js';
+import { renderReport, type BenchReport } from './report.js';
+import { JUDGED_SCENARIO, selectScenarios, type ScenarioSelection } from './scenarios.js';
 import { checkTargets } from './smoke.js';
-import { runStreamCell, type StreamCellResult } from './stream-suite.js';
 import { byKind, type Target } from './targets.js';
 
 const GATEWAY_BUILD = fileURLToPath(new URL('../src/cli/main.js', import.meta.url));
@@ -31,8 +31,6 @@ function progress(line: string): void {
 
 interface Started {
   targets: Target[];
-  /** The scenario comparisons as pairs of target ids. */
-  pairs: PairSpec[];
   /** Starts another process like the target's (same settings and data dir), for measurements that need a fresh one. */
   startFresh(target: Target): Promise<Target>;
 }
@@ -88,12 +86,9 @@ async function startTargets(
     progress(`started ${gateway.name} (pid ${gateway.pid}) at ${gateway.url}`);
     await extra?.check?.({ url: gateway.url, headers });
   }
-  const targetOf = (scenarioId: string) => `gateway:${scenarioId}`;
-  const pairs = selection.comparisons.map((c) => ({ id: c.id, subjectId: targetOf(c.subject), referenceId: targetOf(c.reference) }));
   progress(`started upstream (pid ${upstream.pid}) at ${upstream.url}, floor (pid ${floor.pid}) at ${floor.url}`);
   return {
     targets,
-    pairs,
     async startFresh(target) {
       const start = starters.get(target.id);
       if (!start) throw new Error(`no fresh copy of ${target.id} can be started`);
@@ -112,34 +107,26 @@ async function serveFor(driver: LoadDriver, target: Target, seconds: number): Pr
   await new Promise((resolve) => setTimeout(resolve, 1500));
 }
 
-async function runSuites(options: BenchOptions, driver: LoadDriver, started: Started): Promise<Pick<BenchReport, 'load' | 'streams' | 'rss'>> {
+async function runSuites(options: BenchOptions, driver: LoadDriver, started: Started): Promise<Pick<BenchReport, 'load' | 'paced' | 'rss'>> {
   const { profile, suites } = options;
   const { targets } = started;
-  if (suites.has('json') || suites.has('sse') || suites.has('streams')) await warmUpTargets(driver, targets, profile.jitWarmupSeconds, progress);
+  if (suites.has('json') || suites.has('sse') || suites.has('paced')) await warmUpTargets(driver, targets, profile.jitWarmupSeconds, progress);
   const load: LoadCellResult[] = [];
   for (const workload of ['json', 'sse'] as Workload[]) {
     if (!suites.has(workload)) continue;
-    for (const connections of profile.connections) load.push(await runLoadCell(driver, targets, started.pairs, workload, connections, profile, progress));
+    for (const connections of profile.connections) load.push(await runLoadCell(driver, targets, workload, connections, profile, progress));
   }
-  const streams: StreamCellResult[] = [];
-  if (suites.has('streams')) {
-    for (const { streams: count, waves } of profile.streamProbes) {
-      streams.push(await runStreamCell(targets, { streams: count, waves, chunks: profile.streamChunks, intervalMs: profile.streamIntervalMs }, profile, progress));
-    }
-  }
+  let paced: PacedResult | undefined;
+  if (suites.has('paced')) paced = await runPacedSuite(targets, profile, progress);
   const rss: RssEntry[] = [];
   if (suites.has('rss')) {
     // Freshly started processes carry the bar, so the result does not depend on which suites ran
-    // before; each first serves calls for a moment, as any gateway in use has (its usage write
-    // thread runs from the first record on: a gateway that never recorded one is not the one to
-    // measure). The gateway that ran the load suites (heap grown by them) is context.
-    // The bar's gateway is measured in several fresh processes (the bar takes their median): a
-    // served process's RSS varied by 10-30 MB with what V8 happened to compile during its calls
-    // (glibc kept the compiler's freed memory; mostly undici's WebAssembly parser optimized on a
-    // helper thread), see docs/benchmarks.md.
+    // before; each first serves calls for a moment, as any gateway in use has. The judged gateway
+    // is measured in several fresh processes (the bar takes their median: what V8 happens to
+    // compile while serving moves one process's RSS). The gateways that ran the load are context.
     const subjects: Array<{ target: Target; fresh: boolean }> = [];
     for (const target of [...byKind(started.targets, 'floor'), ...byKind(started.targets, 'gateway')]) {
-      const copies = target.scenarioId === FLOOR_BAR_SCENARIO ? profile.idleRssProcesses : 1;
+      const copies = target.scenarioId === JUDGED_SCENARIO ? profile.idleRssProcesses : 1;
       for (let copy = 0; copy < copies; copy++) {
         const fresh = await started.startFresh(target);
         progress(`idle streams: ${target.label} (fresh, pid ${fresh.pid}) serves calls for ${IDLE_RSS_WARMUP_SECONDS} s first`);
@@ -159,7 +146,7 @@ async function runSuites(options: BenchOptions, driver: LoadDriver, started: Sta
       rss.push({ targetId: target.id, fresh, ...result });
     }
   }
-  return { load, streams, rss };
+  return { load, paced, rss };
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -244,8 +231,7 @@ async function main(argv: string[]): Promise<number> {
       },
       targets: targets.map(({ id, label, kind, scenarioId }) => ({ id, label, kind, scenarioId })),
       ...results,
-      bars: judgeBars(gateways, results.load, results.streams, results.rss, selection.comparisons),
-      comparisons: compare(targets, selection.comparisons, results.load, results.streams, results.rss),
+      bars: judgeBars(gateways, results.load, results.paced, results.rss),
     };
     process.stdout.write(`\n${renderReport(report)}`);
     if (options.jsonOut) {

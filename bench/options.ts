@@ -1,14 +1,34 @@
 /** Command-line options of `npm run bench` and the two timing profiles (full and --quick). */
 import { parseArgs } from 'node:util';
 
-export const SUITES = ['json', 'sse', 'streams', 'rss'] as const;
+export const SUITES = ['json', 'sse', 'paced', 'rss'] as const;
 export type Suite = (typeof SUITES)[number];
+/** What runs without --only: SSE load has no bar (the paced suite covers streaming). */
+const DEFAULT_SUITES: readonly Suite[] = ['json', 'paced', 'rss'];
+
+export interface PacedProfile {
+  deltas: number;
+  intervalMs: number;
+  /** A trial passes when its p99 inter-delta gap is below this and no stream stalled. */
+  gapLimitMs: number;
+  /** A gap this long (or an incomplete stream) is a stall. */
+  stallGapMs: number;
+  startStreams: number;
+  maxStreams: number;
+  /** Bisections between the last passing and the first failing N. */
+  bisectSteps: number;
+  /** 2: a failing N is tried once more before it counts as a fail. */
+  tries: number;
+  /** The search stops here, whatever it has found. */
+  searchBudgetSeconds: number;
+  ttfbWarmup: number;
+  ttfbRounds: number;
+  ttfbPerRound: number;
+}
 
 export interface Profile {
   /** Measured rounds per load workload and target; the report shows their median. */
   rounds: number;
-  /** Measured rounds of the stream probes (fewer: they take longer per round and have no paired bars). */
-  streamRounds: number;
   /** Seconds per load run. */
   runSeconds: number;
   /** Seconds of unmeasured load per target before the first round of a workload. */
@@ -20,10 +40,7 @@ export interface Profile {
   jitWarmupSeconds: number;
   /** Connection counts for the JSON and SSE load. */
   connections: readonly number[];
-  /** Concurrent streams for the stream probe, and how many waves of them one round opens. */
-  streamProbes: ReadonlyArray<{ streams: number; waves: number }>;
-  streamChunks: number;
-  streamIntervalMs: number;
+  paced: PacedProfile;
   idleStreams: number;
   /** Fresh processes of the bar's gateway measured with idle streams (the bar takes their median). */
   idleRssProcesses: number;
@@ -31,17 +48,24 @@ export interface Profile {
 
 const FULL: Profile = {
   rounds: 5,
-  streamRounds: 3,
   runSeconds: 2,
   warmupSeconds: 1,
   jitWarmupSeconds: 2,
   connections: [1, 50],
-  streamProbes: [
-    { streams: 1, waves: 10 },
-    { streams: 100, waves: 3 },
-  ],
-  streamChunks: 20,
-  streamIntervalMs: 10,
+  paced: {
+    deltas: 64,
+    intervalMs: 20,
+    gapLimitMs: 40,
+    stallGapMs: 200,
+    startStreams: 4,
+    maxStreams: 1024,
+    bisectSteps: 3,
+    tries: 2,
+    searchBudgetSeconds: 240,
+    ttfbWarmup: 100,
+    ttfbRounds: 10,
+    ttfbPerRound: 200,
+  },
   idleStreams: 1000,
   idleRssProcesses: 3,
 };
@@ -49,14 +73,10 @@ const FULL: Profile = {
 const QUICK: Profile = {
   ...FULL,
   rounds: 1,
-  streamRounds: 1,
   runSeconds: 1,
   warmupSeconds: 0.5,
   jitWarmupSeconds: 1,
-  streamProbes: [
-    { streams: 1, waves: 3 },
-    { streams: 100, waves: 1 },
-  ],
+  paced: { ...FULL.paced, startStreams: 16, bisectSteps: 1, tries: 1, searchBudgetSeconds: 90, ttfbWarmup: 50, ttfbRounds: 3, ttfbPerRound: 100 },
   idleRssProcesses: 1,
 };
 
@@ -69,7 +89,7 @@ export interface BenchOptions {
   jsonOut: string | undefined;
   /** `auto` picks wrk when it is on PATH. */
   engine: Engine | 'auto';
-  /** Scenario ids to run (`baseline` is always added); undefined = every scenario enabled by default. */
+  /** Scenario ids to run (`keyed` is always added); undefined = every scenario enabled by default. */
   scenarioIds: string[] | undefined;
   /** Directory for the gateway's `--cpu-prof` output; undefined = no profiling. */
   cpuProfDir: string | undefined;
@@ -81,16 +101,15 @@ Starts a fixed-response upstream, a bare node:http pass-through (the floor) and 
 separate processes on 127.0.0.1, and measures them in alternating runs. See docs/benchmarks.md.
 
 Options:
-  --quick               one short round per measurement (smoke run, about 2 minutes)
+  --quick               one short round per measurement (smoke run, about 3 minutes)
   --only LIST           comma-separated subset of: ${SUITES.join(', ')}
+                        (default: ${DEFAULT_SUITES.join(', ')})
   --json FILE           also write machine-readable results to FILE
   --engine NAME         load generator: autocannon, wrk, or auto (wrk when on PATH; default)
-  --scenarios LIST      gateway scenarios to run (ids from bench/scenarios.ts: baseline,
-                        auth-on, recording-off, postgres; baseline is always added).
-                        Default: all four (postgres is skipped, with a note, when no
-                        PostgreSQL answers at $GATEHOUSE_BENCH_DATABASE_URL)
-  --rounds N            measured rounds per load workload and per stream probe
-                        (1-20; default 5 for load and 3 for streams, --quick 1)
+  --scenarios LIST      gateway scenarios to run (ids from bench/scenarios.ts: keyed,
+                        recording-off, open, postgres; keyed, which the bars judge, is
+                        always added). Default: keyed, recording-off
+  --rounds N            measured rounds per load workload (1-20; default 5, --quick 1)
   --seconds S           seconds per load run (0.5-30; default 2, --quick 1)
   --cpu-prof DIR        run the gateway with --cpu-prof, writing the profile into DIR
   -h, --help            show this help
@@ -124,7 +143,7 @@ export function parseOptions(argv: string[]): BenchOptions | 'help' {
   if (values.help) return 'help';
 
   const suites = new Set<Suite>();
-  for (const name of (values.only ?? SUITES.join(',')).split(',').map((s) => s.trim()).filter(Boolean)) {
+  for (const name of (values.only ?? DEFAULT_SUITES.join(',')).split(',').map((s) => s.trim()).filter(Boolean)) {
     if (!(SUITES as readonly string[]).includes(name)) throw new UsageError(`--only: unknown suite "${name}" (expected ${SUITES.join(', ')})`);
     suites.add(name as Suite);
   }
@@ -137,7 +156,6 @@ export function parseOptions(argv: string[]): BenchOptions | 'help' {
   const profile: Profile = {
     ...base,
     rounds: boundedNumber('--rounds', values.rounds, base.rounds, 1, 20, true),
-    streamRounds: boundedNumber('--rounds', values.rounds, base.streamRounds, 1, 20, true),
     runSeconds: boundedNumber('--seconds', values.seconds, base.runSeconds, 0.5, 30, false),
   };
 

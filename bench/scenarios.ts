@@ -1,20 +1,16 @@
 /**
  * Gateway scenarios: each one is a separately started gateway process with its own settings
- * (environment, see src/settings.ts) and the request headers its load carries. Every scenario
- * is measured in the same rounds as the upstream (direct) and the floor.
+ * (environment, see src/settings.ts) and the request headers its load carries, measured in the
+ * same rounds as the upstream (direct) and the floor.
  *
- * `baseline` is the product's default configuration (open mode: no API keys; usage recording
- * on; the SQLite store). The floor bars judge it. The other scenarios each change one thing,
- * and `comparisons` (below) says which two scenarios are measured against each other and in
- * which direction, so a feature's cost shows up as one number: the load suites run the two
- * gateways of a comparison back to back in every round and report the median of the per-round
- * ratios (see load-suite.ts and docs/benchmarks.md).
+ * `keyed` is what the bars judge: an API key required on every call and usage recording on
+ * (SQLite), as the public gateway harnesses publish gateways with their keys and logging on.
+ * The others change one thing, for context in the tables.
  *
- * Adding a scenario: append an entry below (and a comparison, if it has one). `prepare` runs
- * after the scenario's empty data dir exists and before its gateway starts; it may call the
- * `gatehouse` CLI against that data dir (e.g. to create an API key) and return headers or
- * settings to merge in, a `check` run once the gateway answers, and a `cleanup` run after every
- * gateway process has stopped.
+ * Adding a scenario: append an entry below. `prepare` runs after the scenario's empty data dir
+ * exists and before its gateway starts; it may call the `gatehouse` CLI against that data dir
+ * (e.g. to create an API key) and return headers or settings to merge in, a `check` run once the
+ * gateway answers, and a `cleanup` run after every gateway process has stopped.
  */
 import { randomInt } from 'node:crypto';
 import pg from 'pg';
@@ -54,69 +50,60 @@ export interface Scenario extends ScenarioSetup {
   prepare?: (ctx: ScenarioContext) => Promise<PreparedScenario>;
 }
 
-/**
- * Two scenarios measured against each other: `subject` ÷ `reference` for req/s and CPU per
- * request, `subject` − `reference` for latency. The subject is the one with the feature whose
- * cost is measured, so a throughput ratio below 1 is that feature's cost.
- */
-export interface ScenarioComparison {
-  /** `${subject}-vs-${reference}`; bar ids end with it. */
-  id: string;
-  subject: string;
-  reference: string;
-  /** What the numbers mean, for the report. */
-  what: string;
-}
-
 /** The database the `postgres` scenario uses (a fresh schema in it, dropped after the run). */
-const BENCH_DATABASE_URL_ENV = 'GATEHOUSE_BENCH_DATABASE_URL';
+export const BENCH_DATABASE_URL_ENV = 'GATEHOUSE_BENCH_DATABASE_URL';
 const DEFAULT_BENCH_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/test';
 const PG_CONNECT_TIMEOUT_MS = 3000;
 const PG_QUERY_TIMEOUT_MS = 15_000;
 
 const benchDatabaseUrl = () => process.env[BENCH_DATABASE_URL_ENV]?.trim() || DEFAULT_BENCH_DATABASE_URL;
 
-const scenarios: readonly Scenario[] = [
-  {
-    id: 'baseline',
-    title: 'default settings: open mode (no API keys), usage recording on, SQLite',
-    byDefault: true,
-    gatewayEnv: {},
-    requestHeaders: {},
-  },
-  {
-    // With a key in the store the gateway leaves open mode and checks every call, so the load sends it.
-    id: 'auth-on',
-    title: 'as baseline, plus one API key; every request sends it',
-    byDefault: true,
-    gatewayEnv: {},
-    requestHeaders: {},
-    async prepare({ runGatehouse }) {
-      const created = await runGatehouse(['keys', 'create', '--name', 'bench', '--quiet']);
-      const key = created.stdout.trim();
-      if (created.code !== 0 || key === '' || /\s/.test(key)) throw new Error(`gatehouse keys create failed (exit ${created.code}): ${created.stderr || created.stdout}`);
-      return {
-        requestHeaders: { authorization: `Bearer ${key}` },
-        // Without the key the gateway must refuse, or this scenario measures open mode again.
-        async check({ url }) {
-          const status = await postStatus(`${url}/v1/chat/completions`);
-          if (status !== 401) throw new Error(`auth-on: a request without the key answered ${status}, expected 401 (is the key in the ` +
-                `gateway's store?)`);
-        },
-      };
+/** Creates one API key in the scenario's data dir; every request then sends it, and a request without it must get 401. */
+async function requireKey({ runGatehouse }: ScenarioContext): Promise<PreparedScenario> {
+  const created = await runGatehouse(['keys', 'create', '--name', 'bench', '--quiet']);
+  const key = created.stdout.trim();
+  if (created.code !== 0 || key === '' || /\s/.test(key)) throw new Error(`gatehouse keys create failed (exit ${created.code}): ${created.stderr || created.stdout}`);
+  return {
+    requestHeaders: { authorization: `Bearer ${key}` },
+    // Without the key the gateway must refuse, or the scenario measures open mode.
+    async check({ url }) {
+      const status = await postStatus(`${url}/v1/chat/completions`);
+      if (status !== 401) throw new Error(`a request without the key answered ${status}, expected 401 (is the key in the gateway's store?)`);
     },
+  };
+}
+
+/** The scenario the bars judge. */
+export const JUDGED_SCENARIO = 'keyed';
+
+export const scenarios: readonly Scenario[] = [
+  {
+    id: JUDGED_SCENARIO,
+    title: 'one API key, sent with every request; usage recording on; SQLite',
+    byDefault: true,
+    gatewayEnv: {},
+    requestHeaders: {},
+    prepare: requireKey,
   },
   {
     id: 'recording-off',
-    title: 'as baseline, with GATEHOUSE_USAGE_RECORDING=false',
+    title: 'as keyed, with GATEHOUSE_USAGE_RECORDING=false',
     byDefault: true,
     gatewayEnv: { GATEHOUSE_USAGE_RECORDING: 'false' },
+    requestHeaders: {},
+    prepare: requireKey,
+  },
+  {
+    id: 'open',
+    title: 'as keyed, without API keys (open mode)',
+    byDefault: false,
+    gatewayEnv: {},
     requestHeaders: {},
   },
   {
     id: 'postgres',
-    title: `as baseline, with the PostgreSQL store (${BENCH_DATABASE_URL_ENV}, a fresh schema)`,
-    byDefault: true,
+    title: `as keyed, with the PostgreSQL store (${BENCH_DATABASE_URL_ENV}, a fresh schema)`,
+    byDefault: false,
     gatewayEnv: {},
     requestHeaders: {},
     async unavailable() {
@@ -128,13 +115,16 @@ const scenarios: readonly Scenario[] = [
         return `no PostgreSQL at ${describeUrl(url)} (${(error as Error).message}); set ${BENCH_DATABASE_URL_ENV}`;
       }
     },
-    async prepare() {
+    async prepare(ctx) {
+      const keyed = await requireKey(ctx);
       const url = benchDatabaseUrl();
       const schema = `bench_${Array.from({ length: 12 }, () => String.fromCharCode(97 + randomInt(26))).join('')}`;
       return {
+        ...keyed,
         gatewayEnv: { GATEHOUSE_DATABASE_URL: url, GATEHOUSE_DATABASE_SCHEMA: schema },
         // The gateway migrates at start: tables in the fresh schema prove it runs on PostgreSQL.
-        async check() {
+        async check(gateway) {
+          await keyed.check?.(gateway);
           const { rows } = await withPostgres(url, (client) =>
             client.query<{ n: string }>('SELECT count(*) AS n FROM information_schema.tables WHERE table_schema = $1', [schema]),
           );
@@ -146,24 +136,16 @@ const scenarios: readonly Scenario[] = [
   },
 ];
 
-const comparisons: readonly ScenarioComparison[] = [
-  { id: 'auth-on-vs-baseline', subject: 'auth-on', reference: 'baseline', what: 'cost of the API key check' },
-  { id: 'baseline-vs-recording-off', subject: 'baseline', reference: 'recording-off', what: 'cost of usage recording, which is on by default' },
-  { id: 'postgres-vs-baseline', subject: 'postgres', reference: 'baseline', what: 'PostgreSQL store instead of SQLite' },
-];
-
 export interface ScenarioSelection {
-  /** In run order; `baseline` first. */
+  /** In run order; `keyed` first. */
   scenarios: Scenario[];
   /** Default scenarios left out because they cannot run here. */
   skipped: Array<{ id: string; reason: string }>;
-  /** The comparisons whose two scenarios both run. */
-  comparisons: ScenarioComparison[];
 }
 
 /**
  * The scenarios to run: every default one (skipping unavailable ones), or the named ones.
- * `baseline` always runs (added when not named): the floor bars and every comparison need it.
+ * `keyed` always runs (added when not named): the bars judge it.
  */
 export async function selectScenarios(ids: readonly string[] | undefined): Promise<ScenarioSelection> {
   const skipped: ScenarioSelection['skipped'] = [];
@@ -177,7 +159,7 @@ export async function selectScenarios(ids: readonly string[] | undefined): Promi
     }
   } else {
     chosen = [];
-    for (const id of new Set(['baseline', ...ids])) {
+    for (const id of new Set([JUDGED_SCENARIO, ...ids])) {
       const scenario = scenarios.find((s) => s.id === id);
       if (!scenario) throw new Error(`unknown scenario "${id}" (known: ${scenarios.map((s) => s.id).join(', ')})`);
       const reason = await scenario.unavailable?.();
@@ -185,8 +167,7 @@ export async function selectScenarios(ids: readonly string[] | undefined): Promi
       chosen.push(scenario);
     }
   }
-  const running = new Set(chosen.map((s) => s.id));
-  return { scenarios: chosen, skipped, comparisons: comparisons.filter((c) => running.has(c.subject) && running.has(c.reference)) };
+  return { scenarios: chosen, skipped };
 }
 
 /** Host, port and database of a PostgreSQL URL, never its password. */

@@ -3,8 +3,9 @@
  *
  *   POST /v1/chat/completions        small chat-completion JSON, or with "stream":true a short
  *                                    SSE stream (5 events + [DONE]) written as separate chunks
- *   POST /v1/bench/timed-stream      ?chunks=N&interval_ms=M: SSE, one event every M ms, each
- *                                    carrying its send time (epoch ms, sub-ms precision)
+ *   POST /v1/bench/timed-stream      ?chunks=N&interval_ms=M&first_ms=F: SSE, N chat-completion
+ *                                    deltas, the first F ms after the headers (default M), then
+ *                                    one every M ms, the last with usage; then [DONE]
  *   POST /v1/bench/idle-stream       ?hold_ms=M: SSE headers and one event, then silence until
  *                                    the client leaves or M ms pass
  *
@@ -68,20 +69,31 @@ function chatCompletions(body: Buffer, res: ServerResponse): void {
   res.end();
 }
 
+const DELTA = chunkEvent({ content: ' tok' }, null);
+const LAST_DELTA = chunkEvent({}, 'stop', { prompt_tokens: 9, completion_tokens: 64, total_tokens: 73 });
+
 function timedStream(params: URLSearchParams, res: ServerResponse): void {
-  const chunks = intParam(params, 'chunks', 20, 1000);
+  const chunks = Math.max(1, intParam(params, 'chunks', 20, 1000));
   const intervalMs = intParam(params, 'interval_ms', 10, 1000);
+  const firstMs = intParam(params, 'first_ms', intervalMs, 1000);
   res.writeHead(200, SSE_HEADERS);
   res.flushHeaders();
   let sent = 0;
   const tick = () => {
     if (res.destroyed) return;
-    res.write(`data: {"i":${sent},"sent_at":${epochNow()}}\n\n`);
     sent++;
-    if (sent < chunks) timer = setTimeout(tick, intervalMs);
-    else res.end('data: [DONE]\n\n');
+    if (sent < chunks) {
+      res.write(DELTA);
+      timer = setTimeout(tick, intervalMs);
+    } else {
+      res.write(LAST_DELTA);
+      res.end('data: [DONE]\n\n');
+    }
   };
-  let timer = setTimeout(tick, intervalMs);
+  // With first_ms=0 the first delta leaves with the headers, so time to first byte has no timer in it.
+  let timer: NodeJS.Timeout | undefined;
+  if (firstMs === 0) tick();
+  else timer = setTimeout(tick, firstMs);
   res.once('close', () => clearTimeout(timer));
 }
 

@@ -1,12 +1,19 @@
 import pino, { type Logger } from 'pino';
-import { BatchedOutput } from './logging/batched-output.js';
+
+/** Log bytes allowed to wait while stdout does not take them (a stalled pipe); later lines are dropped. */
+const MAX_WAITING_BYTES = 8 * 1024 * 1024;
 
 /**
  * The process logger. Access-log lines name their fields explicitly and never include
  * headers; the redact list is a second fence for anything logged by accident.
+ *
+ * stdout is pino's asynchronous destination: lines that arrive while a write is in flight go
+ * out together in the next one, and pino writes what still waits synchronously at process exit.
+ * `tee` (the dashboard's log ring) gets every line stdout gets.
  */
 export function createLogger(level: string, destination?: pino.DestinationStream, tee?: pino.DestinationStream): Logger {
-  const out = destination ?? bufferedStdout();
+  const out = destination ?? pino.destination({ dest: 1, sync: false, maxLength: MAX_WAITING_BYTES });
+  const streams = tee ? pino.multistream([{ level: 'trace', stream: out }, { level: 'trace', stream: tee }]) : out;
   return pino(
     {
       level,
@@ -20,30 +27,6 @@ export function createLogger(level: string, destination?: pino.DestinationStream
         censor: '[REDACTED]',
       },
     },
-    // The tee (the dashboard's in-memory log) gets the same lines as stdout. Both take every
-    // level the logger emits, so a plain fan-out does what pino.multistream's per-stream level
-    // checks would, for less work on every access-log line.
-    tee && level !== 'silent' ? fanOut(out, tee) : out,
+    streams,
   );
-}
-
-type Flushable = pino.DestinationStream & { flush?: (callback?: (error?: Error) => void) => void };
-
-function fanOut(first: Flushable, second: pino.DestinationStream): Flushable {
-  return {
-    write(line: string) {
-      first.write(line);
-      second.write(line);
-    },
-    // logger.flush() at shutdown must still drain stdout's 4 KiB batch (the tee is in memory).
-    flush(callback) {
-      if (typeof first.flush === 'function') first.flush(callback);
-      else callback?.();
-    },
-  };
-}
-
-/** stdout in batches of bytes: one syscall per ~50 access lines, nothing left on the heap per line. */
-function bufferedStdout(): pino.DestinationStream {
-  return new BatchedOutput({ fd: 1 });
 }

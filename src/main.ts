@@ -86,15 +86,17 @@ function logLimitsMode(logger: Logger, settings: Readonly<Settings>): void {
   logger.info({ limits: 'replica' }, 'Limits: per-key rpm/tpm/concurrency limits are counted by each replica on its own (N replicas allow up to N times a limit); set GATEHOUSE_REDIS_URL to share them.');
 }
 
-/** Runs until SIGTERM/SIGINT, then drains in-flight work for the grace period and exits 0. */
+/**
+ * Runs until SIGTERM/SIGINT, then drains in-flight work for the grace period and exits 0. The
+ * logger's stdout destination writes the lines still waiting synchronously as the process exits.
+ */
 export async function serve(settings: Readonly<Settings>): Promise<void> {
   const gateway = await startGateway(settings);
   let stopping = false;
   const onSignal = (signal: NodeJS.Signals) => {
     if (stopping) {
       gateway.logger.warn({ signal }, 'second signal: exiting now');
-      exitAfterFlush(gateway.logger, 1);
-      return;
+      process.exit(1);
     }
     stopping = true;
     const inFlight = gateway.app.inFlight();
@@ -102,24 +104,14 @@ export async function serve(settings: Readonly<Settings>): Promise<void> {
     gateway.stop().then(
       ({ drained }) => {
         gateway.logger.info({ drained }, drained ? 'shutdown complete' : 'grace period over: remaining connections closed');
-        exitAfterFlush(gateway.logger, 0);
+        process.exit(0);
       },
       (error: unknown) => {
         gateway.logger.error({ err: error }, 'shutdown failed');
-        exitAfterFlush(gateway.logger, 1);
+        process.exit(1);
       },
     );
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
-}
-
-/** How long the last log lines may take to reach stdout before the process exits anyway (a stalled pipe). */
-const EXIT_FLUSH_MS = 2000;
-
-/** Exits once the log lines written so far are out: the logger writes stdout in batches. */
-function exitAfterFlush(logger: Logger, code: number): void {
-  process.exitCode = code;
-  setTimeout(() => process.exit(code), EXIT_FLUSH_MS);
-  logger.flush(() => process.exit(code));
 }

@@ -3,6 +3,7 @@
  * whether llama-swap took a saved config. See README.md in this folder for the design.
  */
 import { dirname, join } from 'node:path';
+import type { ConfigLoad, ConfigSaved, ConfigSchemaInfo, ConfigValidation } from '../admin-api/types.js';
 import { GatewayError } from '../http/errors.js';
 import {
   FileWriteError,
@@ -20,13 +21,13 @@ import {
   type WriteResult,
 } from './config-file.js';
 import { ReloadWatcher, type ProxyLogSource, type ReloadStatus, type ReloadWatcherOptions } from './reload-watcher.js';
-import { SchemaProvider, type SchemaLookup, type SchemaOrigin } from './schema-source.js';
+import { SchemaProvider, type SchemaLookup } from './schema-source.js';
 import type { ConfigIssue } from './validate.js';
 
 /**
  * The YAML and validation code (the `yaml` package, and Ajv through the schema) is loaded at the
- * first use of the editor, not at start: most gateways never open it, and it is ~10 MB of
- * resident memory that every process would otherwise carry (see docs/benchmarks.md, RSS).
+ * first use of the editor, not at start: most gateways never open it, and its resident
+ * memory would otherwise be carried by every process (docs/benchmarks.md, RSS).
  */
 let yamlTools: Promise<[typeof import('./validate.js'), typeof import('./format.js')]> | undefined;
 const loadYamlTools = () => (yamlTools ??= Promise.all([import('./validate.js'), import('./format.js')]));
@@ -56,62 +57,11 @@ export interface ConfigEditorOptions {
   cwd?: string;
 }
 
-export interface SchemaView {
-  available: boolean;
-  /** URL or path of the schema used (or wanted, when unavailable). */
-  source: string | null;
-  origin: SchemaOrigin;
-  fetchedAt: string | null;
-  fromCache: boolean;
-  warning: string | null;
-  /** Why there is no schema and how to provide one; null when available. */
-  reason: string | null;
-}
-
-export type LoadResult =
-  | { enabled: false; path: string | null; reason: string }
-  | {
-      enabled: true;
-      /** As configured; `realPath` is what is read and written (differs for a symlink). */
-      path: string;
-      realPath: string;
-      /** The file's exact contents (BOM as U+FEFF, CRLF kept). */
-      text: string;
-      /** Opaque; send it back with PUT. */
-      version: string;
-      size: number;
-      modifiedAt: string;
-      /** False when the file is not valid UTF-8: saving would replace the invalid bytes. */
-      lossless: boolean;
-      writable: boolean;
-      readOnlyReason: string | null;
-      warnings: string[];
-      schema: SchemaView & { document: Record<string, unknown> | null };
-    };
-
-export interface ValidateResult {
-  valid: boolean;
-  errors: ConfigIssue[];
-  warnings: ConfigIssue[];
-  schema: SchemaView;
-}
-
-export interface SaveResult {
-  saved: true;
-  /** False when the text equals the file: nothing was written and llama-swap does not reload. */
-  changed: boolean;
-  path: string;
-  realPath: string;
-  version: string;
-  size: number;
-  modifiedAt: string;
-  method: 'rename' | 'in-place' | 'unchanged';
-  warnings: ConfigIssue[];
-  /** Operator-facing notes: the reload restarts every model; an in-place fallback... */
-  notices: string[];
-  reload: ReloadStatus;
-  schema: SchemaView;
-}
+/** The editor's answers are the admin API's bodies (docs/admin-api.md, "Config editor"). */
+export type SchemaView = ConfigSchemaInfo;
+export type LoadResult = ConfigLoad;
+export type ValidateResult = ConfigValidation;
+export type SaveResult = ConfigSaved;
 
 export const RELOAD_NOTICE =
   'llama-swap reloads a changed config by stopping every running model (in-flight requests are cut); ' +

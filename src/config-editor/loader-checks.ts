@@ -1,5 +1,5 @@
 /**
- * Checks llama-swap's loader makes that its JSON schema cannot express (contract §6.4). A
+ * Checks llama-swap's loader makes that its JSON schema cannot express (docs/llama-swap.md, "Configuration"). A
  * config failing one of them is schema-valid, but llama-swap refuses it on reload and keeps
  * the old one, so the editor shows them as warnings before saving. Each finding names a JSON
  * pointer; `validate.ts` turns it into a line and column.
@@ -115,7 +115,7 @@ export function loaderChecks(config: unknown): LoaderFinding[] {
       bareCount.set(m, (bareCount.get(m) ?? 0) + 1);
     }
   }
-  // A bare peer model ID resolves when exactly one peer lists it (contract §1.1).
+  // A bare peer model ID resolves when exactly one peer lists it.
   for (const [m, n] of bareCount) if (n === 1) peerModels.add(m);
 
   // Groups: legacy top-level, and routing.router.settings.groups.

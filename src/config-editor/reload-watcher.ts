@@ -1,6 +1,6 @@
 /**
  * Did llama-swap take the saved config? llama-swap has no API for that: a reload shows up only
- * in its proxy log (contract §7): `reloading configuration`, then `configuration reloaded` or
+ * in its proxy log (docs/llama-swap.md, "Reload"): `reloading configuration`, then `configuration reloaded` or
  * `failed to reload config: <err>` / `failed to build new server during reload`.
  *
  * A watcher subscribes to `/logs/stream/proxy` (without history) *before* the file is written,
@@ -9,18 +9,10 @@
  * written; the watcher then reconnects with history and finds its place again by the last text
  * it had seen (falling back to the last `reloading configuration` line in the history).
  */
+import type { ReloadState, ReloadStatus } from '../admin-api/types.js';
 import { describeError } from './config-file.js';
 
-export type ReloadState = 'pending' | 'reloaded' | 'failed' | 'unknown';
-
-export interface ReloadStatus {
-  state: ReloadState;
-  message: string;
-  /** When the save this status is about was written; null when there was none. */
-  savedAt: string | null;
-  /** When the state stopped being `pending`. */
-  settledAt: string | null;
-}
+export type { ReloadState, ReloadStatus };
 
 export interface ProxyLogStream extends AsyncIterable<string> {
   close(): void;

@@ -69,7 +69,7 @@ const CACHE_FILE = 'config-schema.json';
 const CACHE_META = 'config-schema.meta.json';
 
 /**
- * Compiles llama-swap's schema per contract §6.2: `validateSchema: false` (its `$schema` is the
+ * Compiles llama-swap's schema (docs/llama-swap.md, "Configuration"): `validateSchema: false` (its `$schema` is the
  * https draft-07 id Ajv does not register), `uri` accepted as-is (`${PORT}` is not URI-legal),
  * `strict: false` (strictRequired throws on the groups/matrix if-then). Never `useDefaults`.
  */

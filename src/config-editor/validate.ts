@@ -4,6 +4,7 @@
  * carries the line and column it points at, found through the YAML document's node ranges.
  */
 import type { ErrorObject, ValidateFunction } from 'ajv';
+import type { ConfigIssue } from '../admin-api/types.js';
 import {
   isAlias,
   isMap,
@@ -17,27 +18,7 @@ import {
 } from 'yaml';
 import { loaderChecks } from './loader-checks.js';
 
-/**
- * `yaml`: syntax; `schema`: llama-swap's JSON schema; `loader`: a check llama-swap's loader
- * makes beyond the schema (warning); `placeholder`: a schema type error on a `${...}` value
- * llama-swap substitutes first (warning); `schema_unavailable`: no schema to check against.
- */
-export type IssueKind = 'yaml' | 'schema' | 'loader' | 'placeholder' | 'schema_unavailable';
-
-export interface ConfigIssue {
-  kind: IssueKind;
-  message: string;
-  /** JSON pointer into the config (`""` for the document or a YAML syntax error). */
-  path: string;
-  /** 1-based; null when the issue has no place in the text. */
-  line: number | null;
-  column: number | null;
-  endLine: number | null;
-  endColumn: number | null;
-  /** Offsets in the text (UTF-16 code units, as JavaScript strings and CodeMirror count). */
-  from: number | null;
-  to: number | null;
-}
+export type { ConfigIssue };
 
 export interface ParsedConfig {
   doc: Document.Parsed;
@@ -91,7 +72,7 @@ export function validateConfigText(text: string, schema: ValidateFunction | unde
       const pointer = errorPointer(error);
       const issue: ConfigIssue = { kind: 'schema', message: schemaMessage(error), path: pointer.path, ...locate(pointer.path, pointer.at) };
       // llama-swap substitutes `${env.X}` and macros before decoding, so `ttl: ${my_ttl}` is
-      // valid for it though the raw text fails `type: integer` (contract §6.3).
+      // valid for it though the raw text fails `type: integer`.
       const data = error.keyword === 'type' ? valueAt(parsed.value, error.instancePath) : undefined;
       if (isPlaceholderValue(data)) {
         warnings.push({ ...issue, kind: 'placeholder', message: `${issue.message}; not checked here: llama-swap replaces ${String(data)} before it reads the value.` });

@@ -103,7 +103,7 @@ export function registerRoutes(app: FastifyInstance, deps: AppDeps): RouteTable 
   const trust = createProxyTrust(deps.settings.trustedProxies);
   const v1Chain = createProxyRoute({
     steps: [
-      clientAuth(deps.keys),
+      clientAuth(deps.keys, deps.now),
       usage.limitStep,
       readModel({ bodyLimitBytes: deps.settings.bodyLimitBytes, bodyTimeoutMs: deps.settings.bodyTimeoutMs, spoolDir: join(deps.settings.dataDir, 'spool') }),
       ...(usage.captureStep ? [usage.captureStep] : []),

@@ -1,15 +1,8 @@
 /**
- * The last N lines of Gatehouse's own log, in memory, with live subscribers. Fed as a second
- * pino destination so the dashboard's Logs page can show the access log without a file.
- *
- * A plain object with `write()`, not a `Writable`: it gets one call per log line (one per
- * request with the access log), and the stream machinery around each call (buffering state,
- * a callback on the next tick) cost more than the copy itself.
- *
- * The lines are kept as UTF-8 bytes in one ring buffer, not as strings: under load the ring
- * turns over in well under a second, but a kept string still outlives the young generation's
- * collections, so each access line was copied, promoted and then marked by the old generation.
- * Bytes cost one copy; `history()` (a dashboard opening its Logs page) decodes them.
+ * The last N lines of Gatehouse's own log, in memory, with live subscribers: the second stream
+ * of the logger's `pino.multistream`, so the dashboard's Logs page shows the access log
+ * without a file. Lines are kept as UTF-8 bytes in one ring, so a busy gateway's turnover
+ * leaves no long-lived strings for the garbage collector; `history()` decodes them.
  */
 export interface LineBufferOptions {
   /** Lines kept (default 1000). */

@@ -1,4 +1,4 @@
-/** Chat web UIs: Open WebUI and LibreChat (clients.md §7), both usually run in Docker. */
+/** Chat web UIs: Open WebUI and LibreChat, both usually run in Docker. */
 import { defineSnippet } from './define.js';
 import { KEY_ENV_VAR, optionalKey, requiredKey } from './keys.js';
 import { lines, shWord, str } from './quoting.js';

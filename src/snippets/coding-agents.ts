@@ -1,4 +1,4 @@
-/** Coding agents: Claude Code, OpenCode, Aider, Codex CLI (clients.md §5). */
+/** Coding agents: Claude Code, OpenCode, Aider, Codex CLI. */
 import { defineSnippet } from './define.js';
 import { KEY_ENV_VAR, optionalKey, requiredKey } from './keys.js';
 import { lines, shDouble, shSingleBody, shWord, str } from './quoting.js';

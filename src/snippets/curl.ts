@@ -1,4 +1,4 @@
-/** curl against the OpenAI and Anthropic wire formats (clients.md §1). */
+/** curl against the OpenAI and Anthropic wire formats. */
 import { defineSnippet } from './define.js';
 import { optionalKey } from './keys.js';
 import { lines, shDouble, shSingleBody, str } from './quoting.js';
@@ -15,7 +15,7 @@ function bearerHeader(ctx: SnippetContext): string | undefined {
   return key === undefined ? undefined : `  -H ${shDouble(`Authorization: Bearer ${key}`)} \\`;
 }
 
-/** The `-d '…'` body: the JSON text between single quotes, as clients.md writes it. */
+/** The `-d '…'` body: the JSON text between single quotes. */
 function body(json: string): string {
   return `  -d '${shSingleBody(json)}'`;
 }

@@ -1,4 +1,4 @@
-/** Editor assistants: Continue and Zed (clients.md §6). */
+/** Editor assistants: Continue and Zed. */
 import { defineSnippet } from './define.js';
 import { KEY_ENV_VAR, optionalKey, requiredKey } from './keys.js';
 import { lines, shDouble, yamlScalar } from './quoting.js';

@@ -1,5 +1,5 @@
 /**
- * Home Assistant (clients.md §4). Core "OpenAI Conversation" has no base-URL field by design,
+ * Home Assistant. Core "OpenAI Conversation" has no base-URL field by design,
  * so both snippets are HACS custom integrations; the text lists the fields to fill in.
  */
 import { defineSnippet } from './define.js';

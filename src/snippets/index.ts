@@ -1,7 +1,7 @@
 /**
  * Client snippets for the dashboard's Endpoints page: the single source of truth for what a user
- * pastes into curl, an SDK, Home Assistant, a coding agent, an editor or a chat UI. The facts
- * come from docs/clients.md (shared); test/snippets runs or parses every snippet against a real
+ * pastes into curl, an SDK, Home Assistant, a coding agent, an editor or a chat UI. Each fact
+ * comes from the client's own documentation; test/snippets runs or parses every snippet against a real
  * gateway. Browser-safe: no Node built-ins.
  */
 import { CHAT_UI_SNIPPETS } from './chat-uis.js';

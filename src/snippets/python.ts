@@ -1,4 +1,4 @@
-/** The official Python SDKs (clients.md §2). */
+/** The official Python SDKs. */
 import { defineSnippet } from './define.js';
 import { requiredKey } from './keys.js';
 import { lines, str } from './quoting.js';

@@ -1,5 +1,5 @@
 /**
- * The official TypeScript SDKs and the Vercel AI SDK (clients.md §3). The text is valid
+ * The official TypeScript SDKs and the Vercel AI SDK. The text is valid
  * JavaScript as well (no type annotations), so it runs as an `.mjs` file too.
  */
 import { defineSnippet } from './define.js';

@@ -1,5 +1,5 @@
 /**
- * The two base URLs. Mixing them up is the most common client mistake (clients.md §8.9):
+ * The two base URLs. Mixing them up is the most common client mistake:
  * OpenAI-style clients append `/chat/completions` to a base that must end in `/v1`, while the
  * Anthropic SDKs and Claude Code append `/v1/messages` themselves, so `/v1` there gives
  * `/v1/v1/messages` and a 404.

@@ -5,7 +5,7 @@
  */
 import { sql, type Insertable, type Kysely, type Selectable, type Updateable } from 'kysely';
 import type { AdminSessionsTable, ApiKeysTable, Database } from './schema.js';
-import { createUsageStore, type AppendBatch, type WriteBatch } from './usage-queries.js';
+import { createUsageStore, type AppendUsage } from './usage-queries.js';
 import {
   AmbiguousKeyReferenceError,
   type AdminSessionRecord,
@@ -27,10 +27,8 @@ export interface DialectHooks {
    */
   writeKeys<T>(db: Kysely<Database>, write: (db: Kysely<Database>) => Promise<T>): Promise<T>;
   watchKeys(onChange: () => void): () => void;
-  /** Writes an encoded batch of usage records and its rollups (the usage write thread). */
-  appendBatch: AppendBatch;
-  /** Runs other usage writes (the retention prune) in one transaction. */
-  writeBatch: WriteBatch;
+  /** Writes a batch of usage records and its rollups in one transaction. */
+  appendUsage: AppendUsage;
   /** Stops watchers; the shared code destroys the Kysely instance afterwards. */
   stop(): Promise<void>;
 }
@@ -185,7 +183,7 @@ export function createKyselyStore(db: Kysely<Database>, hooks: DialectHooks): St
     keys,
     meta,
     sessions,
-    usage: createUsageStore(db, { appendBatch: hooks.appendBatch, writeBatch: hooks.writeBatch }),
+    usage: createUsageStore(db, hooks.appendUsage),
     watchKeys: (onChange) => hooks.watchKeys(onChange),
     close() {
       closing ??= (async () => {

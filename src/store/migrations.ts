@@ -83,9 +83,8 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
    * The request log keyed by (at, id): the primary key is now the time-ordered index that pages
    * and prunes use, instead of a key on `id` plus a separate (at, id) index, and the key filter's
    * index skips calls made without a key (open mode writes no entry in it). One index fewer to
-   * maintain per recorded call, two in open mode: PostgreSQL server CPU per inserted row
-   * 12.2 -> 9.5 µs, SQLite 5.6 -> 4.2 µs (docs/benchmarks.md). A call is still found by its id:
-   * ids begin with the call's time (usage-id.ts), which gives the `at` to look in.
+   * maintain per recorded call, two in open mode. A call is still found by its id: ids begin
+   * with the call's time (usage-id.ts), which gives the `at` to look in.
    */
   '0004_usage_requests_keyed_by_time': {
     async up(db: Kysely<unknown>): Promise<void> {

@@ -4,12 +4,14 @@
  * starting together migrate once, and LISTEN/NOTIFY so every replica hears key changes.
  */
 import { createHash, randomUUID } from 'node:crypto';
+import { finished } from 'node:stream/promises';
 import { Kysely, PostgresDialect, sql } from 'kysely';
 import pg from 'pg';
+import { from as copyFrom } from 'pg-copy-streams';
 import { ChangeListeners, createKyselyStore } from './kysely-store.js';
 import { migrateToLatest } from './migrations.js';
-import { compileUsageSql } from './usage-queries.js';
-import { UsageWriteThread, usageWriterApplicationName } from './usage-write-thread.js';
+import { compileUsageSql, type AppendUsage } from './usage-queries.js';
+import { COPY_REQUESTS_SQL, copyRows, ROLLUP_TABLES, rollupRows, type CellValue } from './usage-rows.js';
 import type { Database } from './schema.js';
 import { describePostgresUrl, type Store } from './store.js';
 
@@ -37,6 +39,8 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
   const pool = new pg.Pool({
     connectionString: options.url,
     max: options.poolSize ?? 10,
+    // How this store's connections show in pg_stat_activity.
+    application_name: storeApplicationName(schema),
     // Unqualified table names resolve to the store's schema, in queries and migrations alike.
     options: `-c search_path=${schema}`,
   });
@@ -53,9 +57,6 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
   }
 
   const watcher = notificationWatcher(options.url, channel, instanceId, options.resyncIntervalMs ?? 5000);
-  // Usage batches are decoded, encoded for the driver and sent from their own thread and
-  // connection, so none of that work lands on the proxy's event loop.
-  const usageWriter = new UsageWriteThread({ target: { kind: 'postgres', url: options.url, schema, applicationName: usageWriterApplicationName(schema) }, sql: compileUsageSql(db, 'copy') });
   return createKyselyStore(db, {
     kind: 'postgres',
     migrationsApplied,
@@ -66,19 +67,62 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
         await sql`select pg_notify(${channel}, ${instanceId})`.execute(trx);
         return result;
       }),
-    appendBatch: (batch) => usageWriter.append(batch),
-    writeBatch: (queries) =>
-      db.transaction().execute(async (trx) => {
-        const counts: number[] = [];
-        for (const query of queries) counts.push(Number((await trx.executeQuery(query)).numAffectedRows ?? 0));
-        return counts;
-      }),
+    appendUsage: usageAppender(pool, db),
     watchKeys: watcher.watchKeys,
-    async stop() {
-      await watcher.stop();
-      await usageWriter.close();
-    },
+    stop: () => watcher.stop(),
   });
+}
+
+/** The `application_name` of a store's pooled connections, so an operator can tell them apart. */
+export function storeApplicationName(schema: string): string {
+  return `gatehouse (${schema})`;
+}
+
+/**
+ * A usage batch in one transaction on a pooled connection: the request rows as one COPY (the
+ * bulk path PostgreSQL parses fastest, and no parameter limit), then one upsert per rollup row.
+ * The upserts are named prepared statements, so each connection plans them once.
+ */
+function usageAppender(pool: pg.Pool, db: Kysely<Database>): AppendUsage {
+  const texts = compileUsageSql(db);
+  const upserts = ROLLUP_TABLES.map(([table, bucketMs]) => ({ name: `gatehouse_${table}_upsert`, text: texts.upsert[table], bucketMs }));
+  return async (records) => {
+    const client = await pool.connect();
+    let broken: Error | undefined;
+    // A connection lost while checked out emits 'error' besides failing its query: heard here,
+    // it must not become an uncaught exception.
+    const lost = (error: Error): void => {
+      broken = error;
+    };
+    client.on('error', lost);
+    try {
+      await client.query('begin');
+      const copy = client.query(copyFrom(COPY_REQUESTS_SQL));
+      copy.end(copyRows(records));
+      await finished(copy);
+      for (const { name, text, bucketMs } of upserts) {
+        for (const row of rollupRows(records, bucketMs)) await client.query({ name, text, values: row.map(withoutNul) });
+      }
+      await client.query('commit');
+    } catch (error) {
+      await client.query('rollback').catch((rollbackError: unknown) => {
+        broken = rollbackError as Error;
+      });
+      throw error;
+    } finally {
+      client.off('error', lost);
+      // A connection lost or unable to roll back is dropped from the pool, not handed out again.
+      client.release(broken);
+    }
+  };
+}
+
+/**
+ * PostgreSQL text cannot hold NUL (a client can put one in, say, a model name): it becomes
+ * U+FFFD, as in the COPY rows, so one odd call cannot get its whole batch refused.
+ */
+function withoutNul(value: CellValue): CellValue {
+  return typeof value === 'string' && value.includes('\0') ? value.replaceAll('\0', '\uFFFD') : value;
 }
 
 /**

@@ -12,10 +12,10 @@ import BetterSqlite3 from 'better-sqlite3';
 import { Kysely, SqliteDialect } from 'kysely';
 import { ChangeListeners, createKyselyStore } from './kysely-store.js';
 import { migrateToLatest } from './migrations.js';
-import { compileUsageSql } from './usage-queries.js';
-import { UsageWriteThread } from './usage-write-thread.js';
+import { compileUsageSql, type AppendUsage } from './usage-queries.js';
+import { requestValues, ROLLUP_TABLES, rollupRows } from './usage-rows.js';
 import type { Database } from './schema.js';
-import type { Store } from './store.js';
+import type { Store, UsageRecord } from './store.js';
 
 export const SQLITE_FILE_NAME = 'gatehouse.db';
 
@@ -62,29 +62,39 @@ async function openNow(file: string, options: SqliteStoreOptions): Promise<Store
     raw.pragma('journal_mode = WAL');
     raw.pragma('synchronous = NORMAL');
     raw.pragma('foreign_keys = ON');
+    // Statement journals (upserts keep one) in memory, not a temp file created per statement.
+    raw.pragma('temp_store = MEMORY');
     migrationsApplied = await migrateExclusively(raw, db);
   } catch (error) {
     await db.destroy();
     throw error;
   }
 
-  const busyTimeoutMs = Math.max(0, Math.floor(options.busyTimeoutMs ?? 5000));
-  // Usage writes run on their own thread and connection: the driver is synchronous, and a
-  // batch with its index updates takes milliseconds that would stall every request and stream.
-  const writer = new UsageWriteThread({ target: { kind: 'sqlite', file, busyTimeoutMs }, sql: compileUsageSql(db, 'values') });
   const watcher = dataVersionWatcher(raw, options.pollIntervalMs ?? 250);
   return createKyselyStore(db, {
     kind: 'sqlite',
     migrationsApplied,
     writeKeys: (conn, write) => write(conn),
-    appendBatch: (batch) => writer.append(batch),
-    writeBatch: (queries) => writer.run(queries),
+    appendUsage: usageAppender(raw, db),
     watchKeys: watcher.watchKeys,
-    async stop() {
-      await watcher.stop();
-      await writer.close();
-    },
+    stop: () => watcher.stop(),
   });
+}
+
+/**
+ * A usage batch in one transaction of prepared one-row statements on the store's connection,
+ * taken through Kysely so it never lands inside a Kysely transaction in progress. The driver is
+ * synchronous: the usage writer keeps batches small so one write is a short pause of the loop.
+ */
+function usageAppender(raw: BetterSqlite3.Database, db: Kysely<Database>): AppendUsage {
+  const texts = compileUsageSql(db);
+  const insert = raw.prepare<unknown[]>(texts.insertRequest);
+  const upserts = ROLLUP_TABLES.map(([table, bucketMs]) => [raw.prepare<unknown[]>(texts.upsert[table]), bucketMs] as const);
+  const write = raw.transaction((records: readonly UsageRecord[]) => {
+    for (const record of records) insert.run(requestValues(record));
+    for (const [upsert, bucketMs] of upserts) for (const row of rollupRows(records, bucketMs)) upsert.run(row);
+  });
+  return (records) => db.connection().execute(async () => write(records));
 }
 
 /**

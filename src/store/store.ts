@@ -7,7 +7,6 @@
  * the open, so a fresh data directory or an empty database just works.
  */
 import type { Settings } from '../settings.js';
-import type { RecordSegment } from './usage-record-codec.js';
 
 /** Per-key limits; `null` means "no limit of this kind". */
 export interface KeyLimits {
@@ -255,12 +254,6 @@ export interface UsageStore {
    * summed in SQL (`count = count + excluded.count`), so replicas sharing a database add up.
    */
   append(records: readonly UsageRecord[]): Promise<void>;
-  /**
-   * The same for records already encoded (usage-record-codec.ts): the usage writer's path. The
-   * batch is copied, decoded and written on the usage write thread; the caller keeps it (to
-   * retry after a failure).
-   */
-  appendBatch(batch: RecordSegment): Promise<void>;
   /** Newest first (by `at`, then `id`), filtered; at most `limit` rows. */
   list(query: UsageListQuery): Promise<UsageListRow[]>;
   /** One row with its captured bodies. */

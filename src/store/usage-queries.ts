@@ -6,96 +6,61 @@
  * stream. Each batch written also adds its calls to per-minute and per-hour sums (with a fixed
  * latency histogram), and summaries read those: at most a few thousand small rows.
  *
- * Why the writes are not built here: a batch is hundreds of rows, every half second under load.
- * Laying them out on the proxy's thread allocated enough at once to trigger back-to-back
- * young-generation collections, which promoted every request in flight (measured as most of
- * recording's cost, docs/benchmarks.md). So `append` hands the encoded batch
- * (usage-record-codec.ts) to the dialect's `appendBatch` (the usage write thread, which decodes
- * it and builds the statements with usage-rows.ts), and this file only compiles their SQL
- * texts, once: one per chunk size (powers of two), with Kysely.
+ * Writing a batch is the dialect's (`AppendUsage`: prepared statements on SQLite, COPY on
+ * PostgreSQL); this file compiles the SQL texts it runs, once, from the column table.
  */
-import { CompiledQuery, sql, type Kysely, type RawBuilder, type Selectable } from 'kysely';
-import type { Database, UsageRequestsTable } from './schema.js';
-import type { TokensSource, UsageBucket, UsageListRow, UsageRecord, UsageStore } from './store.js';
+import { sql, type Kysely, type RawBuilder } from 'kysely';
+import type { Database } from './schema.js';
+import type { UsageBucket, UsageListRow, UsageRecord, UsageStore } from './store.js';
 import { usageIdTime } from './usage-id.js';
-import { RecordSegment } from './usage-record-codec.js';
-import {
-  allChunkSizes,
-  emptyRollupRow,
-  INSERT_CHUNK,
-  LATENCY_COLUMNS,
-  requestRow,
-  ROLLUP_CHUNK,
-  SUM_COLUMNS,
-  COPY_REQUESTS_SQL,
-  type RollupRow,
-  type RollupTable,
-  type UsageSqlTexts,
-} from './usage-rows.js';
+import { BODY_COLUMNS, LATENCY_COLUMNS, recordFromRow, REQUEST_COLUMNS, ROLLUP_COLUMNS, SUM_COLUMNS, type RollupTable } from './usage-rows.js';
 
-/** Runs write statements in one transaction; resolves with each one's affected row count. */
-export type WriteBatch = (queries: readonly CompiledQuery[]) => Promise<number[]>;
-/** Writes one encoded batch of records and its rollups in one transaction. */
-export type AppendBatch = (batch: RecordSegment) => Promise<void>;
+/** Writes records and adds them to both rollups, in one transaction. */
+export type AppendUsage = (records: readonly UsageRecord[]) => Promise<void>;
 
 /** The rollup tables seen with their column names as plain strings (32 generated columns). */
-type LooseRollups = Kysely<Record<RollupTable, RollupRow>>;
+type LooseRollups = Kysely<Record<RollupTable, Record<string, string | number | null>>>;
 
-/**
- * How a batch of request rows is inserted. `values`: multi-row INSERTs of up to 256 rows
- * (portable; SQLite). `copy`: PostgreSQL's COPY FROM STDIN, one per batch (usage-rows.ts).
- */
-export type RequestInsert = 'values' | 'copy';
+/** The SQL texts of a batch write, with the dialect's placeholders; parameters in column-table order. */
+export interface UsageWriteSql {
+  /** One request row (`REQUEST_COLUMNS`). */
+  insertRequest: string;
+  /** One rollup row (`ROLLUP_COLUMNS`), added to what the table holds for its key. */
+  upsert: Record<RollupTable, string>;
+}
 
-/** Every SQL text a usage batch can need, compiled by Kysely for `db`'s dialect. */
-export function compileUsageSql(db: Kysely<Database>, requestInsert: RequestInsert): UsageSqlTexts {
+/** Compiles the batch write's statements for `db`'s dialect. */
+export function compileUsageSql(db: Kysely<Database>): UsageWriteSql {
   const rollups = db as unknown as LooseRollups;
-  const sample: UsageRecord = {
-    id: '', at: 0, requestId: '', keyId: null, keyName: null, model: null, method: '', endpoint: '', status: 0, streamed: false,
-    inputTokens: null, outputTokens: null, cachedTokens: null, tokensSource: null, ttfbMs: null, ttftMs: null, durationMs: 0,
-    bytesIn: 0, bytesOut: 0, clientAborted: false, errorClass: null, requestBody: null, responseBody: null,
-  };
-  const bySize = (max: number, compile: (size: number) => string): Record<number, string> =>
-    Object.fromEntries(allChunkSizes(max).map((size) => [size, compile(size)]));
-  const upsert = (table: RollupTable) =>
-    bySize(ROLLUP_CHUNK, (size) =>
-      rollups
-        .insertInto(table)
-        .values(Array.from({ length: size }, () => emptyRollupRow(0, '', null, '')))
-        .onConflict((oc) => oc.columns(['bucket', 'key_id', 'model']).doUpdateSet(addExcluded(table)))
-        .compile().sql,
-    );
+  // Placeholder values: only the SQL text is kept, with one parameter per column in table order.
+  const sample = Object.fromEntries(REQUEST_COLUMNS.map(({ name }) => [name, null]));
+  const rollupSample = Object.fromEntries(ROLLUP_COLUMNS.map((name) => [name, null]));
+  const upsert = (table: RollupTable): string =>
+    rollups
+      .insertInto(table)
+      .values(rollupSample)
+      .onConflict((oc) => oc.columns(['bucket', 'key_id', 'model']).doUpdateSet(addExcluded(table)))
+      .compile().sql;
   return {
-    requests:
-      requestInsert === 'copy'
-        ? { kind: 'copy', sql: COPY_REQUESTS_SQL }
-        : { kind: 'values', bySize: bySize(INSERT_CHUNK, (size) => db.insertInto('usage_requests').values(Array.from({ length: size }, () => requestRow(sample)) as never).compile().sql) },
-    minutes: upsert('usage_minutes'),
-    hours: upsert('usage_hours'),
+    insertRequest: db.insertInto('usage_requests').values(sample as never).compile().sql,
+    upsert: { usage_minutes: upsert('usage_minutes'), usage_hours: upsert('usage_hours') },
   };
 }
 
-export function createUsageStore(db: Kysely<Database>, writes: { appendBatch: AppendBatch; writeBatch: WriteBatch }): UsageStore {
+/** The columns `list` reads: all but the captured bodies. */
+const LIST_COLUMNS = REQUEST_COLUMNS.map(({ name }) => name).filter((name) => !BODY_COLUMNS.includes(name));
+
+export function createUsageStore(db: Kysely<Database>, appendUsage: AppendUsage): UsageStore {
   const rollups = db as unknown as LooseRollups;
-  const { writeBatch } = writes;
 
   return {
     append(records) {
-      if (records.length === 0) return Promise.resolve();
-      const batch = new RecordSegment();
-      for (const record of records) batch.append(record);
-      return writes.appendBatch(batch);
-    },
-
-    appendBatch(batch) {
-      return batch.count === 0 ? Promise.resolve() : writes.appendBatch(batch);
+      return records.length === 0 ? Promise.resolve() : appendUsage(records);
     },
 
     async list(query) {
       let q = db.selectFrom('usage_requests').select([
-        'id', 'at', 'request_id', 'key_id', 'key_name', 'model', 'method', 'endpoint', 'status', 'streamed',
-        'input_tokens', 'output_tokens', 'cached_tokens', 'tokens_source', 'ttfb_ms', 'ttft_ms', 'duration_ms',
-        'bytes_in', 'bytes_out', 'client_aborted', 'error_class',
+        ...LIST_COLUMNS,
         sql<number>`case when request_body is null and response_body is null then 0 else 1 end`.as('captured'),
       ]);
       if (query.keyId !== undefined) q = q.where('key_id', '=', query.keyId);
@@ -109,7 +74,7 @@ export function createUsageStore(db: Kysely<Database>, writes: { appendBatch: Ap
       }
       const rows = await q.orderBy('at', 'desc').orderBy('id', 'desc').limit(query.limit).execute();
       return rows.map((row): UsageListRow => {
-        const { requestBody: _request, responseBody: _response, ...rest } = fromRow({ ...row, request_body: null, response_body: null });
+        const { requestBody: _request, responseBody: _response, ...rest } = recordFromRow(row);
         return { ...rest, captured: Number(row.captured) === 1 };
       });
     },
@@ -119,7 +84,7 @@ export function createUsageStore(db: Kysely<Database>, writes: { appendBatch: Ap
       const at = usageIdTime(id);
       if (at === undefined) return undefined;
       const row = await db.selectFrom('usage_requests').selectAll().where('at', '=', at).where('id', '=', id).executeTakeFirst();
-      return row && fromRow(row);
+      return row && recordFromRow(row);
     },
 
     async rollup(query) {
@@ -159,19 +124,19 @@ export function createUsageStore(db: Kysely<Database>, writes: { appendBatch: Ap
     },
 
     async prune(cutoffs, limit) {
-      const counts = await writeBatch([
+      const deleted = await db.transaction().execute(async (trx) => [
         // A subquery with LIMIT keeps each delete small on both engines (no DELETE ... LIMIT in PG).
-        db
+        await trx
           .deleteFrom('usage_requests')
           .where(({ eb, refTuple, selectFrom }) =>
             eb(refTuple('at', 'id'), 'in', selectFrom('usage_requests').select(['at', 'id']).where('at', '<', cutoffs.requestsBefore).orderBy('at').limit(limit).$asTuple('at', 'id')),
           )
-          .compile(),
+          .executeTakeFirst(),
         // Rollups are small (one row per minute or hour per key and model): no batching needed.
-        db.deleteFrom('usage_minutes').where('bucket', '<', cutoffs.minutesBefore).compile(),
-        db.deleteFrom('usage_hours').where('bucket', '<', cutoffs.hoursBefore).compile(),
+        await trx.deleteFrom('usage_minutes').where('bucket', '<', cutoffs.minutesBefore).executeTakeFirst(),
+        await trx.deleteFrom('usage_hours').where('bucket', '<', cutoffs.hoursBefore).executeTakeFirst(),
       ]);
-      return counts.reduce((a, b) => a + b, 0);
+      return deleted.reduce((sum, result) => sum + Number(result.numDeletedRows), 0);
     },
 
     async count() {
@@ -189,36 +154,4 @@ function addExcluded(table: RollupTable): Record<string, RawBuilder<number | str
   const set: Record<string, RawBuilder<number | string | null>> = { key_name: sql`excluded.key_name` };
   for (const column of SUM_COLUMNS) set[column] = sql`${sql.ref(`${table}.${column}`)} + ${sql.ref(`excluded.${column}`)}`;
   return set;
-}
-
-function fromRow(row: Selectable<UsageRequestsTable>): UsageRecord {
-  return {
-    id: row.id,
-    at: Number(row.at),
-    requestId: row.request_id,
-    keyId: row.key_id,
-    keyName: row.key_name,
-    model: row.model,
-    method: row.method,
-    endpoint: row.endpoint,
-    status: Number(row.status),
-    streamed: Number(row.streamed) === 1,
-    inputTokens: nullableNumber(row.input_tokens),
-    outputTokens: nullableNumber(row.output_tokens),
-    cachedTokens: nullableNumber(row.cached_tokens),
-    tokensSource: row.tokens_source as TokensSource | null,
-    ttfbMs: nullableNumber(row.ttfb_ms),
-    ttftMs: nullableNumber(row.ttft_ms),
-    durationMs: Number(row.duration_ms),
-    bytesIn: Number(row.bytes_in),
-    bytesOut: Number(row.bytes_out),
-    clientAborted: Number(row.client_aborted) === 1,
-    errorClass: row.error_class,
-    requestBody: row.request_body,
-    responseBody: row.response_body,
-  };
-}
-
-function nullableNumber(value: number | string | null): number | null {
-  return value === null ? null : Number(value);
 }

@@ -1,123 +1,89 @@
 /**
- * From usage records to the parameters of the statements that write them: the request-log rows
- * and the per-minute and per-hour rollup sums. Pure functions, no database handle: they run on
- * the usage write thread (usage-write-worker.ts), next to the connection, so the proxy's thread
- * never lays out a batch. The SQL texts they pair with are compiled once by Kysely on the main
- * thread (usage-queries.ts `compileUsageSql`) and handed to the thread at its start.
+ * The one table of `usage_requests` columns, and what a batch of records becomes from it: the
+ * request rows (statement parameters, or COPY text for PostgreSQL), the per-minute and per-hour
+ * rollup sums, and a record read back from a row. Pure functions; the dialects run the SQL.
  */
+import type { UsageRequestsTable } from './schema.js';
 import { USAGE_LATENCY_BOUNDS_MS, type UsageRecord } from './store.js';
 
-const MINUTE_MS = 60_000;
-const HOUR_MS = 3_600_000;
-/** Largest rows per INSERT (23 columns): far below SQLite's 32,766 bound variables. */
-export const INSERT_CHUNK = 256;
-/** Largest rows per rollup upsert (44 columns). */
-export const ROLLUP_CHUNK = 128;
+/** How a record field is stored: text, a number, either maybe null, or a 0/1 flag (no boolean type is shared). */
+type ColumnKind = 'text' | 'text?' | 'number' | 'number?' | 'flag';
 
-export const LATENCY_COLUMNS: readonly string[] = Object.freeze(
-  Array.from({ length: USAGE_LATENCY_BOUNDS_MS.length + 1 }, (_, i) => `lat_${String(i).padStart(2, '0')}`),
-);
-export const SUM_COLUMNS = ['requests', 'errors', 'aborted', 'input_tokens', 'output_tokens', 'cached_tokens', 'duration_ms_sum', ...LATENCY_COLUMNS] as const;
-/** A rollup row's columns, in the order of its INSERT: the upsert's key and key name, then the sums. */
-export const ROLLUP_COLUMNS: readonly string[] = Object.freeze(['bucket', 'key_id', 'key_name', 'model', ...SUM_COLUMNS]);
-
-export type RollupTable = 'usage_minutes' | 'usage_hours';
-export type RollupRow = Record<string, number | string | null>;
-
-/**
- * The SQL texts a batch needs, compiled for one dialect: a multi-row statement per power-of-two
- * row count (`chunkSizes`), keyed by that count. `requests` is either those INSERTs (SQLite) or
- * one `COPY ... FROM STDIN` (PostgreSQL).
- */
-export interface UsageSqlTexts {
-  requests: { kind: 'values'; bySize: Record<number, string> } | { kind: 'copy'; sql: string };
-  minutes: Record<number, string>;
-  hours: Record<number, string>;
+interface Column {
+  name: keyof UsageRequestsTable;
+  field: keyof UsageRecord;
+  kind: ColumnKind;
 }
 
-/** A statement with its parameters, or a `COPY ... FROM STDIN` with the rows it sends. */
-export type Statement = { sql: string; parameters: unknown[]; copyRows?: undefined } | { sql: string; parameters?: undefined; copyRows: string };
+/** `usage_requests`' columns, in the order of every INSERT, COPY and read. */
+export const REQUEST_COLUMNS = [
+  { name: 'id', field: 'id', kind: 'text' },
+  { name: 'at', field: 'at', kind: 'number' },
+  { name: 'request_id', field: 'requestId', kind: 'text' },
+  { name: 'key_id', field: 'keyId', kind: 'text?' },
+  { name: 'key_name', field: 'keyName', kind: 'text?' },
+  { name: 'model', field: 'model', kind: 'text?' },
+  { name: 'method', field: 'method', kind: 'text' },
+  { name: 'endpoint', field: 'endpoint', kind: 'text' },
+  { name: 'status', field: 'status', kind: 'number' },
+  { name: 'streamed', field: 'streamed', kind: 'flag' },
+  { name: 'input_tokens', field: 'inputTokens', kind: 'number?' },
+  { name: 'output_tokens', field: 'outputTokens', kind: 'number?' },
+  { name: 'cached_tokens', field: 'cachedTokens', kind: 'number?' },
+  { name: 'tokens_source', field: 'tokensSource', kind: 'text?' },
+  { name: 'ttfb_ms', field: 'ttfbMs', kind: 'number?' },
+  { name: 'ttft_ms', field: 'ttftMs', kind: 'number?' },
+  { name: 'duration_ms', field: 'durationMs', kind: 'number' },
+  { name: 'bytes_in', field: 'bytesIn', kind: 'number' },
+  { name: 'bytes_out', field: 'bytesOut', kind: 'number' },
+  { name: 'client_aborted', field: 'clientAborted', kind: 'flag' },
+  { name: 'error_class', field: 'errorClass', kind: 'text?' },
+  { name: 'request_body', field: 'requestBody', kind: 'text?' },
+  { name: 'response_body', field: 'responseBody', kind: 'text?' },
+] as const satisfies readonly Column[];
 
-/**
- * usage_requests' columns and how a record fills each. The one place that maps a record to a
- * row: the multi-row INSERT, the COPY rows and the Kysely-compiled SQL (via `requestRow`) all
- * follow this order.
- */
-export const REQUEST_COLUMNS: ReadonlyArray<readonly [name: string, value: (r: UsageRecord) => string | number | null]> = [
-  ['id', (r) => r.id],
-  ['at', (r) => r.at],
-  ['request_id', (r) => r.requestId],
-  ['key_id', (r) => r.keyId],
-  ['key_name', (r) => r.keyName],
-  ['model', (r) => r.model],
-  ['method', (r) => r.method],
-  ['endpoint', (r) => r.endpoint],
-  ['status', (r) => r.status],
-  ['streamed', (r) => (r.streamed ? 1 : 0)],
-  ['input_tokens', (r) => r.inputTokens],
-  ['output_tokens', (r) => r.outputTokens],
-  ['cached_tokens', (r) => r.cachedTokens],
-  ['tokens_source', (r) => r.tokensSource],
-  ['ttfb_ms', (r) => r.ttfbMs],
-  ['ttft_ms', (r) => r.ttftMs],
-  ['duration_ms', (r) => r.durationMs],
-  ['bytes_in', (r) => r.bytesIn],
-  ['bytes_out', (r) => r.bytesOut],
-  ['client_aborted', (r) => (r.clientAborted ? 1 : 0)],
-  ['error_class', (r) => r.errorClass],
-  ['request_body', (r) => r.requestBody],
-  ['response_body', (r) => r.responseBody],
-];
+// A record field or a table column missing from the list above fails the typecheck here.
+type Listed<K extends keyof Column> = (typeof REQUEST_COLUMNS)[number][K];
+const everyField: Record<Exclude<keyof UsageRecord, Listed<'field'>>, never> = {};
+const everyColumn: Record<Exclude<keyof UsageRequestsTable, Listed<'name'>>, never> = {};
+void everyField;
+void everyColumn;
 
-/**
- * PostgreSQL's bulk load: COPY parses plain text rows, where INSERT ... SELECT FROM unnest() of
- * one array per column (its predecessor here) parsed 23 array literals and planned a query per
- * batch. Server CPU per inserted row, measured: 12.2 µs (unnest) -> 8.4 µs (COPY), both before
- * the keyed-by-time indexes of migration 0004 (with them: 9.5 -> 4.6 µs).
- */
-export const COPY_REQUESTS_SQL = `copy "usage_requests" (${REQUEST_COLUMNS.map(([name]) => `"${name}"`).join(', ')}) from stdin`;
+/** The captured bodies: only `get` reads them, `list` says whether there are any. */
+export const BODY_COLUMNS: ReadonlyArray<keyof UsageRequestsTable> = ['request_body', 'response_body'];
 
-/** The statements that write `records` and add them to both rollups, in this order. */
-export function batchStatements(records: readonly UsageRecord[], texts: UsageSqlTexts): Statement[] {
-  if (records.length === 0) return [];
-  const out: Statement[] = [];
-  const requests = texts.requests;
-  if (requests.kind === 'copy') out.push({ sql: requests.sql, copyRows: copyRows(records) });
-  else for (const [start, size] of chunkSizes(records.length, INSERT_CHUNK)) out.push({ sql: sqlFor(requests.bySize, size), parameters: rowParams(records, start, size) });
-  for (const [table, size] of [['minutes', MINUTE_MS], ['hours', HOUR_MS]] as const) {
-    const rows = rollupRows(records, size);
-    for (const [start, n] of chunkSizes(rows.length, ROLLUP_CHUNK)) out.push({ sql: sqlFor(texts[table], n), parameters: rollupParams(rows, start, n) });
+export type CellValue = string | number | null;
+
+/** A record's row, as statement parameters in `REQUEST_COLUMNS` order. */
+export function requestValues(r: UsageRecord): CellValue[] {
+  return REQUEST_COLUMNS.map(({ field, kind }) => {
+    const value = r[field];
+    return kind === 'flag' ? (value ? 1 : 0) : (value as CellValue);
+  });
+}
+
+/** A record's row as an object keyed by column name, for a Kysely insert. */
+export function requestRow(r: UsageRecord): Record<string, CellValue> {
+  const values = requestValues(r);
+  return Object.fromEntries(REQUEST_COLUMNS.map(({ name }, i) => [name, values[i]!]));
+}
+
+/** A record from a row as a driver returns it (pg hands int8 back as text). Absent columns read as null. */
+export function recordFromRow(row: Readonly<Record<string, unknown>>): UsageRecord {
+  const record: Record<string, unknown> = {};
+  for (const { name, field, kind } of REQUEST_COLUMNS) {
+    const value = row[name] ?? null;
+    record[field] =
+      kind === 'flag' ? Number(value) === 1
+      : kind === 'number' ? Number(value)
+      : kind === 'number?' ? (value === null ? null : Number(value))
+      : value;
   }
-  return out;
+  return record as unknown as UsageRecord;
 }
 
-/**
- * `count` rows as [start, size] chunks of power-of-two sizes, largest first, each at most `max`:
- * a few SQL texts (one per size, compiled once) then cover every batch.
- */
-export function chunkSizes(count: number, max: number): Array<[start: number, size: number]> {
-  const out: Array<[number, number]> = [];
-  for (let i = 0; i < count; ) {
-    let size = max;
-    while (size > count - i) size >>= 1;
-    out.push([i, size]);
-    i += size;
-  }
-  return out;
-}
-
-/** Every chunk size `chunkSizes` can produce for `max`: 1, 2, 4, ... max. */
-export function allChunkSizes(max: number): number[] {
-  const out: number[] = [];
-  for (let size = 1; size <= max; size <<= 1) out.push(size);
-  return out;
-}
-
-function sqlFor(bySize: Record<number, string>, size: number): string {
-  const text = bySize[size];
-  if (text === undefined) throw new Error(`usage batch: no statement compiled for ${size} rows`);
-  return text;
-}
+/** `COPY usage_requests (...) FROM STDIN` in text format: PostgreSQL's bulk load. */
+export const COPY_REQUESTS_SQL = `copy "usage_requests" (${REQUEST_COLUMNS.map(({ name }) => `"${name}"`).join(', ')}) from stdin`;
 
 /**
  * The records as COPY's text format: a line per row, columns separated by tabs, `\N` for null,
@@ -126,119 +92,77 @@ function sqlFor(bySize: Record<number, string>, size: number): string {
  * not make the database refuse its whole batch.
  */
 export function copyRows(records: readonly UsageRecord[]): string {
-  // Cells and lines joined once each, not appended one by one: `+=` left a rope of ~50 string
-  // pieces per row for V8 to flatten and collect (measured ~1.15 -> ~1.0 µs per row).
-  const width = REQUEST_COLUMNS.length;
-  const cells = new Array<string>(width);
-  const lines = new Array<string>(records.length + 1);
-  for (let i = 0; i < records.length; i++) {
-    const r = records[i]!;
-    for (let j = 0; j < width; j++) {
-      const value = REQUEST_COLUMNS[j]![1](r);
-      cells[j] = value === null ? '\\N' : typeof value === 'number' ? String(value) : copyText(value);
-    }
-    lines[i] = cells.join('\t');
+  let out = '';
+  for (const r of records) {
+    out += requestValues(r).map((v) => (v === null ? '\\N' : typeof v === 'number' ? String(v) : copyText(v))).join('\t');
+    out += '\n';
   }
-  lines[records.length] = '';
-  return lines.join('\n');
+  return out;
 }
 
-const COPY_SPECIAL = /[\\\t\n\r\0]/;
-const COPY_SPECIAL_ALL = /[\\\t\n\r\0]/g;
 const COPY_ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r', '\0': '\uFFFD' };
 
 function copyText(value: string): string {
-  return COPY_SPECIAL.test(value) ? value.replace(COPY_SPECIAL_ALL, (c) => COPY_ESCAPES[c]!) : value;
+  return value.replace(/[\\\t\n\r\0]/g, (c) => COPY_ESCAPES[c]!);
 }
 
-/** The parameters of a multi-row INSERT of `count` records from `start`, row after row. */
-function rowParams(records: readonly UsageRecord[], start: number, count: number): unknown[] {
-  const width = REQUEST_COLUMNS.length;
-  const out = new Array<unknown>(count * width);
-  let k = 0;
-  for (let i = start; i < start + count; i++) {
-    const r = records[i]!;
-    for (let j = 0; j < width; j++) out[k++] = REQUEST_COLUMNS[j]![1](r);
-  }
-  return out;
-}
+export const MINUTE_MS = 60_000;
+export const HOUR_MS = 3_600_000;
+export type RollupTable = 'usage_minutes' | 'usage_hours';
+/** Each rollup table with the width of its buckets. */
+export const ROLLUP_TABLES: ReadonlyArray<readonly [RollupTable, number]> = [['usage_minutes', MINUTE_MS], ['usage_hours', HOUR_MS]];
 
-/** A record as a row object: only to compile the INSERT's SQL text (column names and order). */
-export function requestRow(r: UsageRecord): RollupRow {
-  const row: RollupRow = {};
-  for (const [name, value] of REQUEST_COLUMNS) row[name] = value(r);
-  return row;
-}
-
-/** A rollup row with nothing added yet, its keys in `ROLLUP_COLUMNS` order. */
-export function emptyRollupRow(bucket: number, keyId: string, keyName: string | null, model: string): RollupRow {
-  const row: RollupRow = { bucket, key_id: keyId, key_name: keyName, model };
-  for (const column of SUM_COLUMNS) row[column] = 0;
-  return row;
-}
-
-/** The parameters of a multi-row rollup upsert, row after row in `ROLLUP_COLUMNS` order. */
-function rollupParams(rows: readonly RollupRow[], start: number, count: number): unknown[] {
-  const width = ROLLUP_COLUMNS.length;
-  const out = new Array<unknown>(count * width);
-  let k = 0;
-  for (let i = start; i < start + count; i++) {
-    const row = rows[i]!;
-    for (let j = 0; j < width; j++) out[k++] = row[ROLLUP_COLUMNS[j]!];
-  }
-  return out;
-}
+export const LATENCY_COLUMNS: readonly string[] = Object.freeze(
+  Array.from({ length: USAGE_LATENCY_BOUNDS_MS.length + 1 }, (_, i) => `lat_${String(i).padStart(2, '0')}`),
+);
+export const SUM_COLUMNS: readonly string[] = Object.freeze(['requests', 'errors', 'aborted', 'input_tokens', 'output_tokens', 'cached_tokens', 'duration_ms_sum', ...LATENCY_COLUMNS]);
+/** A rollup row's columns, in the order of its upsert: the key and key name, then the sums. */
+export const ROLLUP_COLUMNS: readonly string[] = Object.freeze(['bucket', 'key_id', 'key_name', 'model', ...SUM_COLUMNS]);
+const [KEY_NAME, REQUESTS, ERRORS, ABORTED, INPUT, OUTPUT, CACHED, DURATION, LATENCY] = [
+  'key_name', 'requests', 'errors', 'aborted', 'input_tokens', 'output_tokens', 'cached_tokens', 'duration_ms_sum', 'lat_00',
+].map((name) => ROLLUP_COLUMNS.indexOf(name)) as [number, number, number, number, number, number, number, number, number];
 
 /** Whether a call counts as an error in the rollups. A client leaving is counted apart. */
-export function isErrorCall(record: Pick<UsageRecord, 'status' | 'clientAborted' | 'errorClass'>): boolean {
+function isErrorCall(record: Pick<UsageRecord, 'status' | 'clientAborted' | 'errorClass'>): boolean {
   return !record.clientAborted && (record.status >= 400 || record.errorClass !== null);
 }
 
 /** The latency bucket a duration falls in (bounds are inclusive upper limits; overflow last). */
-export function latencyBucket(durationMs: number): number {
-  const bounds = USAGE_LATENCY_BOUNDS_MS;
-  let lo = 0;
-  let hi = bounds.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (durationMs <= bounds[mid]!) hi = mid;
-    else lo = mid + 1;
-  }
-  return lo;
+function latencyBucket(durationMs: number): number {
+  const index = USAGE_LATENCY_BOUNDS_MS.findIndex((bound) => durationMs <= bound);
+  return index === -1 ? USAGE_LATENCY_BOUNDS_MS.length : index;
 }
 
 /**
- * One rollup row per (bucket, key, model) of the batch, sorted by that key: PostgreSQL then
- * locks rows in the same order in every replica (no deadlock between concurrent batches), and
- * a multi-row upsert never touches one row twice.
+ * One rollup row per (bucket, key, model) of the batch, as upsert parameters in `ROLLUP_COLUMNS`
+ * order, sorted by that key: PostgreSQL then locks rows in the same order in every replica (no
+ * deadlock between concurrent batches). `''` stands for no key or model (a key column cannot be NULL).
  */
-function rollupRows(records: readonly UsageRecord[], size: number): RollupRow[] {
-  const rows = new Map<string, RollupRow>();
-  let row: RollupRow | undefined;
+export function rollupRows(records: readonly UsageRecord[], bucketMs: number): CellValue[][] {
+  const rows = new Map<string, CellValue[]>();
   for (const r of records) {
-    const bucket = Math.floor(r.at / size) * size;
+    const bucket = Math.floor(r.at / bucketMs) * bucketMs;
     const keyId = r.keyId ?? '';
     const model = r.model ?? '';
-    // Consecutive calls mostly share all three (and, decoded, the very same strings): the
-    // previous row then is this one, without building and looking up its map key.
-    if (row === undefined || row.bucket !== bucket || row.key_id !== keyId || row.model !== model) {
-      const id = `${bucket}\u0000${keyId}\u0000${model}`;
-      row = rows.get(id);
-      if (!row) {
-        row = emptyRollupRow(bucket, keyId, r.keyName, model);
-        rows.set(id, row);
-      }
+    const id = `${bucket}\u0000${keyId}\u0000${model}`;
+    let row = rows.get(id);
+    if (!row) {
+      row = [bucket, keyId, r.keyName, model, ...SUM_COLUMNS.map(() => 0)];
+      rows.set(id, row);
     }
-    if (r.keyName !== null) row.key_name = r.keyName;
-    row.requests = (row.requests as number) + 1;
-    if (isErrorCall(r)) row.errors = (row.errors as number) + 1;
-    if (r.clientAborted) row.aborted = (row.aborted as number) + 1;
-    row.input_tokens = (row.input_tokens as number) + (r.inputTokens ?? 0);
-    row.output_tokens = (row.output_tokens as number) + (r.outputTokens ?? 0);
-    row.cached_tokens = (row.cached_tokens as number) + (r.cachedTokens ?? 0);
-    row.duration_ms_sum = (row.duration_ms_sum as number) + r.durationMs;
-    const column = LATENCY_COLUMNS[latencyBucket(r.durationMs)]!;
-    row[column] = (row[column] as number) + 1;
+    if (r.keyName !== null) row[KEY_NAME] = r.keyName;
+    add(row, REQUESTS, 1);
+    if (isErrorCall(r)) add(row, ERRORS, 1);
+    if (r.clientAborted) add(row, ABORTED, 1);
+    add(row, INPUT, r.inputTokens ?? 0);
+    add(row, OUTPUT, r.outputTokens ?? 0);
+    add(row, CACHED, r.cachedTokens ?? 0);
+    add(row, DURATION, r.durationMs);
+    add(row, LATENCY + latencyBucket(r.durationMs), 1);
   }
   return [...rows.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, row]) => row);
+}
+
+function add(row: CellValue[], column: number, n: number): void {
+  row[column] = (row[column] as number) + n;
 }

@@ -1,6 +1,6 @@
 /**
  * Failures talking to llama-swap, as one typed error. llama-swap answers errors in several
- * shapes (contract §3): the current envelope `{"src":"llama-swap","error":{"message",...}}`, the
+ * shapes (docs/llama-swap.md, "Errors"): the current envelope `{"src":"llama-swap","error":{"message",...}}`, the
  * v250-and-older `{"src":"llama-swap","error":"<message>"}`, `llama-swap: <message>` text, Go's
  * plain `404 page not found` for a route that does not exist, and a bare 502 with no body.
  */

@@ -1,8 +1,8 @@
 /**
  * Typed client for llama-swap's own API (health, version, running, models, load/unload, log
  * and event streams). It uses one undici `Pool` per client (keep-alive, no fetch overhead),
- * always sends `Accept: application/json` so errors come back as JSON (contract trap 3) and,
- * when configured, `Authorization: Bearer <apiKey>` (§4). Inference traffic does not go
+ * always sends `Accept: application/json` so errors come back as JSON and,
+ * when configured, `Authorization: Bearer <apiKey>` (docs/llama-swap.md, "Errors", "Authentication"). Inference traffic does not go
  * through here; `proxy/` forwards it.
  */
 import { Pool } from 'undici';
@@ -35,7 +35,7 @@ export interface CallOptions {
 }
 
 export interface LogStreamOptions {
-  /** Skip the history burst (`?no-history`; any value counts, §2.5). */
+  /** Skip the history burst (`?no-history`; any value counts). */
   noHistory?: boolean;
   /** Ends the stream (quietly) when aborted. */
   signal?: AbortSignal;
@@ -65,9 +65,9 @@ export interface LlamaSwapClient {
 }
 
 const DEFAULT_TIMEOUT_MS = 10_000;
-/** Unloads block while processes stop (per-model `unloadTimeout`, default 10 s, §2.4). */
+/** Unloads block while processes stop (per-model `unloadTimeout`, default 10 s). */
 const UNLOAD_TIMEOUT_FLOOR_MS = 30_000;
-/** A load blocks until the health check passes (`healthCheckTimeout`, default 120 s, §5.3). */
+/** A load blocks until the health check passes (`healthCheckTimeout`, default 120 s). */
 const LOAD_TIMEOUT_FLOOR_MS = 130_000;
 
 /** Percent-encode each segment of a model ID but keep its slashes (IDs like `org/model`). */

@@ -1,6 +1,6 @@
 /**
  * Long-lived llama-swap streams as async iterables: `/logs/stream*` (chunked plain text, not
- * SSE; §2.5) and `/api/events` (SSE with a double-encoded `data`; §2.6). Both end when
+ * SSE) and `/api/events` (SSE with a double-encoded `data`); see docs/llama-swap.md. Both end when
  * llama-swap reloads its config, so callers reconnect and treat the first burst as a resync.
  */
 import type { Readable } from 'node:stream';

@@ -1,9 +1,9 @@
 /**
- * Shapes of llama-swap's own API (contract §2), as the gateway reads them. Fields llama-swap
+ * Shapes of llama-swap's own API (docs/llama-swap.md), as the gateway reads them. Fields llama-swap
  * omits when empty are optional; unknown extra fields are tolerated by every consumer.
  */
 
-/** §2.2 process states; `shutdown` only appears in older versions. */
+/** Process states of `/running`; `shutdown` only appears in older versions. */
 export type ProcessState = 'stopped' | 'starting' | 'ready' | 'stopping' | 'shutdown';
 
 /** One entry of `GET /running`. `cmd` is macro-expanded and may contain secrets: never log it. */
@@ -53,7 +53,7 @@ export interface ModelCapabilityFlags {
   [key: string]: boolean | undefined;
 }
 
-/** One entry of `GET /v1/models` (§2.3). `created` is "now" on every call: do not diff on it. */
+/** One entry of `GET /v1/models`. `created` is "now" on every call: do not diff on it. */
 export interface ModelEntry {
   id: string;
   object: 'model';
@@ -87,7 +87,7 @@ export type UnloadResult =
 /** Which log `/logs/stream` serves: `combined` is the default mux log (proxy lines by default). */
 export type LogSource = 'proxy' | 'upstream' | 'combined' | { model: string };
 
-/** `modelStatus` entries (§2.6): local models sorted by ID, then peers with `state: ""`. */
+/** `modelStatus` entries: local models sorted by ID, then peers with `state: ""`. */
 export interface ModelStatusEntry {
   id: string;
   name: string;

@@ -3,19 +3,16 @@
  * counts, without delaying or altering a byte (the chunk is written to the client by `forward`
  * whatever happens here; this only reads it).
  *
- * Streams (`text/event-stream`) go through the one SSE parser, frame by frame. An unnamed frame
- * (OpenAI chat and completions, llama.cpp) is read once, key by key (`scanFrame`: it hops from
- * colon to colon with the native one-byte search), which tells whether it carried generated text
- * (the first-token time and the estimate for a cut stream) and whether it holds a `usage` or
- * `timings` object. Only the last frame holding each is kept (a view of a few hundred bytes) and
- * parsed when the call is recorded: vLLM-style usage on every frame and llama.cpp's timings on
- * every frame are cumulative, so the last one is the one that counts. (A search per needle and
- * frame, as before, was ~20 native calls per short stream: half of the tap's cost.)
+ * Streams (`text/event-stream`) go through the one SSE parser, frame by frame.
+ * - unnamed frames (OpenAI chat and completions, llama.cpp) are read once, key by key
+ *   (`scanFrame`), which tells whether a frame carried generated text (the first-token time and
+ *   the estimate for a cut stream) and where its `usage` or `timings` object starts. Only the
+ *   last frame holding each is kept and parsed when the call is recorded: vLLM-style usage on
+ *   every frame and llama.cpp's timings on every frame are cumulative, so the last one counts.
  * - named events (Anthropic `message_start` / `message_delta`, OpenAI Responses
  *   `response.completed`): searched as they come, except the many content deltas, which never
  *   carry counts.
- * Only the small `usage` / `timings` objects found are read (token-fields.ts: a byte scan, JSON.parse
- * where it gives up).
+ * Only the small `usage` / `timings` objects found are JSON.parsed (token-fields.ts).
  *
  * Other bodies are kept (bounded) when they are JSON and searched once at the end.
  *
@@ -168,8 +165,6 @@ class StreamTap implements ResponseTap, UsageProbe {
     }
   }
 
-
-
   tokens(): ObservedTokens | undefined {
     const usageBytes = this.#usageBytes;
     const timingsBytes = this.#timingsBytes;
@@ -219,9 +214,9 @@ class StreamTap implements ResponseTap, UsageProbe {
 /**
  * One pass over a JSON frame's keys: GENERATED_TEXT when a generated-text key holds a non-empty
  * string (the unit of "tokens seen so far" in a cut stream), HAS_USAGE / HAS_TIMINGS when a
- * `usage` / `timings` key holds an object (its `{` offset goes to `at`). It hops from colon to
- * colon (the native one-byte search) and reads the key before each colon backwards; whitespace around the colon is allowed
- * (Python's json.dumps writes `"key": value`). A colon inside a string value is passed over: it is
+ * `usage` / `timings` key holds an object (its `{` offset goes to `objectsAt`). It hops from
+ * colon to colon and reads the key before each colon backwards; whitespace around the colon is
+ * allowed (Python's json.dumps writes `"key": value`). A colon inside a string value is passed over: it is
  * not preceded by a closing quote, and a quote inside a string is escaped.
  */
 export function scanFrame(data: Buffer, start: number, end: number): number {

@@ -1,13 +1,12 @@
 /**
- * Writes usage records off the request path: calls append to an in-memory queue (O(1), no I/O)
- * and a background loop writes batches in one transaction each, every `flushIntervalMs` or as
- * soon as `batchSize` records wait. A crash loses at most what arrived since the last write
- * (about `flushIntervalMs`). The queue is bounded: when the store is slow or down it drops new
- * records and COUNTS them (`gatehouse_usage_records_dropped_total`) rather than grow without end;
- * a failed batch goes back to the front of the queue and is retried on the next tick.
+ * Writes usage records off the request path: a call appends its record to an in-memory queue
+ * (no I/O), and batches of at most `batchSize` are written in one transaction each, every
+ * `flushIntervalMs` or as soon as a batch is full. A crash loses at most what arrived since the
+ * last write. The queue is bounded: when the store is slow or down, new records are dropped and
+ * COUNTED (`gatehouse_usage_records_dropped_total`) rather than grow without end; a batch that
+ * failed goes back to the front of the queue and is retried on the next tick.
  */
 import type { UsageRecord, UsageStore } from '../store/store.js';
-import { RecordSegment } from '../store/usage-record-codec.js';
 
 export interface UsageWriterOptions {
   flushIntervalMs?: number;
@@ -19,29 +18,29 @@ export interface UsageWriterOptions {
 }
 
 export class UsageWriter {
-  readonly #store: UsageStore;
+  readonly #store: Pick<UsageStore, 'append'>;
   readonly #batchSize: number;
   readonly #maxQueue: number;
   readonly #options: UsageWriterOptions;
   readonly #timer: NodeJS.Timeout;
-  /** Full batches waiting, oldest first; each holds at most `batchSize` records. */
-  #sealed: RecordSegment[] = [];
-  /** The batch being filled (records encoded as bytes: see store/usage-record-codec.ts for why). */
-  #open = new RecordSegment();
+  /** Batches ready to write, oldest first; each holds at most `batchSize` records. */
+  #sealed: UsageRecord[][] = [];
+  /** The batch being filled. */
+  #open: UsageRecord[] = [];
   #queued = 0;
   #writing: Promise<void> | undefined;
   #kickScheduled = false;
   #closed = false;
 
-  constructor(store: UsageStore, options: UsageWriterOptions = {}) {
+  constructor(store: Pick<UsageStore, 'append'>, options: UsageWriterOptions = {}) {
     this.#store = store;
     this.#options = options;
-    this.#batchSize = options.batchSize ?? 500;
+    this.#batchSize = options.batchSize ?? 200;
     this.#maxQueue = options.maxQueue ?? 50_000;
     this.#timer = setInterval(() => {
       this.#sealOpen();
       this.#kick();
-    }, options.flushIntervalMs ?? 500);
+    }, options.flushIntervalMs ?? 250);
     this.#timer.unref();
   }
 
@@ -54,11 +53,10 @@ export class UsageWriter {
       this.#options.onDropped?.(1);
       return;
     }
-    this.#open.append(record);
+    this.#open.push(record);
     this.#queued++;
-    if (this.#open.count >= this.#batchSize) {
-      this.#sealed.push(this.#open);
-      this.#open = new RecordSegment();
+    if (this.#open.length >= this.#batchSize) {
+      this.#sealOpen();
       if (!this.#kickScheduled) {
         // Never write from inside the caller's completion hook: the next turn of the loop.
         this.#kickScheduled = true;
@@ -74,8 +72,7 @@ export class UsageWriter {
   async flush(): Promise<void> {
     this.#sealOpen();
     // A drain already running may be past its last look at the queue: let it end, then start
-    // one (or join one started meanwhile) that sees everything sealed now. At most two drains,
-    // so a flush under constant load still ends.
+    // one (or join one started meanwhile) that sees everything sealed now.
     if (this.#writing) await this.#writing;
     this.#kick();
     await this.#writing;
@@ -93,37 +90,35 @@ export class UsageWriter {
     if (this.#queued > 0) {
       this.#options.onDropped?.(this.#queued);
       this.#sealed = [];
-      this.#open = new RecordSegment();
+      this.#open = [];
       this.#queued = 0;
     }
   }
 
   #kick(): void {
-    if (this.#writing || this.#queued === 0) return;
+    if (this.#writing || this.#sealed.length === 0) return;
     this.#writing = this.#drain().finally(() => {
       this.#writing = undefined;
     });
   }
 
   /**
-   * Closes the batch being filled, so the next drain writes it. Only the timer, `flush()` and
-   * `close()` do this: a drain itself writes full batches only, or under load every write would
-   * take whatever arrived during the previous one (measured: ~100 rows per transaction at
-   * 2,500 calls/s, with the per-statement and commit work of PostgreSQL paid 5x as often).
+   * Closes the batch being filled, so the next drain writes it. Only a full batch, the timer,
+   * `flush()` and `close()` do this: a drain on its own writes whole batches, so under load each
+   * transaction carries `batchSize` records rather than whatever arrived during the last one.
    */
   #sealOpen(): void {
-    if (this.#open.count === 0) return;
+    if (this.#open.length === 0) return;
     this.#sealed.push(this.#open);
-    this.#open = new RecordSegment();
+    this.#open = [];
   }
 
   async #drain(): Promise<void> {
     for (let batch = this.#sealed.shift(); batch; batch = this.#sealed.shift()) {
-      const n = batch.count;
+      const n = batch.length;
       this.#queued -= n;
       try {
-        // Still bytes: the store's write thread decodes them (see store/usage-write-thread.ts).
-        await this.#store.appendBatch(batch);
+        await this.#store.append(batch);
         this.#options.onWritten?.(n);
       } catch (error) {
         this.#options.onError?.(error);
@@ -142,6 +137,8 @@ export class UsageWriter {
         }
         return;
       }
+      // Requests and streams get the loop between two batches (SQLite writes synchronously).
+      if (this.#sealed.length > 0) await new Promise<void>((resolve) => setImmediate(resolve));
     }
   }
 }

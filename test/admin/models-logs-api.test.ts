@@ -32,16 +32,6 @@ interface ModelsAnswer {
 const models = async () => json((await api('GET', '/api/models')).body) as ModelsAnswer;
 const stateOf = async (id: string) => (await models()).models.find((m) => m.id === id)?.state;
 
-async function eventually<T>(read: () => Promise<T>, accept: (v: T) => boolean, ms = 2000): Promise<T> {
-  const deadline = performance.now() + ms;
-  for (;;) {
-    const value = await read();
-    if (accept(value)) return value;
-    if (performance.now() > deadline) throw new Error(`not reached in ${ms} ms; last value ${JSON.stringify(value)}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 describe('models admin API', () => {
   it('lists local models, peers and their states, with llama-swap reported reachable', async () => {
     const answer = await models();
@@ -57,8 +47,8 @@ describe('models admin API', () => {
     const load = await api('POST', '/api/models/qwen3-8b/load', {});
     expect(load.status).toBe(202);
     expect(await stateOf('qwen3-8b')).toMatch(/starting|ready/);
-    await eventually(() => stateOf('qwen3-8b'), (s) => s === 'ready');
-    expect(sim.state('qwen3-8b')).toBe('ready');
+    await sim.waitForState('qwen3-8b', 'ready');
+    expect(await stateOf('qwen3-8b')).toBe('ready');
     const unload = await api('POST', '/api/models/qwen3-8b/unload', {});
     expect(unload.status).toBe(200);
     expect(sim.state('qwen3-8b')).toBe('stopped');
@@ -129,11 +119,15 @@ function readEvents(path: string, until: (events: Array<{ event: string; data: u
 describe('log streams admin API', () => {
   it("relays llama-swap's proxy log: history first, then live lines", async () => {
     sim.log('proxy', '[INFO] a line from before');
-    const events = await readEvents(
-      '/api/logs/stream?source=proxy',
-      (evs) => evs.some((e) => typeof e.data === 'string' && e.data.includes('a line written live')),
-      () => setTimeout(() => sim.log('proxy', '[INFO] a line written live'), 100),
-    );
+    let logged = false;
+    const events = await readEvents('/api/logs/stream?source=proxy', (evs) => {
+      // History arrives once the gateway follows llama-swap's stream: a line logged now is live.
+      if (!logged && evs.some((e) => e.event === 'history')) {
+        logged = true;
+        sim.log('proxy', '[INFO] a line written live');
+      }
+      return evs.some((e) => typeof e.data === 'string' && e.data.includes('a line written live'));
+    });
     expect(events[0]!.event).toBe('history');
     expect(events[0]!.data).toContain('a line from before');
     expect(events.some((e) => e.event === 'log')).toBe(true);
@@ -146,7 +140,11 @@ describe('log streams admin API', () => {
       (evs) => {
         if (!reloaded && evs.length > 0) {
           reloaded = true;
-          void sim.reload().then(() => setTimeout(() => sim.log('proxy', '[INFO] after the reload'), 600));
+          // Log once the gateway has reconnected to llama-swap's log stream (without history).
+          void sim
+            .reload()
+            .then(() => sim.waitForRequest((r) => r.path.startsWith('/logs/stream') && r.path.includes('no-history') && r.status === 200, 5000))
+            .then(() => sim.log('proxy', '[INFO] after the reload'));
         }
         return evs.some((e) => typeof e.data === 'string' && e.data.includes('after the reload'));
       },
@@ -160,7 +158,8 @@ describe('log streams admin API', () => {
     const events = await readEvents(
       '/api/logs/stream?source=gateway',
       (evs) => evs.some((e) => typeof e.data === 'string' && e.data.includes('/v1/models')),
-      () => setTimeout(() => void rawRequest(`${gateway.url}/v1/models`), 50),
+      // Headers arrive after the stream subscribed to the gateway's log.
+      () => void rawRequest(`${gateway.url}/v1/models`),
     );
     expect(events[0]!.event).toBe('history');
   });

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { newKeyRecord } from '../../src/auth/api-keys.js';
 import { KeyIndex } from '../../src/auth/key-index.js';
 import { openSqliteStore } from '../../src/store/sqlite.js';
@@ -17,6 +17,7 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
  */
 function counted(store: Store) {
   const calls: Record<string, number> = {};
+  const waiters: Array<{ prop: string; settled: () => void }> = [];
   let failTouches = 0;
   const keys = new Proxy(store.keys, {
     get(target, prop: keyof KeyStore) {
@@ -28,7 +29,12 @@ function counted(store: Store) {
           failTouches--;
           return Promise.reject(new Error('disk full'));
         }
-        return (original as (...a: unknown[]) => unknown).apply(target, args);
+        const result = (original as (...a: unknown[]) => unknown).apply(target, args);
+        for (const waiter of waiters.filter((w) => w.prop === prop)) {
+          waiters.splice(waiters.indexOf(waiter), 1);
+          void Promise.resolve(result).then(waiter.settled, waiter.settled);
+        }
+        return result;
       };
     },
   });
@@ -36,6 +42,8 @@ function counted(store: Store) {
     store: { ...store, keys, watchKeys: store.watchKeys, close: store.close } as Store,
     calls,
     failNextTouches: (n: number) => (failTouches = n),
+    /** Resolves once the next call of `prop` has settled. */
+    nextCall: (prop: keyof KeyStore) => new Promise<void>((settled) => waiters.push({ prop, settled })),
   };
 }
 
@@ -153,12 +161,19 @@ describe('KeyIndex', () => {
     it('flushes on its own every interval', async () => {
       const a = newKeyRecord({ name: 'a' }, 1).record;
       await store.keys.create(a);
-      const index = await openIndex(store, { flushIntervalMs: 50, now: () => 4242 });
-      index.markUsed(a.id);
-      const deadline = Date.now() + 1000;
-      while ((await store.keys.get(a.id))?.lastUsedAt !== 4242) {
-        if (Date.now() > deadline) throw new Error('periodic flush did not write last use');
-        await new Promise((r) => setTimeout(r, 20));
+      vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+      try {
+        const { store: watched, calls, nextCall } = counted(store);
+        const index = await openIndex(watched, { flushIntervalMs: 5000, now: () => 4242 });
+        index.markUsed(a.id);
+        vi.advanceTimersByTime(4999);
+        expect(calls.touchLastUsed).toBeUndefined();
+        const flushed = nextCall('touchLastUsed');
+        vi.advanceTimersByTime(1);
+        await flushed;
+        expect((await store.keys.get(a.id))?.lastUsedAt).toBe(4242);
+      } finally {
+        vi.useRealTimers();
       }
     });
 

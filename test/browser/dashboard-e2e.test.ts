@@ -156,10 +156,8 @@ describe('models page', () => {
     const t = await signedIn();
     try {
       await t.page.getByRole('button', { name: 'Load llama-3.2-3b' }).waitFor();
-      const started = performance.now();
       await sim.load('llama-3.2-3b');
       await t.page.getByRole('button', { name: 'Unload llama-3.2-3b' }).waitFor({ timeout: 2000 });
-      expect(performance.now() - started).toBeLessThan(2000);
     } finally {
       await t.close();
       await sim.unload();
@@ -175,9 +173,11 @@ describe('logs page', () => {
       const lines = t.page.locator('.log-lines');
       sim.log('proxy', '[INFO] first live line from the simulator');
       await lines.getByText('first live line from the simulator').waitFor({ timeout: 3000 });
+      sim.clearReceived();
       await sim.reload();
       await lines.getByText('— reconnected: stream restarted (config reload?) —').first().waitFor({ timeout: 5000 });
-      await new Promise((r) => setTimeout(r, 800));
+      // A line logged before the gateway is following llama-swap's log again would be lost.
+      await sim.waitForRequest((r) => r.path.startsWith('/logs/stream') && r.path.includes('no-history') && r.status === 200, 5000);
       sim.log('proxy', '[INFO] a line after the reload');
       await lines.getByText('a line after the reload').waitFor({ timeout: 5000 });
       await t.screenshot('e2e-real-logs');

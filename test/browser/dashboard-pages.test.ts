@@ -111,10 +111,8 @@ describe('dashboard pages against the admin API contract', () => {
     await expect.poll(() => api.requests).toContain('POST /api/models/nomic-embed-text/load');
 
     // Another operator (or llama-swap's TTL) stops a model: the table follows within 2 s.
-    const changedAt = Date.now();
     for (const model of api.state.models) if (model.id === 'gemma-3-12b') model.state = 'stopped';
     await t.page.getByRole('button', { name: 'Load gemma-3-12b' }).waitFor({ timeout: 2000 });
-    expect(Date.now() - changedAt).toBeLessThan(2000);
 
     await t.page.getByRole('button', { name: 'Unload all' }).click();
     const dialog = t.page.getByRole('dialog', { name: 'Unload all models?' });

@@ -142,27 +142,48 @@ describe('reload-status without a usable watch', () => {
   });
 });
 
-/** A scripted proxy log: each connection plays its chunks, then ends (as a reload does). */
-function scriptedSource(connections: Array<{ chunks: string[]; keepOpen?: boolean }>): ProxyLogSource & { calls: Array<{ noHistory: boolean }> } {
+/**
+ * A scripted proxy log: each connection plays its chunks, then ends (as a reload does) or, with
+ * `keepOpen`, stays open until closed. `played(i)` resolves once connection i's last chunk was
+ * taken by the reader.
+ */
+function scriptedSource(
+  connections: Array<{ chunks: string[]; keepOpen?: boolean }>,
+): ProxyLogSource & { calls: Array<{ noHistory: boolean }>; played(connection: number): Promise<void> } {
   const calls: Array<{ noHistory: boolean }> = [];
+  const playedAll: Array<() => void> = [];
+  const played = connections.map(() => new Promise<void>((resolve) => playedAll.push(resolve)));
   return {
     calls,
+    played: (connection) => played[connection]!,
     async logStream(_source, options) {
-      const script = connections[calls.length];
+      const index = calls.length;
+      const script = connections[index];
       calls.push({ noHistory: options.noHistory === true });
       if (!script) throw new Error('no more connections');
       let closed = false;
+      let onClosed: () => void = () => undefined;
+      const closing = new Promise<void>((resolve) => (onClosed = resolve));
+      options.signal?.addEventListener('abort', () => onClosed(), { once: true });
+      if (options.signal?.aborted) onClosed();
       const stream: ProxyLogStream = {
         close: () => {
           closed = true;
+          onClosed();
         },
         async *[Symbol.asyncIterator]() {
-          for (const chunk of script.chunks) {
-            await new Promise((r) => setTimeout(r, 5));
-            if (closed || options.signal?.aborted) return;
-            yield chunk;
+          try {
+            for (const chunk of script.chunks) {
+              // Each chunk on its own turn of the event loop, as separate network reads would be.
+              await new Promise((r) => setImmediate(r));
+              if (closed || options.signal?.aborted) return;
+              yield chunk;
+            }
+          } finally {
+            // Reached when the reader asks for more or stops reading: after it handled the last chunk.
+            playedAll[index]!();
           }
-          while (script.keepOpen && !closed && !options.signal?.aborted) await new Promise((r) => setTimeout(r, 10));
+          if (script.keepOpen) await closing;
         },
       };
       return stream;
@@ -206,7 +227,7 @@ describe('ReloadWatcher', () => {
   it('ignores reload lines written before the save', async () => {
     const source = scriptedSource([{ chunks: ['[INFO] reloading configuration\n[INFO] configuration reloaded\n'], keepOpen: true }]);
     const watcher = await ReloadWatcher.arm({ source, startTimeoutMs: 300 });
-    await new Promise((r) => setTimeout(r, 100));
+    await source.played(0);
     watcher.begin(new Date());
     const status = await watcher.waitSettled(2000);
     expect(status.state).toBe('unknown');
@@ -216,7 +237,7 @@ describe('ReloadWatcher', () => {
     const source = scriptedSource([{ chunks: ['[INFO] reloading configuration\n[WARN] failed to reload config: duplicate alias\n'], keepOpen: true }]);
     const watcher = await ReloadWatcher.arm({ source, startTimeoutMs: 300 });
     watcher.writing();
-    await new Promise((r) => setTimeout(r, 100));
+    await source.played(0);
     watcher.begin(new Date());
     const status = await watcher.waitSettled(2000);
     expect(status).toMatchObject({ state: 'failed', message: expect.stringContaining('duplicate alias'), savedAt: expect.any(String) });

@@ -118,9 +118,8 @@ describe('schema source', () => {
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
     try {
       const s = await start({ defaultSchemaUrl: `http://127.0.0.1:${(silent.address() as AddressInfo).port}/s.json`, schemaFetchTimeoutMs: 200 });
-      const started = Date.now();
+      // Without the timeout this request would hang on the silent server.
       const res = await s.request('GET', '/api/config');
-      expect(Date.now() - started).toBeLessThan(3000);
       expect(res.body.schema.available).toBe(false);
       expect(res.body.schema.reason).toMatch(/timeout|abort/i);
     } finally {

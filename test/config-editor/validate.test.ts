@@ -133,7 +133,7 @@ describe('schema errors map back to the text', () => {
   });
 });
 
-describe("loader checks (contract §6.4) are warnings", () => {
+describe("loader checks are warnings", () => {
   const warningsOf = (text: string) => {
     const result = check(text);
     expect(brief(result.errors)).toEqual([]);

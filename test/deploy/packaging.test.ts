@@ -26,6 +26,11 @@ const CADDYFILE = read('deploy/Caddyfile');
 const DEPLOYMENT_DOC = read('docs/deployment.md');
 const PACKAGE = JSON.parse(read('package.json')) as { engines: { node: string }; scripts: Record<string, string>; dependencies: Record<string, string> };
 
+/** Where `npm run build` (tsc -p tsconfig.build.json, which extends tsconfig.json) writes. */
+const TS_OPTIONS = (JSON.parse(read('tsconfig.json')) as { compilerOptions: { outDir: string; rootDir: string } }).compilerOptions;
+const TS_OUT_DIR = posix.normalize(TS_OPTIONS.outDir);
+const TS_ROOT_DIR = TS_OPTIONS.rootDir;
+
 const SETTING_NAMES = new Set([...SETTINGS.map((s) => s.env), ...Object.values(FILE_INDIRECTIONS)]);
 const settingDefault = (env: string): string => {
   const spec = SETTINGS.find((s) => s.env === env);
@@ -33,7 +38,7 @@ const settingDefault = (env: string): string => {
   return spec.default;
 };
 
-/** llama-swap's command-line flags (llama-swap-contract.md §0, `llama-swap.go:67-99`). */
+/** llama-swap's command-line flags (llama-swap's `llama-swap.go`; docs/llama-swap.md, "Process"). */
 const LLAMA_SWAP_FLAGS = new Set(['-config', '-config-dir', '-listen', '-tls-cert-file', '-tls-key-file', '-watch-config']);
 const LLAMA_SWAP_FLAGS_WITH_VALUE = new Set(['-config', '-config-dir', '-listen', '-tls-cert-file', '-tls-key-file']);
 
@@ -204,10 +209,11 @@ describe('Dockerfile', () => {
     expect(PACKAGE.scripts.build).toBeDefined();
     expect(run).toMatch(/npm prune --omit=dev/);
     expect(run).toMatch(/apt-get install .*python3 make g\+\+/);
-    // Scripts are held back and only better-sqlite3 is rebuilt: a new dependency with an
-    // install script would silently not be built.
-    const lock = JSON.parse(read('package-lock.json')) as { packages: Record<string, { hasInstallScript?: boolean }> };
-    const withScripts = Object.entries(lock.packages).filter(([, p]) => p.hasInstallScript).map(([name]) => name.replace(/^node_modules\//, ''));
+    // Scripts are held back and only better-sqlite3 is rebuilt: a new runtime dependency with an
+    // install script would silently not be built. Dev-only ones (esbuild, under tsx for the
+    // tests) are pruned before the runtime stage, and the build does not run them.
+    const lock = JSON.parse(read('package-lock.json')) as { packages: Record<string, { hasInstallScript?: boolean; dev?: boolean }> };
+    const withScripts = Object.entries(lock.packages).filter(([, p]) => p.hasInstallScript && !p.dev).map(([name]) => name.replace(/^node_modules\//, ''));
     const rebuilt = [...run.matchAll(/npm rebuild ([^&\n]+)/g)].flatMap((m) => m[1]!.trim().split(/\s+/));
     expect(withScripts.sort()).toEqual(rebuilt.sort());
     expect(PACKAGE.dependencies['better-sqlite3']).toBeDefined();
@@ -216,13 +222,16 @@ describe('Dockerfile', () => {
 
   it('copies into the runtime stage what the build produced and what bin/gatehouse loads', () => {
     const workdir = only('WORKDIR', 0)[0]!.args;
+    const buildOptions = (JSON.parse(read('tsconfig.build.json')) as { compilerOptions: Record<string, unknown> }).compilerOptions;
+    expect(buildOptions.outDir ?? TS_OPTIONS.outDir, 'tsconfig.build.json writes where tsconfig.json says').toBe(TS_OPTIONS.outDir);
     const fromBuild = only('COPY').filter((i) => i.args.startsWith('--from=build'));
     const copied: string[] = [];
     for (const copy of fromBuild) {
       const [source, target] = copy.args.split(/\s+/).filter((p) => !p.startsWith('--'));
       const relative = posix.relative(workdir, source!);
       expect(relative.startsWith('..'), `${source} is outside the build WORKDIR ${workdir}`).toBe(false);
-      expect(existsSync(join(REPO_ROOT, relative)), `${relative} (built by npm run build) does not exist`).toBe(true);
+      // The tests run from source, so dist/ may not exist: it is checked as tsc's output folder.
+      if (relative !== TS_OUT_DIR) expect(existsSync(join(REPO_ROOT, relative)), `${relative} (built by npm run build) does not exist`).toBe(true);
       expect(posix.normalize(target!.replace(/^\.\//, '')).replace(/\/$/, '')).toBe(relative);
       copied.push(relative);
     }
@@ -230,7 +239,8 @@ describe('Dockerfile', () => {
     // Plain node from PATH: runtime tuning is the operator's choice (docs/deployment.md).
     expect(bin.split('\n', 1)[0]).toBe('#!/usr/bin/env node');
     const entry = /from '\.\.\/([^']+)'/.exec(bin)?.[1];
-    expect(entry).toBe('dist/src/cli/main.js');
+    expect(entry).toBe(`${TS_OUT_DIR}/src/cli/main.js`);
+    expect(existsSync(join(REPO_ROOT, TS_ROOT_DIR, 'src/cli/main.ts')), 'bin/gatehouse loads the build of src/cli/main.ts').toBe(true);
     for (const needed of ['package.json', 'node_modules', 'bin', 'dist', 'web/index.html', 'web/dist']) {
       expect(copied, `the runtime stage lacks ${needed}`).toContain(needed);
     }

@@ -1,7 +1,7 @@
 /**
  * A tiny real HTTP server that plays "whatever upstream this test needs" and records what
  * reached it, including when the gateway closed the connection. For llama-swap behaviour
- * use the simulator in test/fakes/llama-swap; this one is for exact bytes and timing.
+ * use the simulator in test/fakes/llama-swap; this one is for exact bytes and the order of events.
  */
 import { createHash } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -27,7 +27,7 @@ export interface RecordingUpstream {
   /** Requests whose headers arrived, complete or not (`received` lists only finished bodies). */
   readonly started: number;
   handle(handler: UpstreamHandler): void;
-  /** Resolves with the first record matching `predicate`, polling every 5 ms. */
+  /** Resolves with the first record matching `predicate`, checked whenever a record changes. */
   waitFor(predicate: (r: Received) => boolean, timeoutMs?: number): Promise<Received>;
   close(): Promise<void>;
 }
@@ -37,6 +37,10 @@ export async function startRecordingUpstream(handler: UpstreamHandler = (_req, r
   const received: Received[] = [];
   const sockets = new Set<Socket>();
   let started = 0;
+  const watchers = new Set<() => void>();
+  const changed = () => {
+    for (const watcher of [...watchers]) watcher();
+  };
   const server: Server = createServer((req, res) => {
     started++;
     const chunks: Buffer[] = [];
@@ -45,6 +49,7 @@ export async function startRecordingUpstream(handler: UpstreamHandler = (_req, r
       if (!record) return;
       record.closedAt ??= performance.now();
       if (!res.writableFinished) record.aborted = true;
+      changed();
     };
     res.on('close', onClose);
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -60,6 +65,7 @@ export async function startRecordingUpstream(handler: UpstreamHandler = (_req, r
         aborted: false,
       };
       received.push(record);
+      changed();
       void Promise.resolve(current(req, res, body)).catch((error) => res.destroy(error as Error));
     });
     // A request whose body never completes (aborted upload) still gets recorded.
@@ -67,6 +73,7 @@ export async function startRecordingUpstream(handler: UpstreamHandler = (_req, r
       if (record) return;
       record = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, bodyBytes: -1, bodySha256: '', closedAt: performance.now(), aborted: true };
       received.push(record);
+      changed();
     });
   });
   server.on('connection', (s: Socket) => {
@@ -84,14 +91,26 @@ export async function startRecordingUpstream(handler: UpstreamHandler = (_req, r
     handle(next) {
       current = next;
     },
-    async waitFor(predicate, timeoutMs = 2000) {
-      const deadline = performance.now() + timeoutMs;
-      for (;;) {
-        const hit = received.find(predicate);
-        if (hit) return hit;
-        if (performance.now() > deadline) throw new Error('waitFor: no matching upstream request in time');
-        await new Promise((r) => setTimeout(r, 5));
-      }
+    waitFor(predicate, timeoutMs = 2000) {
+      return new Promise<Received>((resolve, reject) => {
+        const stop = () => {
+          clearTimeout(timer);
+          watchers.delete(check);
+        };
+        const check = () => {
+          const hit = received.find(predicate);
+          if (!hit) return;
+          stop();
+          resolve(hit);
+        };
+        // A bound for a failing test, not a pace: a match resolves at once.
+        const timer = setTimeout(() => {
+          stop();
+          reject(new Error('waitFor: no matching upstream request in time'));
+        }, timeoutMs);
+        watchers.add(check);
+        check();
+      });
     },
     async close() {
       for (const s of sockets) s.destroy();

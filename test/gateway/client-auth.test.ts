@@ -1,11 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRecordingUpstream, type RecordingUpstream } from '../fakes/recording-upstream.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
-import { json, rawRequest, sleep } from '../helpers/http.js';
+import { json, rawRequest } from '../helpers/http.js';
 
 const ADMIN = 'admin-token-for-tests';
 let upstream: RecordingUpstream;
 let gateway: TestGateway;
+/** How far the gateway's clock runs ahead of the real one (key expiry is checked against it). */
+let clockAheadMs = 0;
 
 const MODELS = [
   { id: 'llama-3.2-3b', object: 'model', created: 1_760_000_000, owned_by: 'llama-swap', name: 'Llama 3.2 3B' },
@@ -17,7 +19,7 @@ beforeAll(async () => {
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end('{"ok":true}');
   });
-  gateway = await startTestGateway(upstream.url, { adminToken: ADMIN }, { listModels: async () => structuredClone(MODELS) }, { withStore: true });
+  gateway = await startTestGateway(upstream.url, { adminToken: ADMIN }, { listModels: async () => structuredClone(MODELS), now: () => Date.now() + clockAheadMs }, { withStore: true });
 });
 afterAll(async () => {
   await gateway.close();
@@ -103,12 +105,16 @@ describe('client authentication, from open mode to protected', () => {
   });
 
   it('refuses an expired key with its own message', async () => {
-    const soon = await createKey({ name: 'short-lived', expiresAt: new Date(Date.now() + 1500).toISOString() });
+    const soon = await createKey({ name: 'short-lived', expiresAt: new Date(Date.now() + 60_000).toISOString() });
     expect((await chat({ authorization: `Bearer ${soon.secret}` })).status).toBe(200);
-    await sleep(1600);
-    const res = await chat({ authorization: `Bearer ${soon.secret}` }, '/v1/messages');
-    expect(res.status).toBe(401);
-    expect(json(res.body)).toEqual({ type: 'error', error: { type: 'authentication_error', message: 'This API key has expired.' } });
+    clockAheadMs = 60_001;
+    try {
+      const res = await chat({ authorization: `Bearer ${soon.secret}` }, '/v1/messages');
+      expect(res.status).toBe(401);
+      expect(json(res.body)).toEqual({ type: 'error', error: { type: 'authentication_error', message: 'This API key has expired.' } });
+    } finally {
+      clockAheadMs = 0;
+    }
   });
 
   it('reopens the API only when every key is deleted, after a warning for the last one', async () => {

@@ -164,8 +164,7 @@ describe('bytes of errors the gateway writes', () => {
     try {
       const res = await rawRequest(`${dead.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model":"m"}' });
       expect(res.status).toBe(502);
-      await new Promise((r) => setTimeout(r, 50));
-      const line = dead.logLines().find((l) => l.msg === 'request' && l.path === '/v1/chat/completions');
+      const line = await dead.waitForLog((l) => l.msg === 'request' && l.path === '/v1/chat/completions');
       expect(line).toMatchObject({ status: 502, bytes_out: res.body.length });
     } finally {
       await dead.close();

@@ -2,7 +2,7 @@ import { request } from 'node:http';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startRecordingUpstream, type RecordingUpstream } from '../fakes/recording-upstream.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
-import { json, rawRequest, sleep } from '../helpers/http.js';
+import { json, rawRequest } from '../helpers/http.js';
 
 let upstream: RecordingUpstream;
 let gateway: TestGateway;
@@ -115,7 +115,7 @@ describe('pass-through of /v1', () => {
       headers: { 'content-type': 'application/json', authorization: 'Bearer sk-very-secret', 'x-request-id': 'log-me' },
       body: '{"model":"qwen-7b","messages":[]}',
     });
-    await sleep(20);
+    await gateway.waitForLog((l) => l.req_id === 'log-me');
     const lines = gateway.logLines().slice(before).filter((l) => l.req_id === 'log-me');
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatchObject({ method: 'POST', path: '/v1/chat/completions', status: 200, model: 'qwen-7b', bytes_in: 33, bytes_out: 11 });

@@ -15,7 +15,8 @@ let gateway: TestGateway;
 beforeAll(async () => {
   // A llama-swap busy loading a model: /health never answers.
   upstream = await startRecordingUpstream(() => undefined);
-  const client = createLlamaSwapClient({ baseUrl: new URL(upstream.url), timeoutMs: 10_000 });
+  // The client's own timeout is far beyond the test's: only the ready timeout can end the probe.
+  const client = createLlamaSwapClient({ baseUrl: new URL(upstream.url), timeoutMs: 600_000 });
   gateway = await startTestGateway(upstream.url, { readyTimeoutMs: 300 }, { upstream: client, closeables: [client] });
 });
 afterAll(async () => {
@@ -25,13 +26,12 @@ afterAll(async () => {
 
 describe('/readyz', () => {
   it('answers 503 once GATEHOUSE_READY_TIMEOUT is over, not after the llama-swap client timeout', async () => {
-    const started = performance.now();
     const res = await rawRequest(`${gateway.url}/readyz`);
-    const took = performance.now() - started;
     expect(res.status).toBe(503);
     expect(json(res.body)).toMatchObject({ status: 'upstream unavailable', upstream: { ok: false } });
-    expect(took).toBeGreaterThanOrEqual(250);
-    expect(took).toBeLessThan(2000);
+    // It asked llama-swap first, then gave up on the probe instead of leaving it hanging.
+    const probe = await upstream.waitFor((r) => r.url === '/health' && r.closedAt !== undefined);
+    expect(probe.aborted).toBe(true);
   });
 
   it('waits 2 s by default', () => {

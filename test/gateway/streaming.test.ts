@@ -1,20 +1,42 @@
-import { request } from 'node:http';
+import { request, type IncomingHttpHeaders } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRecordingUpstream, type RecordingUpstream } from '../fakes/recording-upstream.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
-import { rawRequest, sleep } from '../helpers/http.js';
+import { rawRequest } from '../helpers/http.js';
 
 let upstream: RecordingUpstream;
 let gateway: TestGateway;
+/** Default (minutes-long) timeouts: only the client's leaving can end an upstream call early. */
+let patientGateway: TestGateway;
 
 beforeAll(async () => {
   upstream = await startRecordingUpstream();
   gateway = await startTestGateway(upstream.url, { headersTimeoutMs: 400, idleTimeoutMs: 300 });
+  patientGateway = await startTestGateway(upstream.url);
 });
 afterAll(async () => {
   await gateway.close();
+  await patientGateway.close();
   await upstream.close();
 });
+
+/** A streaming POST that reports its response headers and each chunk as they arrive. */
+function streamingPost(url: string, body: string, on: { headers?: () => void; chunk?: (data: Buffer) => void }) {
+  return new Promise<{ status: number; headers: IncomingHttpHeaders; chunks: string[] }>((resolve, reject) => {
+    const req = request(url, { method: 'POST', headers: { 'content-type': 'application/json' }, agent: false }, (res) => {
+      on.headers?.();
+      const chunks: string[] = [];
+      res.on('data', (data: Buffer) => {
+        chunks.push(data.toString('utf8'));
+        on.chunk?.(data);
+      });
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, chunks }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
 
 const SSE_EVENTS = [
   'data: {"id":"c1","choices":[{"delta":{"content":"Hel"}}]}\n\n',
@@ -24,60 +46,57 @@ const SSE_EVENTS = [
 ];
 
 describe('SSE streaming', () => {
-  it('relays every event as soon as upstream sends it, with bytes identical to what upstream sent', async () => {
-    const sentAt: number[] = [];
+  it('relays every event before upstream sends the next, with bytes identical to what upstream sent', async () => {
+    // Lockstep: upstream sends the next event only once the client has the previous one, so a
+    // gateway that held or coalesced events would never finish.
+    let clientGotChunk: () => void = () => undefined;
     upstream.handle(async (_req, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       for (const event of SSE_EVENTS) {
-        sentAt.push(performance.now());
+        const arrived = new Promise<void>((resolve) => (clientGotChunk = resolve));
         res.write(event);
-        await sleep(80);
+        await arrived;
       }
       res.end();
     });
-    const res = await rawRequest(`${gateway.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model":"m","stream":true}' });
+    const res = await streamingPost(`${patientGateway.url}/v1/chat/completions`, '{"model":"m","stream":true}', { chunk: () => clientGotChunk() });
     expect(res.status).toBe(200);
     expect(res.headers['content-type']).toBe('text/event-stream');
     expect(res.headers['x-accel-buffering']).toBe('no');
     expect(res.headers['content-encoding']).toBeUndefined();
-    expect(res.body.toString('utf8')).toBe(SSE_EVENTS.join(''));
-    // Not coalesced: each event arrived on its own, well before the next one was sent.
-    expect(res.chunks).toHaveLength(SSE_EVENTS.length);
-    res.chunks.forEach((chunk, i) => {
-      expect(chunk.data.toString('utf8')).toBe(SSE_EVENTS[i]);
-      expect(chunk.at - sentAt[i]!).toBeLessThan(50);
-    });
+    expect(res.chunks).toEqual(SSE_EVENTS);
   });
 
   it('sends response headers as soon as upstream does, before the first event', async () => {
+    // Upstream writes its first event only after the client has the headers.
+    let clientGotHeaders: () => void = () => undefined;
+    const headersArrived = new Promise<void>((resolve) => (clientGotHeaders = resolve));
     upstream.handle(async (_req, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       res.flushHeaders();
-      await sleep(300);
+      await headersArrived;
       res.end('data: [DONE]\n\n');
     });
-    const started = performance.now();
-    const res = await rawRequest(`${gateway.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model":"m"}' });
-    expect(res.headersAt - started).toBeLessThan(150);
-    expect(res.chunks[0]!.at - started).toBeGreaterThan(250);
+    const res = await streamingPost(`${patientGateway.url}/v1/chat/completions`, '{"model":"m"}', { headers: clientGotHeaders });
+    expect(res.status).toBe(200);
+    expect(res.chunks.join('')).toBe('data: [DONE]\n\n');
   });
 });
 
 describe('client disconnect', () => {
-  it('aborts the upstream request within 100 ms when the client leaves before response headers', async () => {
+  it('aborts the upstream request when the client leaves before response headers', async () => {
     upstream.handle(() => undefined); // never answers, like a model still loading
-    const req = request(`${gateway.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, agent: false });
+    const req = request(`${patientGateway.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, agent: false });
     req.on('error', () => undefined);
     req.end('{"model":"slow-loader"}');
     await upstream.waitFor((r) => r.bodySha256 !== '' && r.headers['content-type'] === 'application/json' && r.closedAt === undefined);
     const leftAt = performance.now();
     req.destroy();
-    const seen = await upstream.waitFor((r) => r.closedAt !== undefined && r.closedAt > leftAt, 1000);
+    const seen = await upstream.waitFor((r) => r.closedAt !== undefined && r.closedAt > leftAt);
     expect(seen.aborted).toBe(true);
-    expect(seen.closedAt! - leftAt).toBeLessThan(100);
   });
 
-  it('aborts the upstream request within 100 ms when the client leaves mid-stream', async () => {
+  it('aborts the upstream request when the client leaves mid-stream', async () => {
     upstream.received.length = 0;
     upstream.handle((_req, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
@@ -85,7 +104,7 @@ describe('client disconnect', () => {
     });
     let leftAt = 0;
     await new Promise<void>((resolve) => {
-      const req = request(`${gateway.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, agent: false }, (res) => {
+      const req = request(`${patientGateway.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, agent: false }, (res) => {
         res.once('data', () => {
           leftAt = performance.now();
           req.destroy();
@@ -95,22 +114,23 @@ describe('client disconnect', () => {
       req.on('error', () => undefined);
       req.end('{"model":"m","stream":true}');
     });
-    const seen = await upstream.waitFor((r) => r.closedAt !== undefined, 1000);
+    const seen = await upstream.waitFor((r) => r.closedAt !== undefined);
     expect(seen.aborted).toBe(true);
-    expect(seen.closedAt! - leftAt).toBeLessThan(100);
+    expect(seen.closedAt!).toBeGreaterThan(leftAt);
   });
 });
 
 describe('timeouts', () => {
   it('answers 504 in the OpenAI shape when upstream sends no headers in time', async () => {
+    upstream.received.length = 0;
     upstream.handle(() => undefined);
-    const started = performance.now();
     const res = await rawRequest(`${gateway.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model":"m"}' });
     expect(res.status).toBe(504);
-    expect(performance.now() - started).toBeGreaterThanOrEqual(390);
     expect(JSON.parse(res.body.toString())).toEqual({
       error: { message: expect.stringContaining('no response headers within 400 ms'), type: 'server_error', param: null, code: 'upstream_timeout' },
     });
+    // The request reached upstream and was given up on, not refused before it was sent.
+    expect((await upstream.waitFor((r) => r.closedAt !== undefined)).aborted).toBe(true);
   });
 
   it('answers 504 in the Anthropic shape on /v1/messages', async () => {
@@ -150,13 +170,15 @@ describe('timeouts', () => {
   });
 
   it('ends a stream whose upstream connection breaks with one terminal error event', async () => {
+    // Upstream's connection breaks once the client has the first event.
+    let breakUpstream: () => void = () => undefined;
     upstream.handle((_req, res) => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       res.write('data: {"n":1}\n\n');
-      setTimeout(() => res.socket?.destroy(), 30);
+      breakUpstream = () => res.socket?.destroy();
     });
-    const res = await rawRequest(`${gateway.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model":"m","stream":true}' });
-    const frames = res.body.toString('utf8').split('\n\n').filter(Boolean);
+    const res = await streamingPost(`${gateway.url}/v1/chat/completions`, '{"model":"m","stream":true}', { chunk: () => breakUpstream() });
+    const frames = res.chunks.join('').split('\n\n').filter(Boolean);
     expect(frames).toHaveLength(2);
     expect(JSON.parse(frames[1]!.slice(6))).toMatchObject({ error: { code: 'upstream_stream_failed' } });
   });

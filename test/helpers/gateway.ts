@@ -27,6 +27,8 @@ export interface TestGateway {
   /** Every log line written so far, raw. */
   logText(): string;
   logLines(): Array<Record<string, unknown>>;
+  /** Resolves with the first log line (parsed) matching `predicate`, as soon as it is written. */
+  waitForLog(predicate: (line: Record<string, unknown>) => boolean): Promise<Record<string, unknown>>;
   close(): Promise<void>;
 }
 
@@ -44,12 +46,15 @@ export async function startTestGateway(
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'gh-test-'));
   const settings = settingsFor({ host: '127.0.0.1', port: 0, upstreamUrl: new URL(upstreamUrl), logLevel: 'info', dataDir, ...overrides });
   let text = '';
+  const logWatchers = new Set<() => void>();
   const sink = new Writable({
     write(chunk: Buffer, _enc, cb) {
       text += chunk.toString('utf8');
+      for (const watcher of [...logWatchers]) watcher();
       cb();
     },
   });
+  const logLines = () => text.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
   const gatewayLog = new LineBuffer(1000);
   const logger = createLogger(settings.logLevel, sink, gatewayLog);
   let store: Store | undefined;
@@ -80,7 +85,19 @@ export async function startTestGateway(
     index,
     dataDir,
     logText: () => text,
-    logLines: () => text.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>),
+    logLines,
+    waitForLog(predicate) {
+      return new Promise((resolve) => {
+        const check = () => {
+          const hit = logLines().find(predicate);
+          if (!hit) return;
+          logWatchers.delete(check);
+          resolve(hit);
+        };
+        logWatchers.add(check);
+        check();
+      });
+    },
     async close() {
       if (closed) return;
       closed = true;

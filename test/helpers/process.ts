@@ -1,37 +1,56 @@
 /**
- * Runs the real `gatehouse` CLI (compiled, as `npm start` does) as a child process.
+ * Runs the real `gatehouse` CLI as a child process, from the TypeScript sources through tsx's
+ * loader (the same `main` that bin/gatehouse runs from dist/), so no build comes first.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 export const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
-const CLI = fileURLToPath(new URL('../../bin/gatehouse', import.meta.url));
+const CLI_FROM_SOURCE = fileURLToPath(new URL('./gatehouse-cli.ts', import.meta.url));
+/** `node` arguments that run `gatehouse` from source; append the CLI's own arguments. */
+const CLI = ['--import', 'tsx', CLI_FROM_SOURCE];
 
 export interface GatewayProcess {
   child: ChildProcess;
   url: string;
   output(): string;
+  /** Resolves once the process has written text matching `pattern` (stdout or stderr). */
+  waitForOutput(pattern: RegExp): Promise<void>;
   exited: Promise<number | null>;
 }
 
 /** Starts `gatehouse serve` on a free port and resolves once it logs its URL. */
 export function spawnGateway(env: Record<string, string>, args: string[] = []): Promise<GatewayProcess> {
-  const child = spawn(process.execPath, [CLI, 'serve', '--host', '127.0.0.1', '--port', '0', ...args], {
+  const child = spawn(process.execPath, [...CLI, 'serve', '--host', '127.0.0.1', '--port', '0', ...args], {
     cwd: REPO_ROOT,
     env: { PATH: process.env.PATH ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
+  const outputWatchers = new Set<() => void>();
+  const waitForOutput = (pattern: RegExp) =>
+    new Promise<void>((resolve) => {
+      const check = () => {
+        if (!pattern.test(output)) return;
+        outputWatchers.delete(check);
+        resolve();
+      };
+      outputWatchers.add(check);
+      check();
+    });
   // 'close', not 'exit': the last lines on stdout may still be in the pipe when the process exits.
   const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`gateway did not start:\n${output}`)), 10_000);
+    // A bound for a start that fails, not a pace: each process compiles the sources as it loads
+    // them, and several replicas starting at once on a busy machine take a while.
+    const timer = setTimeout(() => reject(new Error(`gateway did not start:\n${output}`)), 20_000);
     const onData = (chunk: Buffer) => {
       output += chunk.toString('utf8');
+      for (const watcher of [...outputWatchers]) watcher();
       const match = /"url":"(http:\/\/[^"]+)"/.exec(output);
       if (match) {
         clearTimeout(timer);
-        resolve({ child, url: match[1]!, output: () => output, exited });
+        resolve({ child, url: match[1]!, output: () => output, waitForOutput, exited });
       }
     };
     child.stdout.on('data', onData);
@@ -46,7 +65,7 @@ export function spawnGateway(env: Record<string, string>, args: string[] = []): 
 /** Runs `gatehouse <args>` to completion and returns its exit code and output. */
 export function runCli(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CLI, ...args], { cwd: REPO_ROOT, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [...CLI, ...args], { cwd: REPO_ROOT, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));

@@ -211,9 +211,9 @@ describe('when Redis fails', () => {
     expect(await decide(store.acquire('k', RPM(100)))).toEqual({ allowed: true, slot: false });
 
     await redis.kill();
-    const started = performance.now();
-    for (let i = 0; i < 20; i++) expect((await decide(store.acquire('k', RPM(100)))).allowed).toBe(true);
-    expect(performance.now() - started).toBeLessThan(200);
+    // The first call finds Redis gone; from then on calls do not touch Redis (answered synchronously).
+    expect((await decide(store.acquire('k', RPM(100)))).allowed).toBe(true);
+    for (let i = 0; i < 19; i++) expect(store.acquire('k', RPM(100))).toEqual({ allowed: true, slot: false });
     expect(store.status()).toMatchObject({ scope: 'replica', redis: 'unavailable', unavailableSince: expect.any(Number) });
     const warnings = log.lines().filter((l) => l.level === 40);
     expect(warnings).toHaveLength(1);
@@ -238,11 +238,8 @@ describe('when Redis fails', () => {
     expect(await decide(store.acquire('k', RPM(100)))).toEqual({ allowed: true, slot: false });
     redis.pause();
     try {
-      const started = performance.now();
+      // Redis is stopped, so only the command timeout can answer this.
       expect(await decide(store.acquire('k', RPM(100)))).toEqual({ allowed: true, slot: false });
-      const waited = performance.now() - started;
-      expect(waited).toBeGreaterThanOrEqual(70);
-      expect(waited).toBeLessThan(400);
       // The breaker is open: the next calls do not touch Redis at all (answered synchronously).
       for (let i = 0; i < 5; i++) expect(store.acquire('k', RPM(100))).toEqual({ allowed: true, slot: false });
       expect(log.lines().filter((l) => l.level === 40).map((l) => l.error)).toEqual(['Command timed out']);
@@ -256,9 +253,7 @@ describe('when Redis fails', () => {
     const redis = await startTestRedis();
     servers.push(redis);
     await redis.kill(); // a port nothing listens on
-    const started = performance.now();
     const { store, log } = await storeOn(redis, { retryMs: 200 });
-    expect(performance.now() - started).toBeLessThan(1500);
     expect(store.status()).toMatchObject({ scope: 'replica', redis: 'unavailable' });
     expect(store.acquire('k', RPM(1))).toEqual({ allowed: true, slot: false });
     expect(store.acquire('k', RPM(1))).toMatchObject({ allowed: false, limit: 'rpm' });

@@ -76,11 +76,14 @@ function browser(gw: GatewayProcess, method: string, path: string, cookie: strin
   return rawRequest(`${gw.url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
 }
 
-/** Polls until `check` holds; returns how long it took, or throws after `ms`. */
-async function within(ms: number, what: string, check: () => Promise<boolean>): Promise<number> {
+/**
+ * Polls the other replica (a separate process: nothing to subscribe to) until `check` holds;
+ * throws after `ms`, the sync delay the replicas promise.
+ */
+async function within(ms: number, what: string, check: () => Promise<boolean>): Promise<void> {
   const started = performance.now();
   while (performance.now() - started < ms) {
-    if (await check()) return performance.now() - started;
+    if (await check()) return;
     await new Promise((r) => setTimeout(r, 20));
   }
   throw new Error(`${what}: not within ${ms} ms`);
@@ -108,8 +111,7 @@ describe('two replicas on one PostgreSQL database', () => {
     const body = json(created.body) as { key: { id: string }; secret: string };
     first = { id: body.key.id, secret: body.secret };
     expect((await v1(a, first.secret)).status).toBe(200);
-    const took = await within(1000, 'B accepting the new key', async () => (await v1(b, first.secret)).status === 200 && (await v1(b)).status === 401);
-    expect(took).toBeLessThan(1000);
+    await within(1000, 'B accepting the new key', async () => (await v1(b, first.secret)).status === 200 && (await v1(b)).status === 401);
   });
 
   it('a key revoked on B is refused on A within 1 s', async () => {

@@ -229,11 +229,10 @@ describe('when Redis goes away and comes back', () => {
     await redis.kill();
     const k = key('outage'); // rpm 2: per replica now, so each allows 2
     for (const gw of [a, b]) {
+      // That calls skip an unreachable Redis without waiting is shown in redis-limit-store.test.ts.
       for (let i = 0; i < 2; i++) {
-        const started = performance.now();
         const res = await chat(gw, k);
         expect(res.status, res.body.toString()).toBe(200);
-        expect(performance.now() - started).toBeLessThan(1000);
       }
       expect((await chat(gw, k)).status).toBe(429);
     }

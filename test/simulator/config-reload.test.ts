@@ -26,7 +26,7 @@ async function modelIds(sim: Simulator): Promise<string[]> {
   return body.data.map((m) => m.id);
 }
 
-describe('config watching and reload (§7)', () => {
+describe('config watching and reload', () => {
   let dir: string;
   let file: string;
   let sim: Simulator;

@@ -10,7 +10,7 @@ const CONFIG = {
   peers: { box: { proxy: 'http://192.0.2.10:8080', models: ['remote'] } },
 };
 
-describe('log streams (§2.5)', () => {
+describe('log streams', () => {
   let sim: Simulator;
   beforeEach(async () => {
     sim = await startSimulator({ config: CONFIG });
@@ -91,7 +91,7 @@ function decodeEvents(text: string): EventEnvelope[] {
   });
 }
 
-describe('/api/events (§2.6)', () => {
+describe('/api/events', () => {
   let sim: Simulator;
   beforeEach(async () => {
     sim = await startSimulator({ config: CONFIG, reloadStatusDelayMs: 50 });

@@ -14,7 +14,7 @@ const CONFIG = {
   },
 };
 
-describe('model extraction and dispatch (§1.1, §3.2)', () => {
+describe('model extraction and dispatch', () => {
   let sim: Simulator;
   beforeAll(async () => {
     sim = await startSimulator({ config: CONFIG });

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { startSimulator, DEMO_CONFIG, type Simulator } from '../fakes/llama-swap/index.js';
 import { json } from './helpers.js';
 
-describe('/v1/models and /models (§2.3)', () => {
+describe('/v1/models and /models', () => {
   let sim: Simulator | undefined;
   afterEach(async () => {
     await sim?.close();

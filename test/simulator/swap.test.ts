@@ -11,7 +11,7 @@ const CONFIG = {
   },
 };
 
-describe('process state machine and swapping (§5.3)', () => {
+describe('process state machine and swapping', () => {
   let sim: Simulator;
   beforeEach(async () => {
     sim = await startSimulator({ config: CONFIG, knobs: { loadDelayMs: 60 } });
@@ -53,7 +53,7 @@ describe('process state machine and swapping (§5.3)', () => {
     const slow = new BodyReader(await postJson(`${sim.url}/v1/chat/completions`, chatBody('alpha', { stream: true })));
     await slow.until((t) => t.includes('"content"'));
     const swap = postJson(`${sim.url}/v1/chat/completions`, chatBody('beta'));
-    await new Promise((r) => setTimeout(r, 50));
+    await sim.waitForRequest((r) => r.model === 'beta');
     expect(sim.state('alpha')).toBe('ready');
     expect(sim.state('beta')).toBe('stopped');
     const text = await slow.rest();

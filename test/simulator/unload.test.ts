@@ -10,7 +10,7 @@ const CONFIG = {
   peers: { box: { proxy: 'http://192.0.2.10:8080', models: ['remote'] } },
 };
 
-describe('unload endpoints (§2.4)', () => {
+describe('unload endpoints', () => {
   let sim: Simulator;
   beforeEach(async () => {
     sim = await startSimulator({ config: CONFIG, knobs: { unloadDelayMs: 80 } });

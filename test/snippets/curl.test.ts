@@ -52,7 +52,7 @@ const CASES = requireCases<CurlCase>('curl', {
   },
   'claude-code-preflight': {
     path: '/v1/messages',
-    // clients.md: "A JSON body starting {"id":"msg_ means URL and key work."
+    // A JSON body starting {"id":"msg_ means the URL and the key work.
     assertOutput: (out) => expect(out.startsWith('{"id":"msg_')).toBe(true),
   },
 });
@@ -99,7 +99,7 @@ describe.each(CASES)('%s', (id, c) => {
   });
 });
 
-describe('the curl snippets authenticate the way the brief and clients.md say', () => {
+describe('the curl snippets authenticate the way each wire format expects', () => {
   it('sends the Anthropic message to /v1/messages with x-api-key and anthropic-version, and no Bearer', () => {
     const text = SNIPPETS.find((s) => s.id === 'curl-anthropic-messages')!.render(liveContext(live, 'protected'));
     expect(text.split('\n')[0]).toBe(`curl ${live.protectedGateway.url}/v1/messages \\`);

@@ -8,10 +8,9 @@
 import { randomBytes } from 'node:crypto';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
-import { afterAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { MIGRATIONS } from '../../src/store/migrations.js';
-import { openPostgresStore } from '../../src/store/postgres.js';
-import { usageWriterApplicationName } from '../../src/store/usage-write-thread.js';
+import { openPostgresStore, storeApplicationName } from '../../src/store/postgres.js';
 import { describeStoreContract, keyRecord, waitFor } from './store-contract.js';
 import { usageRecord } from './usage-contract.js';
 import { expectUsageLogMigrated, writeOldUsageLog } from './usage-migration.js';
@@ -90,52 +89,65 @@ describe('PostgreSQL store', () => {
   });
 
   it('keeps stores in different schemas of one database apart, notifications included', async () => {
-    const a = await openPostgresStore({ url, schema: schemaFor('apart_a'), poolSize: 2 });
-    const b = await openPostgresStore({ url, schema: schemaFor('apart_b'), poolSize: 2 });
-    const a2 = await openPostgresStore({ url, schema: schemas.at(-2)!, poolSize: 2 });
+    const schemaA = schemaFor('apart_a');
+    const schemaB = schemaFor('apart_b');
+    // No periodic resync during the test: every notification counted comes from a write.
+    const a = await openPostgresStore({ url, schema: schemaA, poolSize: 2, resyncIntervalMs: 600_000 });
+    const b = await openPostgresStore({ url, schema: schemaB, poolSize: 2, resyncIntervalMs: 600_000 });
+    const a2 = await openPostgresStore({ url, schema: schemaA, poolSize: 2 });
+    const b2 = await openPostgresStore({ url, schema: schemaB, poolSize: 2 });
     let bNotified = 0;
     let aNotified = 0;
     const stopB = b.watchKeys(() => bNotified++);
     const stopA = a.watchKeys(() => aNotified++);
     try {
-      await new Promise((r) => setTimeout(r, 400));
+      // Each watcher announces its LISTEN connection once.
+      await waitFor(() => aNotified > 0 && bNotified > 0, 5000, 'both watchers listening');
       bNotified = aNotified = 0;
       await a2.keys.create(keyRecord());
       await waitFor(() => aNotified > 0, 1000, 'the same-schema store to be notified');
-      await new Promise((r) => setTimeout(r, 300));
-      expect(bNotified).toBe(0);
-      expect(await b.keys.count()).toBe(0);
+      // Notifications arrive in commit order: had B heard A's write, it would hear it before its own.
+      await b2.keys.create(keyRecord());
+      await waitFor(() => bNotified > 0, 1000, 'the other schema store to be notified of its own write');
+      expect(bNotified).toBe(1);
+      expect(aNotified).toBe(1);
+      expect(await b.keys.count()).toBe(1);
       expect(await a.keys.count()).toBe(1);
     } finally {
       stopA();
       stopB();
-      await Promise.all([a.close(), b.close(), a2.close()]);
+      await Promise.all([a.close(), b.close(), a2.close(), b2.close()]);
     }
   });
 
   it('resyncs periodically even without notifications', async () => {
     const store = await openPostgresStore({ url, schema: schemaFor('resync'), poolSize: 2, resyncIntervalMs: 200 });
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
     let notified = 0;
     const stop = store.watchKeys(() => notified++);
     try {
-      await waitFor(() => notified >= 3, 2000, 'three periodic resyncs');
+      // Advancing is synchronous, so the LISTEN connection's announcement cannot land in between.
+      const before = notified;
+      vi.advanceTimersByTime(600);
+      expect(notified - before).toBe(3);
     } finally {
       stop();
+      vi.useRealTimers();
       await store.close();
     }
   });
 
-  it("writes usage batches again after the write thread's connection was cut, the failed batch included", async () => {
+  it('writes usage batches again after its connections were cut, the failed batch included', async () => {
     const schema = schemaFor('usage_reconnect');
     const store = await openPostgresStore({ url, schema, poolSize: 2 });
     const admin = new pg.Client({ connectionString: url });
     await admin.connect();
     try {
       await store.usage.append([usageRecord()]);
-      const cut = await admin.query('select pg_terminate_backend(pid) from pg_stat_activity where application_name = $1', [usageWriterApplicationName(schema)]);
-      expect(cut.rowCount).toBe(1);
-      // The write thread only learns of the cut when it next writes: that batch may fail once
-      // (the usage writer keeps it and retries); the retry must go through on a new connection.
+      const cut = await admin.query('select pg_terminate_backend(pid) from pg_stat_activity where application_name = $1', [storeApplicationName(schema)]);
+      expect(cut.rowCount).toBeGreaterThan(0);
+      // A pooled connection may be handed out before the pool learns of the cut: that batch may
+      // fail once (the usage writer keeps it and retries); the retry must go through on a new one.
       const batch = [usageRecord(), usageRecord()];
       await store.usage.append(batch).catch(() => store.usage.append(batch));
       expect(await store.usage.count()).toBe(3);
@@ -146,14 +158,13 @@ describe('PostgreSQL store', () => {
     }
   });
 
-  it('adds up rollups over many batches of several chunk sizes, each upsert text prepared once on the write connection', async () => {
+  it('adds up rollups over many batches, each running the named upserts more often than PostgreSQL switches to a generic plan', async () => {
     const schema = schemaFor('usage_prepared');
     const store = await openPostgresStore({ url, schema, poolSize: 2 });
     try {
       const hour = 3_600_000;
       const base = Date.UTC(2031, 0, 1);
-      // Batch n spreads its calls over n keys: upserts of 1 to 9 rows, several chunk sizes
-      // (9 = 8 + 1), each text run more often than PostgreSQL's switch to a generic plan (5).
+      // Batch n spreads its calls over n keys: 1 to 9 upserts per batch, on both pooled connections.
       const expected = new Map<string, number>();
       for (let round = 0; round < 3; round++) {
         for (let n = 1; n <= 9; n++) {

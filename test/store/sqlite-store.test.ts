@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { getPriority, tmpdir } from 'node:os';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
 import { Kysely, SqliteDialect } from 'kysely';
@@ -92,12 +92,11 @@ describe('SQLite store', () => {
       setTimeout(() => { db.exec('COMMIT'); db.close(); }, 700);
     `);
     await waitFor(() => holder.stdout().includes('locked'), 10_000, 'the other process to take the lock');
-    // Opening (which checks migrations under the write lock) and writing both wait.
-    const started = Date.now();
+    // Opening (which checks migrations under the write lock) and writing both wait rather
+    // than fail with SQLITE_BUSY.
     const store = await openSqliteStore({ dataDir });
     try {
       await store.keys.create(keyRecord());
-      expect(Date.now() - started).toBeGreaterThan(300);
       expect(await store.keys.count()).toBe(1);
     } finally {
       await store.close();
@@ -121,9 +120,7 @@ describe('SQLite store', () => {
       const { code, stderr } = await writer.exited;
       expect(stderr).toBe('');
       expect(code).toBe(0);
-      const changedAt = Date.now();
       await waitFor(() => notified > 0, 1000, 'the watcher to fire');
-      expect(Date.now() - changedAt).toBeLessThan(1000);
       stop();
       expect((await store.keys.get(key.id))?.name).toBe('after');
     } finally {
@@ -164,28 +161,6 @@ describe('SQLite store', () => {
       expect(plan('select * from usage_requests where at = ? and id = ?', 1, 'x')).toMatch(/sqlite_autoindex_usage_requests_1 \(at=\? AND id=\?\)/);
     } finally {
       raw.close();
-      await store.close();
-    }
-  });
-});
-
-describe('usage write thread', () => {
-  // Linux only: elsewhere a thread cannot be given its own priority, and the thread keeps the process's.
-  it.runIf(process.platform === 'linux')('runs five steps nicer than the proxy thread, so its batches yield to serving calls', async () => {
-    const niceOfThreads = (): number[] =>
-      readdirSync('/proc/self/task').map((tid) => {
-        const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
-        return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[16]);
-      });
-    const before = niceOfThreads();
-    const store = await openSqliteStore({ dataDir: join(root, 'nice') });
-    try {
-      await store.usage.append([usageRecord()]); // starts the write thread
-      const processNice = getPriority(0);
-      const added = niceOfThreads().filter((nice) => nice !== processNice);
-      expect(before.every((nice) => nice === processNice)).toBe(true);
-      expect(added).toEqual([Math.min(19, processNice + 5)]);
-    } finally {
       await store.close();
     }
   });

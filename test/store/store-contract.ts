@@ -3,7 +3,7 @@
  * `describeStoreContract(name, open)`, where each `open()` opens a NEW connection to the SAME
  * database, and the first call meets that database empty (fresh dir, fresh schema).
  */
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { newKeyRecord, type NewKeyInput } from '../../src/auth/api-keys.js';
 import { MIGRATIONS } from '../../src/store/migrations.js';
 import { AmbiguousKeyReferenceError, type AdminSessionRecord, type KeyRecord, type Store } from '../../src/store/store.js';
@@ -36,8 +36,6 @@ export async function waitFor(predicate: () => boolean, timeoutMs: number, what:
     await new Promise((r) => setTimeout(r, 10));
   }
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export function describeStoreContract(name: string, open: () => Promise<Store>): void {
   describe(`Store contract: ${name}`, () => {
@@ -315,40 +313,78 @@ export function describeStoreContract(name: string, open: () => Promise<Store>):
     describeUsageContract(() => store, openOther);
 
     describe('watchKeys', () => {
-      /** Subscribes and waits out any start-up notification, so counts start at zero. */
-      async function watch(target: Store): Promise<{ count: () => number; reset: () => void; stop: () => void }> {
+      // SQLite's watcher polls on setInterval and PostgreSQL's resyncs on one: with a fake
+      // interval, "within a second" is one second of fake time and no resync adds to a count.
+      beforeEach(() => {
+        vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+      });
+      afterEach(() => {
+        vi.useRealTimers();
+      });
+
+      /** Counts notifications; `above(n)` resolves once the count is over n. */
+      function subscribe(target: Store) {
         let n = 0;
-        const stop = target.watchKeys(() => n++);
-        await sleep(400);
-        n = 0;
-        return { count: () => n, reset: () => (n = 0), stop };
+        let waiters: Array<{ over: number; wake: () => void }> = [];
+        const stop = target.watchKeys(() => {
+          n++;
+          const woken = waiters.filter((w) => n > w.over);
+          waiters = waiters.filter((w) => n <= w.over);
+          for (const w of woken) w.wake();
+        });
+        const above = (over: number) => (n > over ? Promise.resolve() : new Promise<void>((wake) => waiters.push({ over, wake })));
+        return { count: () => n, reset: () => (n = 0), above, stop };
+      }
+
+      /**
+       * Runs another connection's write, moves the clock by the second the stores promise, and
+       * waits for the notification it causes.
+       */
+      async function noticed(watcher: ReturnType<typeof subscribe>, write: () => Promise<unknown>): Promise<void> {
+        const before = watcher.count();
+        await write();
+        vi.advanceTimersByTime(1000);
+        await watcher.above(before);
+      }
+
+      /**
+       * Subscribes and waits until the watcher follows other connections' writes, counting from
+       * zero. PostgreSQL's watcher announces its LISTEN connection with one notification;
+       * SQLite's follows from the moment it subscribes.
+       */
+      async function watch(target: Store): Promise<ReturnType<typeof subscribe>> {
+        const watcher = subscribe(target);
+        if (target.kind === 'postgres') await watcher.above(0);
+        watcher.reset();
+        return watcher;
       }
 
       it('notices within a second when another connection creates, changes or deletes a key', async () => {
         const other = await openOther();
         const watcher = await watch(store);
         try {
-          const key = await other.keys.create(keyRecord());
-          await waitFor(() => watcher.count() > 0, 1000, 'notification of a create');
-          watcher.reset();
-          await other.keys.update(key.id, { revokedAt: T0 });
-          await waitFor(() => watcher.count() > 0, 1000, 'notification of an update');
-          watcher.reset();
-          await other.keys.delete(key.id);
-          await waitFor(() => watcher.count() > 0, 1000, 'notification of a delete');
+          const key = keyRecord();
+          await noticed(watcher, () => other.keys.create(key));
+          await noticed(watcher, () => other.keys.update(key.id, { revokedAt: T0 }));
+          await noticed(watcher, () => other.keys.delete(key.id));
         } finally {
           watcher.stop();
         }
       });
 
       it("does not report the store's own writes", async () => {
+        const other = await openOther();
         const watcher = await watch(store);
         try {
           const key = await store.keys.create(keyRecord());
           await store.keys.update(key.id, { name: 'renamed' });
           await store.keys.delete(key.id);
-          await sleep(600);
+          vi.advanceTimersByTime(1000);
           expect(watcher.count()).toBe(0);
+          // Notifications arrive in commit order: another connection's write is reported after
+          // any report of the store's own writes would have been.
+          await noticed(watcher, () => other.keys.create(keyRecord()));
+          expect(watcher.count()).toBe(1);
         } finally {
           watcher.stop();
         }
@@ -356,11 +392,16 @@ export function describeStoreContract(name: string, open: () => Promise<Store>):
 
       it('stops notifying after unsubscribing', async () => {
         const other = await openOther();
-        const watcher = await watch(store);
-        watcher.stop();
-        await other.keys.create(keyRecord());
-        await sleep(600);
-        expect(watcher.count()).toBe(0);
+        const stays = await watch(store);
+        const leaves = subscribe(store);
+        try {
+          leaves.stop();
+          await noticed(stays, () => other.keys.create(keyRecord()));
+          expect(stays.count()).toBe(1);
+          expect(leaves.count()).toBe(0);
+        } finally {
+          stays.stop();
+        }
       });
     });
 

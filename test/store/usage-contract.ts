@@ -62,7 +62,7 @@ export function describeUsageContract(current: () => Store, openOther: () => Pro
       ]);
       expect(await store.usage.get('nope')).toBeUndefined();
       expect(await store.usage.count()).toBe(2);
-      // A second batch of the same size reuses the compiled statement: same fields back.
+      // A second batch reuses the prepared statements: same fields back.
       const again = [usageRecord({ ...full, id: `${full.id}-2` }), usageRecord({ ...bare, id: `${bare.id}-2`, errorClass: 'upstream_status' })];
       await store.usage.append(again);
       expect(await store.usage.get(again[0]!.id)).toEqual(again[0]);
@@ -80,7 +80,7 @@ export function describeUsageContract(current: () => Store, openOther: () => Pro
       expect(await store.usage.count()).toBe(1);
     });
 
-    it('keeps text that array literals and SQL escape exactly as sent, in a batch larger than one statement chunk', async () => {
+    it('keeps text that COPY and SQL escape exactly as sent, in a large batch', async () => {
       const awkward = ['', 'NULL', 'null', '"quoted"', 'back\\slash', '{braces}', 'a,b', "it's", ' lead and trail ', 'tab\tnew\nline', 'ünïcødé ✓ 🦙'];
       const records = Array.from({ length: 600 }, (_, i) =>
         usageRecord({

@@ -151,8 +151,11 @@ describe('llama-swap client against the simulator', () => {
   it('rethrows the caller’s abort as-is', async () => {
     sim.knobs.loadDelayMs = 500;
     const controller = new AbortController();
+    sim.clearReceived();
     const pending = client.load('qwen', { signal: controller.signal });
-    setTimeout(() => controller.abort(new Error('caller gave up')), 20);
+    // Abort while llama-swap is loading the model, once the request has reached it.
+    await sim.waitForRequest((r) => r.path.startsWith('/upstream/qwen'));
+    controller.abort(new Error('caller gave up'));
     await expect(pending).rejects.toThrow('caller gave up');
   });
 });

@@ -96,8 +96,9 @@ describe('log and event streams against the simulator', () => {
   it('ends a stream quietly when the caller aborts', async () => {
     const controller = new AbortController();
     const stream = await client.logStream('upstream', { signal: controller.signal, noHistory: true });
-    setTimeout(() => controller.abort(), 20);
-    expect(await drain(stream)).toEqual([]);
+    const drained = drain(stream);
+    controller.abort();
+    expect(await drained).toEqual([]);
   });
 
   it('decodes /api/events twice into typed events and follows state changes', async () => {
@@ -164,8 +165,9 @@ describe('stream decoding', () => {
     const body = new Readable({ read() {} });
     const stream = textStream(body, 'log stream');
     body.push(Buffer.from('partial'));
-    setTimeout(() => body.destroy(Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' })), 10);
-    const err = await drain(stream).catch((e: unknown) => e);
+    const drained = drain(stream).catch((e: unknown) => e);
+    body.destroy(Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' }));
+    const err = await drained;
     expect(err).toBeInstanceOf(UpstreamError);
     expect(err).toMatchObject({ kind: 'unreachable' });
   });

@@ -195,8 +195,8 @@ describe('usage queue overflow', () => {
 
   it('drops records and counts them when the store cannot keep up, and writes again once it recovers', async () => {
     const usage = gateway.store!.usage;
-    const appendBatch = usage.appendBatch.bind(usage);
-    usage.appendBatch = () => Promise.reject(new Error('disk full'));
+    const append = usage.append.bind(usage);
+    usage.append = () => Promise.reject(new Error('disk full'));
     for (let i = 0; i < 6; i++) expect((await chat(gateway)).status).toBe(200);
     await new Promise((r) => setTimeout(r, 200));
     const m = await scrape(gateway);
@@ -205,7 +205,7 @@ describe('usage queue overflow', () => {
     expect(valueOf(m, 'gatehouse_usage_queue_length')).toBe(2);
     expect(valueOf(m, 'gatehouse_requests_total', { model: 'qwen', key: 'none', status: '200' })).toBe(6);
 
-    usage.appendBatch = appendBatch;
+    usage.append = append;
     const deadline = Date.now() + 3000;
     while ((await usage.count()) < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
     expect(await usage.count()).toBe(2);

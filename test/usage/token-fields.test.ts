@@ -1,8 +1,7 @@
 /**
- * Token counts read from bytes (token-fields.ts) against what JSON.parse of the same bytes says.
- * The reference below is written out here on purpose, independent of the module's own code: the
- * scan must give the counts JSON.parse would, for every valid shape, and leave everything it does
- * not read to JSON.parse.
+ * Token counts found in response bytes (token-fields.ts) against a reference written out here on
+ * purpose, independent of the module's own code: for random objects of every shape, among decoy
+ * text, the module must find the right object and normalise it as the reference does.
  */
 import { describe, expect, it } from 'vitest';
 import { prng } from '../helpers/prng.js';
@@ -101,7 +100,7 @@ describe('token counts read from bytes', () => {
       '"prompt_tokens_details":{"cached_tokens":3},"prompt_tokens_details":null}}'))).toEqual({ input: 5, output: 2, cached: null });
   });
 
-  it('leaves escaped keys, deep nesting and big numbers to JSON.parse, with its answer', () => {
+  it('reads escaped keys, deep nesting and big numbers as JSON.parse does', () => {
     expect(readUsageCounts(Buffer.from('{"usage":{"prompt\\u005ftokens":8,"completion_tokens":1}}'))).toEqual({ input: 8, output: 1, cached: null });
     const deep = `${'['.repeat(60)}1${']'.repeat(60)}`;
     expect(readUsageCounts(Buffer.from(`{"usage":{"extra":${deep},"prompt_tokens":4,"completion_tokens":2}}`))).toEqual({ input: 4, output: 2, cached: null });

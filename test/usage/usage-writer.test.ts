@@ -4,23 +4,21 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { UsageRecord, UsageStore } from '../../src/store/store.js';
-import type { RecordSegment } from '../../src/store/usage-record-codec.js';
 import { newUsageId, usageIdTime } from '../../src/store/usage-id.js';
 import { isPermanent, UsageWriter } from '../../src/usage/usage-writer.js';
 import { usageRecord } from '../store/usage-contract.js';
 
-function fakeStore(fail: () => Error | undefined): { store: UsageStore; written: UsageRecord[]; batches: number[] } {
+function fakeStore(fail: () => Error | undefined): { store: Pick<UsageStore, 'append'>; written: UsageRecord[]; batches: number[] } {
   const written: UsageRecord[] = [];
   const batches: number[] = [];
-  const store = {
-    async appendBatch(batch: RecordSegment) {
-      const records = batch.decode();
+  const store: Pick<UsageStore, 'append'> = {
+    async append(records) {
       const error = fail();
       if (error) throw error;
       batches.push(records.length);
       written.push(...records);
     },
-  } as unknown as UsageStore;
+  };
   return { store, written, batches };
 }
 
@@ -96,23 +94,62 @@ describe('usage writer', () => {
 
   it('writes only full batches between timer ticks, so a busy gateway does not write a transaction per handful of calls', async () => {
     const batches: number[] = [];
-    const store = {
-      async appendBatch(batch: RecordSegment) {
-        await new Promise((resolve) => setTimeout(resolve, 30));
-        batches.push(batch.count);
+    let release!: () => void;
+    const started: Array<() => void> = [];
+    const store: Pick<UsageStore, 'append'> = {
+      append(records) {
+        batches.push(records.length);
+        return new Promise<void>((resolve) => {
+          release = resolve;
+          started.shift()?.();
+        });
       },
-    } as unknown as UsageStore;
+    };
     const writer = new UsageWriter(store, { batchSize: 3, flushIntervalMs: 60_000 });
+    const firstWrite = new Promise<void>((resolve) => started.push(resolve));
     for (let i = 0; i < 3; i++) writer.push(usageRecord({ at: i }));
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    await firstWrite;
     // Arrive while the first batch is being written.
     writer.push(usageRecord({ at: 3 }));
     writer.push(usageRecord({ at: 4 }));
-    await new Promise((resolve) => setTimeout(resolve, 100));
+    release();
+    await new Promise((resolve) => setImmediate(resolve));
+    await new Promise((resolve) => setImmediate(resolve));
     expect(batches).toEqual([3]);
     expect(writer.queued).toBe(2);
-    await writer.flush();
+    const flushed = writer.flush();
+    await new Promise((resolve) => setImmediate(resolve));
+    release();
+    await flushed;
     expect(batches).toEqual([3, 2]);
+    await writer.close();
+  });
+
+  it('writes what is queued on close, and drops and counts what arrives after', async () => {
+    const dropped: number[] = [];
+    const { store, written } = fakeStore(() => undefined);
+    const writer = new UsageWriter(store, { flushIntervalMs: 60_000, onDropped: (n) => dropped.push(n) });
+    writer.push(usageRecord());
+    writer.push(usageRecord());
+    await writer.close();
+    expect(written).toHaveLength(2);
+    writer.push(usageRecord());
+    expect(dropped).toEqual([1]);
+  });
+
+  it('gives requests the event loop between two batches of one drain', async () => {
+    const events: string[] = [];
+    const { store } = fakeStore(() => undefined);
+    const append = store.append.bind(store);
+    store.append = (records) => {
+      events.push(`batch of ${records.length}`);
+      setImmediate(() => events.push('other work'));
+      return append(records);
+    };
+    const writer = new UsageWriter(store, { batchSize: 2, flushIntervalMs: 60_000 });
+    for (let i = 0; i < 5; i++) writer.push(usageRecord());
+    await writer.flush();
+    expect(events).toEqual(['batch of 2', 'other work', 'batch of 2', 'other work', 'batch of 1']);
     await writer.close();
   });
 

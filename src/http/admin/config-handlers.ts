@@ -5,6 +5,7 @@
  * `src/config-editor/`; here bodies are checked and answers shaped.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { ConfigFormatted, ConfigLoad, ConfigSaved, ConfigValidation, ReloadStatus } from '../../admin-api/types.js';
 import type { ConfigEditor } from '../../config-editor/config-editor.js';
 import { GatewayError } from '../errors.js';
 
@@ -29,22 +30,22 @@ export function createConfigHandlers({ editor }: ConfigHandlerDeps): ConfigHandl
   return {
     async load(_request, reply) {
       void reply.header('cache-control', 'no-store');
-      return editor.load();
+      return editor.load() satisfies Promise<ConfigLoad>;
     },
 
     async save(request) {
       const body = readBody(request.body, ['text', 'version']);
-      return editor.save(body.text, body.version);
+      return editor.save(body.text, body.version) satisfies Promise<ConfigSaved>;
     },
 
     async validate(request) {
       const body = readBody(request.body, ['text']);
-      return editor.validate(body.text);
+      return editor.validate(body.text) satisfies Promise<ConfigValidation>;
     },
 
     async format(request) {
       const body = readBody(request.body, ['text']);
-      return editor.format(body.text);
+      return editor.format(body.text) satisfies Promise<ConfigFormatted>;
     },
 
     async reloadStatus(request, reply) {
@@ -65,7 +66,7 @@ export function createConfigHandlers({ editor }: ConfigHandlerDeps): ConfigHandl
       }
       if (issues.length > 0) throw new GatewayError('validation_failed', { details: issues });
       void reply.header('cache-control', 'no-store');
-      return editor.reloadStatus(since, waitMs);
+      return editor.reloadStatus(since, waitMs) satisfies Promise<ReloadStatus>;
     },
   };
 }

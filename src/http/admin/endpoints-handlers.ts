@@ -7,6 +7,7 @@
  * (`GATEHOUSE_PUBLIC_URL`) and whether `/v1` is in open mode.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { EndpointsInfo } from '../../admin-api/types.js';
 import type { KeyVerifier } from '../../auth/key-index.js';
 
 export interface EndpointsHandlerDeps {
@@ -16,14 +17,7 @@ export interface EndpointsHandlerDeps {
   keys: Pick<KeyVerifier, 'hasAnyKeys'>;
 }
 
-export interface EndpointsView {
-  /** Where clients reach the gateway; null: the page uses the address the browser used. */
-  publicUrl: string | null;
-  /** No key record exists, so `/v1` accepts requests without a key. */
-  apiOpen: boolean;
-}
-
-type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<EndpointsView>;
+type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<EndpointsInfo>;
 
 export function createEndpointsHandler({ publicUrl, keys }: EndpointsHandlerDeps): Handler {
   return async (_request, reply) => {

@@ -7,6 +7,7 @@
  * next `/v1` request already sees the change.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { CreatedKey, DeletedKey, KeyList, UpdatedKey } from '../../admin-api/types.js';
 import { newKeyRecord, parseIsoTimestamp, toKeyView, type NewKeyInput } from '../../auth/api-keys.js';
 import type { KeyIndex } from '../../auth/key-index.js';
 import type { KeyLimits, KeyPatch, Store } from '../../store/store.js';
@@ -41,7 +42,7 @@ export function createKeyHandlers({ store, index, now = Date.now }: KeysHandlerD
       // reported by the index's periodic flush; the list must not fail because of it.
       await index.flush().catch(() => {});
       const at = now();
-      return { keys: (await store.keys.list()).map((key) => toKeyView(key, at)) };
+      return { keys: (await store.keys.list()).map((key) => toKeyView(key, at)) } satisfies KeyList;
     },
 
     async create(request, reply) {
@@ -51,7 +52,7 @@ export function createKeyHandlers({ store, index, now = Date.now }: KeysHandlerD
       await store.keys.create(record);
       await index.reload();
       reply.code(201);
-      return { key: toKeyView(record, at), secret };
+      return { key: toKeyView(record, at), secret } satisfies CreatedKey;
     },
 
     async update(request) {
@@ -63,7 +64,7 @@ export function createKeyHandlers({ store, index, now = Date.now }: KeysHandlerD
       const updated = await store.keys.update(existing.id, patch);
       if (!updated) throw new GatewayError('not_found', { message: `No API key with id ${JSON.stringify(existing.id)}.` });
       await index.reload();
-      return { key: toKeyView(updated, at) };
+      return { key: toKeyView(updated, at) } satisfies UpdatedKey;
     },
 
     async remove(request) {
@@ -80,9 +81,9 @@ export function createKeyHandlers({ store, index, now = Date.now }: KeysHandlerD
       await store.keys.delete(key.id);
       await index.reload();
       const remaining = await store.keys.count();
-      return remaining === 0
+      return (remaining === 0
         ? { deleted: true, remaining, warning: 'That was the last API key: the API is now open, every client is let in without a key.' }
-        : { deleted: true, remaining };
+        : { deleted: true, remaining }) satisfies DeletedKey;
     },
   };
 }

@@ -4,18 +4,10 @@
  * The route and its admin chain are in the route table; this is only the handler.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { LimitsInfo } from '../../admin-api/types.js';
 import type { LimitStore } from '../../usage/limits.js';
 
-export interface LimitsView {
-  /** `shared`: counted in Redis for every replica together; `replica`: by each replica alone. */
-  limitsScope: 'replica' | 'shared';
-  /** `off`: `GATEHOUSE_REDIS_URL` unset; `unavailable`: set, but this replica cannot reach Redis now. */
-  redis: 'off' | 'connected' | 'unavailable';
-  /** Since when this replica has not been able to use Redis (ISO), else null. */
-  unavailableSince: string | null;
-}
-
-type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<LimitsView>;
+type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<LimitsInfo>;
 
 export function createLimitsHandler(limits: Pick<LimitStore, 'status'>): Handler {
   return async (_request, reply) => {

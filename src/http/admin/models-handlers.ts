@@ -5,24 +5,11 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
+import type { Model, ModelList, ModelState, ModelStateChange, UpstreamInfo } from '../../admin-api/types.js';
 import type { LlamaSwapClient } from '../../upstream/llama-swap-client.js';
 import { UpstreamError } from '../../upstream/errors.js';
 import type { ModelEntry, RunningModel } from '../../upstream/types.js';
 import { GatewayError } from '../errors.js';
-
-export type ModelState = 'starting' | 'ready' | 'stopping' | 'stopped';
-
-export interface AdminModel {
-  id: string;
-  name: string | null;
-  description: string | null;
-  kind: 'model' | 'alias' | 'peer';
-  aliases: string[];
-  peerId: string | null;
-  unlisted: boolean;
-  state: ModelState;
-  ttl: number | null;
-}
 
 type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
 
@@ -44,15 +31,15 @@ export function createModelHandlers(deps: { upstream: LlamaSwapClient; logger: L
     async upstreamStatus() {
       const health = await upstream.health();
       const version = health.ok ? await upstream.version().catch(() => null) : null;
-      return { reachable: health.ok, url: upstream.baseUrl.origin, version, error: health.ok ? null : (health.error ?? `llama-swap answered ${health.status}`) };
+      return { reachable: health.ok, url: upstream.baseUrl.origin, version, error: health.ok ? null : (health.error ?? `llama-swap answered ${health.status}`) } satisfies UpstreamInfo;
     },
 
     async list() {
       try {
         const [models, running] = await Promise.all([upstream.models(), upstream.running()]);
-        return { reachable: true, error: null, models: mergeModels(models, running) };
+        return { reachable: true, error: null, models: mergeModels(models, running) } satisfies ModelList;
       } catch (error) {
-        return { reachable: false, error: describeUpstreamError(error), models: [] };
+        return { reachable: false, error: describeUpstreamError(error), models: [] } satisfies ModelList;
       }
     },
 
@@ -69,7 +56,7 @@ export function createModelHandlers(deps: { upstream: LlamaSwapClient; logger: L
       });
       loading.catch(() => undefined);
       reply.code(202);
-      return { state: early };
+      return { state: early } satisfies ModelStateChange;
     },
 
     async unload(request) {
@@ -78,7 +65,7 @@ export function createModelHandlers(deps: { upstream: LlamaSwapClient; logger: L
         throw toGatewayError(error);
       });
       if (!result.unloaded) throw new GatewayError('conflict', { message: result.message });
-      return { state: 'stopped' };
+      return { state: 'stopped' } satisfies ModelStateChange;
     },
 
     async unloadAll() {
@@ -90,9 +77,9 @@ export function createModelHandlers(deps: { upstream: LlamaSwapClient; logger: L
   };
 }
 
-export function mergeModels(models: ModelEntry[], running: RunningModel[]): AdminModel[] {
+export function mergeModels(models: ModelEntry[], running: RunningModel[]): Model[] {
   const states = new Map(running.map((r) => [r.model, r]));
-  const out: AdminModel[] = [];
+  const out: Model[] = [];
   const seen = new Set<string>();
   for (const m of models) {
     const meta = m.meta?.llamaswap ?? {};

@@ -5,6 +5,7 @@
  * handlers. Passwords and tokens arrive in JSON bodies, which are never logged.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { AuthResult, SessionInfo } from '../../admin-api/types.js';
 import type { AdminAccount } from '../../auth/admin-account.js';
 import { SESSION_COOKIE, type AdminIdentifier } from '../../auth/admin-identity.js';
 import type { AdminSessions } from '../../auth/admin-sessions.js';
@@ -38,7 +39,7 @@ export function createSessionHandlers(deps: SessionHandlerDeps): SessionHandlers
   const signIn = async (request: FastifyRequest, reply: FastifyReply) => {
     const { token, session } = await sessions.start();
     cookie.set(request, reply, token, session.expiresAt - session.createdAt);
-    return { authenticated: true };
+    return { authenticated: true } satisfies AuthResult;
   };
 
   return {
@@ -46,7 +47,7 @@ export function createSessionHandlers(deps: SessionHandlerDeps): SessionHandlers
       const identity = await identifier.identify(request);
       // A cookie that no longer opens anything (expired, signed out elsewhere) is dropped.
       if (request.cookies[SESSION_COOKIE] !== undefined && identity?.via !== 'session') cookie.clear(request, reply);
-      return { authenticated: identity !== undefined, setupRequired: !(await account.hasPassword()), via: identity?.via ?? null };
+      return { authenticated: identity !== undefined, setupRequired: !(await account.hasPassword()), via: identity?.via ?? null } satisfies SessionInfo;
     },
 
     async setup(request, reply) {
@@ -84,7 +85,7 @@ export function createSessionHandlers(deps: SessionHandlerDeps): SessionHandlers
       const identity = request.adminIdentity;
       if (identity?.via === 'session') await sessions.end(identity.sessionId);
       cookie.clear(request, reply);
-      return { authenticated: false };
+      return { authenticated: false } satisfies AuthResult;
     },
 
     async changePassword(request) {

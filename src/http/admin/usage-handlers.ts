@@ -4,6 +4,7 @@
  * captured bodies). Routes and the admin chain are in the route table.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { UsageRequest, UsageRequestFound, UsageRequestPage, UsageSummary } from '../../admin-api/types.js';
 import type { UsageListRow, UsageCursor, UsageRecord, UsageStore } from '../../store/store.js';
 import { SUMMARY_RANGES, type SummaryGroupBy, type SummaryRange } from '../../usage/summary.js';
 import type { UsageAccounting } from '../../usage/usage-accounting.js';
@@ -32,7 +33,7 @@ export function createUsageHandlers({ usage, store }: UsageHandlerDeps): { summa
       issues.throwIfAny();
       // So the calls of the last half second are in (rows are written in batches).
       await usage.flush();
-      return usage.summary(range as SummaryRange, (groupBy ?? null) as SummaryGroupBy | null);
+      return usage.summary(range as SummaryRange, (groupBy ?? null) as SummaryGroupBy | null) satisfies Promise<UsageSummary>;
     },
 
     async requests(request) {
@@ -52,21 +53,22 @@ export function createUsageHandlers({ usage, store }: UsageHandlerDeps): { summa
       const rows = await store.list({ keyId, model, status, from, to, after, limit: limit + 1 });
       const page = rows.slice(0, limit);
       const last = page.at(-1);
-      return { requests: page.map(toRequestView), nextCursor: rows.length > limit && last ? encodeCursor({ at: last.at, id: last.id }) : null };
+      return { requests: page.map(toRequestView), nextCursor: rows.length > limit && last ? encodeCursor({ at: last.at, id: last.id }) : null } satisfies UsageRequestPage;
     },
 
     async request(request) {
       const id = (request.params as { id?: unknown } | undefined)?.id;
       const record = typeof id === 'string' ? await store.get(id) : undefined;
       if (!record) throw new GatewayError('not_found', { message: `No usage record with id ${JSON.stringify(id ?? '')}.` });
-      return { request: { ...toRequestView({ ...record, captured: record.requestBody !== null || record.responseBody !== null }), requestBody: record.requestBody, responseBody: record.responseBody } };
+      return { request: { ...toRequestView({ ...record, captured: record.requestBody !== null || record.responseBody !== null }), requestBody: record.requestBody, responseBody: record.responseBody } } satisfies UsageRequestFound;
     },
   };
 }
 
-export type RequestView = ReturnType<typeof toRequestView>;
+/** One row of the request log as the API answers it (tests read it under this name). */
+export type RequestView = UsageRequest;
 
-function toRequestView(row: UsageListRow | (UsageRecord & { captured: boolean })) {
+function toRequestView(row: UsageListRow | (UsageRecord & { captured: boolean })): UsageRequest {
   return {
     id: row.id,
     at: new Date(row.at).toISOString(),

@@ -1,5 +1,5 @@
 /**
- * llama-swap's own API (§1.3, §2.2–2.4, §2.8): model listing, running processes, the blocking
+ * llama-swap's own API: model listing, running processes, the blocking
  * unload endpoints, version, and the UI/metrics odds and ends the gateway may probe.
  */
 import { realModelName, type ModelCapabilities, type ModelConfig } from './config.js';

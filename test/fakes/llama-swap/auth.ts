@@ -1,5 +1,5 @@
 /**
- * llama-swap's API-key check (contract §4): one candidate only, picked Basic password > Bearer >
+ * llama-swap's API-key check: one candidate only, picked Basic password > Bearer >
  * `x-api-key`; plain string equality (this is a fake of llama-swap, not gateway code).
  */
 import type { IncomingMessage } from 'node:http';

@@ -1,6 +1,6 @@
 /**
  * Run the simulator by hand or from `npm run demo`:
- *   node dist/test/fakes/llama-swap/cli.js --port 8080 [--host 127.0.0.1] [--config file.yaml]
+ *   node --import tsx test/fakes/llama-swap/cli.ts --port 8080 [--host 127.0.0.1] [--config file.yaml]
  *     [--watch-config] [--load-delay 1500ms] [--tokens 8] [--tps 20] [--api-key KEY]
  * Without --config it serves DEMO_CONFIG. SIGHUP reloads the config, as llama-swap does.
  */

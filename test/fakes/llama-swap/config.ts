@@ -1,5 +1,5 @@
 /**
- * llama-swap's config loader, reduced to what the simulator needs (contract §6.3, §6.4): macro
+ * llama-swap's config loader, reduced to what the simulator needs: macro
  * and `${PORT}` expansion, defaults, and the semantic checks whose failure keeps the old config
  * on reload. Unknown keys are ignored, as llama-swap's non-strict YAML decoding does.
  */
@@ -93,7 +93,7 @@ function buildConfig(raw: Record<string, unknown>): SimConfig {
   if (!isRecord(rawModels)) throw new ConfigError('models must be a mapping of model IDs');
   const ids = Object.keys(rawModels).sort();
 
-  // ${PORT} numbering follows the sorted IDs of the models whose cmd uses it (§6.4.3).
+  // ${PORT} numbering follows the sorted IDs of the models whose cmd uses it.
   const ports = new Map<string, number>();
   let nextPort = startPort;
   for (const id of ids) {
@@ -321,7 +321,7 @@ export function realModelName(cfg: SimConfig, name: string): string | undefined 
 }
 
 /**
- * Dispatch resolution of §1.1: local ID/alias first, then a peer FQN `<peer>/<model>`, then a bare
+ * Dispatch resolution: local ID/alias first, then a peer FQN `<peer>/<model>`, then a bare
  * peer model ID listed by exactly one peer.
  */
 export function resolveModel(cfg: SimConfig, name: string): ResolvedModel | undefined {

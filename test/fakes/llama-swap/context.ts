@@ -38,7 +38,7 @@ export interface RequestContext {
 }
 
 export interface RouteHandler {
-  /** Protected by `apiKeys` (§4). */
+  /** Protected by `apiKeys`. */
   auth: boolean;
   run(ctx: RequestContext): void | Promise<void>;
 }

@@ -1,5 +1,5 @@
 /**
- * llama-swap simulator: a real HTTP server that behaves like llama-swap (contract §10) in front
+ * llama-swap simulator: a real HTTP server that behaves like llama-swap in front
  * of fake llama-servers. See README.md in this folder.
  */
 import { LlamaSwapSimulator } from './simulator.js';

@@ -1,7 +1,7 @@
 /**
  * One "server instance" of llama-swap: everything a successful config reload throws away —
- * processes, per-model logs, `/api/events` and `/logs/stream` connections, in-flight tracking
- * (§7 step 5). The proxy and upstream logs outlive it and belong to the simulator.
+ * processes, per-model logs, `/api/events` and `/logs/stream` connections, in-flight tracking.
+ * The proxy and upstream logs outlive it and belong to the simulator.
  */
 import { setMaxListeners } from 'node:events';
 import type { IncomingMessage } from 'node:http';
@@ -83,7 +83,7 @@ export class Instance {
     return id === undefined ? undefined : this.processes.state(id);
   }
 
-  /** The `modelStatus` payload: local models sorted by ID, then peer models (§2.6). */
+  /** The `modelStatus` payload: local models sorted by ID, then peer models. */
   modelStatus(): ModelStatusEntry[] {
     const local = [...this.cfg.models.values()]
       .sort((a, b) => (a.id < b.id ? -1 : 1))

@@ -1,7 +1,7 @@
 /**
  * llama-swap's log monitors (`internal/logmon`): a 100 KiB history per monitor plus live
  * subscribers. `proxy` and `upstream` live for the simulator's lifetime; per-model monitors
- * belong to a config generation and vanish on reload (§2.5).
+ * belong to a config generation and vanish on reload.
  */
 
 const LOG_HISTORY_BYTES = 100 * 1024;

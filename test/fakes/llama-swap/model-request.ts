@@ -1,5 +1,5 @@
 /**
- * Model extraction of contract §1.1 (`swaputil/http.go` `extractContext`), through the gateway's
+ * llama-swap's model extraction (`swaputil/http.go` `extractContext`), through the gateway's
  * own request reader (src/proxy/request-model.ts), so the simulator and the gateway cannot
  * disagree about which model a body names: GET reads `?model=`, a POST whose Content-Type
  * *contains* `application/json` reads the first top-level `model` (gjson), any other POST goes

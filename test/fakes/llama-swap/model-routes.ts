@@ -1,5 +1,5 @@
 /**
- * Model routes (§1.1) and the `/upstream` passthrough (§1.2): find the model, resolve it to a
+ * Model routes and the `/upstream` passthrough: find the model, resolve it to a
  * local process or a peer, wait for the process (swap/queue/429), then let the fake llama-server
  * answer. Peers are answered in-process by the same fake (no network).
  */

@@ -1,5 +1,5 @@
 /**
- * A small `multipart/form-data` reader, enough for model extraction (§1.1) and the audio and
+ * A small `multipart/form-data` reader, enough for model extraction and the audio and
  * image edit endpoints. Throws on malformed input, as Go's `ParseMultipartForm` errors do.
  */
 

@@ -20,7 +20,7 @@ export const SSE_HEADERS: Readonly<Record<string, string>> = Object.freeze({
   'Content-Type': 'text/event-stream',
   'Cache-Control': 'no-cache',
   Server: 'llama.cpp',
-  // Added by llama-swap's ModifyResponse for event streams (§5.1).
+  // Added by llama-swap's ModifyResponse for event streams.
   'X-Accel-Buffering': 'no',
 });
 

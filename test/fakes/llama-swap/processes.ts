@@ -1,5 +1,5 @@
 /**
- * Per-model process state machine and the FIFO scheduler in front of it (contract §5.3):
+ * Per-model process state machine and the FIFO scheduler in front of it:
  * `stopped → starting → ready → stopping → stopped`; a request for a model that is not loaded
  * waits until every conflicting model's in-flight requests finish (no pre-emption), then those
  * are stopped and the model started; requests for the same model share one load; at most
@@ -94,7 +94,7 @@ export class ProcessManager {
     }
     return new Promise<Lease>((resolve, reject) => {
       const onAbort = () => {
-        // A client giving up leaves the queue; a load already under way is not cancelled (§5.2).
+        // A client giving up leaves the queue; a load already under way is not cancelled.
         this.queue = this.queue.filter((w) => w !== waiter);
         reject(new SimHttpError(499, 'client closed request'));
         this.pump();
@@ -247,7 +247,7 @@ export class ProcessManager {
       proc.loadAbort?.abort();
       this.hooks.proxyLog('INFO', `<${proc.cfg.id}> Stopping process, current state: ${proc.state}`);
       this.setState(proc, 'stopping');
-      // In-flight requests are cut, not drained (§2.4).
+      // In-flight requests are cut, not drained.
       for (const lease of proc.leases) lease.abort();
       await sleep(this.hooks.knobs().unloadDelayMs);
       this.hooks.modelLog(proc.cfg.id, 'srv    operator(): operator(): cleaning up before exit...\n');

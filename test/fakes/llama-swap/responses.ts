@@ -1,5 +1,5 @@
 /**
- * How llama-swap itself answers: Go `json.Encoder` output, and the error envelope of contract §3
+ * How llama-swap itself answers: Go `json.Encoder` output, and llama-swap's error envelope
  * with its `Accept` negotiation (`internal/swaputil/http.go` `SendResponse`).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';

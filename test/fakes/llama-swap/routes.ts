@@ -1,6 +1,6 @@
 /**
- * The route table of contract §1 (llama-swap `Server.routes()`), on one screen.
- * `auth: false` only where llama-swap skips the API-key check (§4).
+ * llama-swap's route table (`Server.routes()`), on one screen.
+ * `auth: false` only where llama-swap skips the API-key check.
  */
 import * as api from './api-routes.js';
 import type { RequestContext, RouteHandler } from './context.js';

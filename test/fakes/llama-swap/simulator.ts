@@ -216,7 +216,7 @@ export class LlamaSwapSimulator implements Simulator, SimServices {
     return id;
   }
 
-  /** llama-swap's reload (§7): WARN and keep the old config on error; else swap instances. */
+  /** llama-swap's reload: WARN and keep the old config on error; else swap instances. */
   async reload(config?: Record<string, unknown>): Promise<ReloadResult> {
     if (this.reloading) return { ok: false, skipped: true };
     this.reloading = true;

@@ -1,5 +1,5 @@
 /**
- * Long-lived streams (§2.5, §2.6): `/logs`, `/logs/stream[/{id...}]` (chunked text, history
+ * Long-lived streams: `/logs`, `/logs/stream[/{id...}]` (chunked text, history
  * first, `?no-history` presence test) and `/api/events` (SSE with `event:message` and a
  * double-encoded `data`). Both end when the server instance shuts down (every reload).
  */

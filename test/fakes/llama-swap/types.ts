@@ -3,7 +3,7 @@
  * here; the implementation files import from this one.
  */
 
-/** Process states of contract §2.2; `stopped` never appears in `/running`. */
+/** Process states; `stopped` never appears in `/running`. */
 export type ModelState = 'stopped' | 'starting' | 'ready' | 'stopping';
 
 /** Runtime behaviour switches. Mutate `sim.knobs` between requests; every request reads them anew. */
@@ -22,8 +22,8 @@ export interface Knobs {
   failAfterChunks: number | null;
   /**
    * How a stream is cut (by `failAfterChunks`, an unload or a reload): `destroy` drops the socket
-   * like a crashed upstream (the brief's default); `end` finishes the chunked body cleanly without
-   * `[DONE]`, which is what llama-swap itself does after recovering the ReverseProxy panic (§5.2).
+   * like a crashed upstream (the default); `end` finishes the chunked body cleanly without
+   * `[DONE]`, which is what llama-swap itself does after recovering the ReverseProxy panic.
    */
   failMode: 'destroy' | 'end';
   /** Delay before response headers on inference routes (after the model is ready). */
@@ -35,7 +35,7 @@ export interface Knobs {
   errorShape: 'envelope' | 'legacy';
   /** Inference routes answer 502 with an empty body, like Go's ReverseProxy when llama-server died. */
   emptyBody502: boolean;
-  /** API keys (§4). `null` = use the config's `apiKeys`; `[]` = no auth at all. */
+  /** API keys. `null` = use the config's `apiKeys`; `[]` = no auth at all. */
   apiKeys: string[] | null;
   /** Play an old llama-swap: no `/api/models/unload*`, no `/api/version` (plain-text mux 404). */
   legacyRoutes: boolean;
@@ -54,7 +54,7 @@ export interface SimulatorOptions {
   config?: Record<string, unknown>;
   /** Path to a config.yaml; takes precedence over `config`. */
   configFile?: string;
-  /** Poll `configFile` for changes (§7). */
+  /** Poll `configFile` for changes. */
   watchConfig?: boolean;
   /** Poll period; llama-swap uses 2000. */
   watchIntervalMs?: number;
@@ -77,7 +77,7 @@ export interface RecordedRequest {
   bodyBytes: number;
   /** Hex sha256 of the request body. */
   bodySha256: string;
-  /** Model extracted per §1.1 (or from the `/upstream/<model>` path); undefined if none. */
+  /** Model extracted as llama-swap does (or from the `/upstream/<model>` path); undefined if none. */
   model: string | undefined;
   /** Response status once headers were sent. */
   status: number | undefined;

@@ -1,5 +1,5 @@
 /**
- * `-watch-config` (§7): a stat poll, not fs events. Fires when mtime or size differ from the
+ * `-watch-config`: a stat poll, not fs events. Fires when mtime or size differ from the
  * previous poll, or when the file reappears; a missing file is quiet; the first poll is only a
  * baseline. A same-size, same-mtime rewrite is missed, as in llama-swap.
  */

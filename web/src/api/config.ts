@@ -3,7 +3,7 @@
  * it is in the file (BOM, CRLF, no added newline); the version goes back with every save.
  */
 import { request } from './http.js';
-import type { ConfigLoad, ConfigSaved, ConfigValidation, ReloadStatus } from './types.js';
+import type { ConfigFormatted, ConfigLoad, ConfigSaved, ConfigValidation, ReloadStatus } from '../../../src/admin-api/types.js';
 
 export function getConfig(signal?: AbortSignal): Promise<ConfigLoad> {
   return request<ConfigLoad>('GET', '/api/config', { signal });
@@ -14,7 +14,7 @@ export function validateConfig(text: string, signal?: AbortSignal): Promise<Conf
 }
 
 /** Re-printed text; nothing is written. 422 `config_invalid` when the text is not YAML. */
-export function formatConfig(text: string): Promise<{ text: string; changed: boolean }> {
+export function formatConfig(text: string): Promise<ConfigFormatted> {
   return request('POST', '/api/config/format', { body: { text } });
 }
 

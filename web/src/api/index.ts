@@ -6,4 +6,4 @@ export * from './logs.js';
 export * from './models.js';
 export * from './session.js';
 export * from './usage.js';
-export type * from './types.js';
+export type * from '../../../src/admin-api/types.js';

@@ -1,8 +1,8 @@
 import { request } from './http.js';
-import type { ApiKey, CreatedKey, DeletedKey, KeyPatch, NewKeyInput } from './types.js';
+import type { ApiKey, CreatedKey, DeletedKey, KeyList, KeyPatch, NewKeyInput, UpdatedKey } from '../../../src/admin-api/types.js';
 
 export async function listKeys(signal?: AbortSignal): Promise<ApiKey[]> {
-  const { keys } = await request<{ keys: ApiKey[] }>('GET', '/api/keys', { signal });
+  const { keys } = await request<KeyList>('GET', '/api/keys', { signal });
   return keys;
 }
 
@@ -11,7 +11,7 @@ export function createKey(input: NewKeyInput): Promise<CreatedKey> {
 }
 
 export async function updateKey(id: string, patch: KeyPatch): Promise<ApiKey> {
-  const { key } = await request<{ key: ApiKey }>('PATCH', `/api/keys/${encodeURIComponent(id)}`, { body: patch });
+  const { key } = await request<UpdatedKey>('PATCH', `/api/keys/${encodeURIComponent(id)}`, { body: patch });
   return key;
 }
 

@@ -1,5 +1,5 @@
 import { request } from './http.js';
-import type { ModelList, ModelState, UpstreamInfo } from './types.js';
+import type { ModelList, ModelStateChange, UpstreamInfo } from '../../../src/admin-api/types.js';
 
 export function getUpstream(signal?: AbortSignal): Promise<UpstreamInfo> {
   return request<UpstreamInfo>('GET', '/api/upstream', { signal });
@@ -11,11 +11,11 @@ export function listModels(signal?: AbortSignal): Promise<ModelList> {
 }
 
 // Model ids may contain `/`: always one encoded path segment.
-export function loadModel(id: string): Promise<{ state: ModelState }> {
+export function loadModel(id: string): Promise<ModelStateChange> {
   return request('POST', `/api/models/${encodeURIComponent(id)}/load`);
 }
 
-export function unloadModel(id: string): Promise<{ state: ModelState }> {
+export function unloadModel(id: string): Promise<ModelStateChange> {
   return request('POST', `/api/models/${encodeURIComponent(id)}/unload`);
 }
 

@@ -1,6 +1,6 @@
 /** `GET /api/usage/*` (docs/admin-api.md, "Usage") and `GET /api/limits`. */
 import { request } from './http.js';
-import type { LimitsInfo, UsageGroupBy, UsageRange, UsageRequestDetail, UsageRequestFilters, UsageRequestPage, UsageSummary } from './types.js';
+import type { LimitsInfo, UsageGroupBy, UsageRange, UsageRequestDetail, UsageRequestFilters, UsageRequestFound, UsageRequestPage, UsageSummary } from '../../../src/admin-api/types.js';
 
 export function getUsageSummary(range: UsageRange, groupBy: UsageGroupBy | null, signal?: AbortSignal): Promise<UsageSummary> {
   return request<UsageSummary>('GET', '/api/usage/summary', { query: { range, groupBy: groupBy ?? undefined }, signal });
@@ -23,7 +23,7 @@ export function listUsageRequests(filters: UsageRequestFilters, options: { curso
 }
 
 export async function getUsageRequest(id: string, signal?: AbortSignal): Promise<UsageRequestDetail> {
-  const { request: detail } = await request<{ request: UsageRequestDetail }>('GET', `/api/usage/requests/${encodeURIComponent(id)}`, { signal });
+  const { request: detail } = await request<UsageRequestFound>('GET', `/api/usage/requests/${encodeURIComponent(id)}`, { signal });
   return detail;
 }
 

@@ -3,7 +3,7 @@
  * and ticks, and the request log's filters and cells. Pure functions (type-checked by tsc);
  * the Svelte files only lay them out.
  */
-import type { UsageGroup, UsageGroupBy, UsagePoint, UsageRange, UsageRequest, UsageRequestFilters, UsageStats, UsageSummary } from '../api/types.js';
+import type { UsageGroup, UsageGroupBy, UsagePoint, UsageRange, UsageRequest, UsageRequestFilters, UsageStats, UsageSummary } from '../../../src/admin-api/types.js';
 
 // ---- Choices (kept in the URL so a view can be linked) ----------------------------------
 

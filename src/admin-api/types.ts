@@ -1,7 +1,6 @@
 /**
- * Shapes of the admin API as docs/admin-api.md defines them. This file mirrors the contract
- * rather than importing the server's types: the contract is what both sides promise, and the
- * dashboard must not depend on the server's internals.
+ * The admin API's request and response shapes (docs/admin-api.md), defined once: the handlers in
+ * `src/http/admin` and the dashboard in `web/` both import them. Types only, so browser-safe.
  */
 
 export type Iso = string;
@@ -56,6 +55,16 @@ export interface KeyPatch {
   revoked?: true;
 }
 
+/** `GET /api/keys`. */
+export interface KeyList {
+  keys: ApiKey[];
+}
+
+/** `PATCH /api/keys/:id`. */
+export interface UpdatedKey {
+  key: ApiKey;
+}
+
 export interface CreatedKey {
   key: ApiKey;
   /** Shown once; the server keeps only a hash. */
@@ -96,6 +105,11 @@ export interface Model {
   ttl: number | null;
 }
 
+/** `POST /api/models/:id/load` and `/unload`. */
+export interface ModelStateChange {
+  state: ModelState;
+}
+
 export interface ModelList {
   reachable: boolean;
   error: string | null;
@@ -114,43 +128,59 @@ export interface EndpointsInfo {
 
 // ---- Config editor (docs/admin-api.md, "Config editor") ----------------------------------
 
+/** The schema the config is checked against (`schema` in config answers). */
 export interface ConfigSchemaInfo {
   available: boolean;
+  /** URL or path of the schema used (or wanted, when unavailable). */
   source: string | null;
   origin: 'setting' | 'modeline' | 'default';
+  /** When it was downloaded (remote) or last modified (local file). */
   fetchedAt: Iso | null;
+  /** Read from Gatehouse's cache in the data dir rather than from `source` itself. */
   fromCache: boolean;
+  /** Set when the schema in use is not the one asked for, or may be out of date. */
   warning: string | null;
+  /** Why there is no schema and how to provide one; null when available. */
   reason: string | null;
 }
 
+/**
+ * `yaml`: syntax; `schema`: llama-swap's JSON schema; `loader`: a check llama-swap's loader
+ * makes beyond the schema (warning); `placeholder`: a schema type error on a `${...}` value
+ * llama-swap substitutes first (warning); `schema_unavailable`: no schema to check against.
+ */
 export type ConfigIssueKind = 'yaml' | 'schema' | 'placeholder' | 'loader' | 'schema_unavailable';
 
 export interface ConfigIssue {
   kind: ConfigIssueKind;
   message: string;
-  /** JSON pointer into the config; "" for YAML syntax errors. */
+  /** JSON pointer into the config (`""` for the document or a YAML syntax error). */
   path: string;
   /** 1-based; null when the issue has no place in the text. */
   line: number | null;
   column: number | null;
   endLine: number | null;
   endColumn: number | null;
-  /** Offsets in the text (UTF-16 code units, CodeMirror positions). */
+  /** Offsets in the text (UTF-16 code units, as JavaScript strings and CodeMirror count). */
   from: number | null;
   to: number | null;
 }
 
+/** `GET /api/config`. */
 export type ConfigLoad =
   | { enabled: false; path: string | null; reason: string }
   | {
       enabled: true;
+      /** As configured; `realPath` is what is read and written (differs for a symlink). */
       path: string;
       realPath: string;
+      /** The file's exact contents (BOM as U+FEFF, CRLF kept). */
       text: string;
+      /** Opaque; send it back with PUT. */
       version: string;
       size: number;
       modifiedAt: Iso;
+      /** False when the file is not valid UTF-8: saving would replace the invalid bytes. */
       lossless: boolean;
       writable: boolean;
       readOnlyReason: string | null;
@@ -158,6 +188,7 @@ export type ConfigLoad =
       schema: ConfigSchemaInfo & { document: Record<string, unknown> | null };
     };
 
+/** `POST /api/config/validate`. */
 export interface ConfigValidation {
   valid: boolean;
   errors: ConfigIssue[];
@@ -165,17 +196,28 @@ export interface ConfigValidation {
   schema: ConfigSchemaInfo;
 }
 
+/** `POST /api/config/format`. */
+export interface ConfigFormatted {
+  text: string;
+  changed: boolean;
+}
+
 export type ReloadState = 'pending' | 'reloaded' | 'failed' | 'unknown';
 
+/** `GET /api/config/reload-status`, and `reload` of a save. */
 export interface ReloadStatus {
   state: ReloadState;
   message: string;
+  /** When the save this status is about was written; null when there was none. */
   savedAt: Iso | null;
+  /** When the state stopped being `pending`. */
   settledAt: Iso | null;
 }
 
+/** `PUT /api/config`. */
 export interface ConfigSaved {
   saved: true;
+  /** False when the text equals the file: nothing was written and llama-swap does not reload. */
   changed: boolean;
   path: string;
   realPath: string;
@@ -184,6 +226,7 @@ export interface ConfigSaved {
   modifiedAt: Iso;
   method: 'rename' | 'in-place' | 'unchanged';
   warnings: ConfigIssue[];
+  /** Operator-facing notes: the reload restarts every model; an in-place fallback... */
   notices: string[];
   reload: ReloadStatus;
   schema: ConfigSchemaInfo;
@@ -287,6 +330,11 @@ export interface UsageRequestDetail extends UsageRequest {
   /** Only with GATEHOUSE_USAGE_CAPTURE_BYTES set. */
   requestBody: string | null;
   responseBody: string | null;
+}
+
+/** `GET /api/usage/requests/:id`. */
+export interface UsageRequestFound {
+  request: UsageRequestDetail;
 }
 
 export interface UsageRequestPage {
