@@ -10,7 +10,7 @@ import { JUDGED_SCENARIO } from './scenarios.js';
 import { median } from './stats.js';
 import type { Target } from './targets.js';
 
-export const BARS = {
+const BARS = {
   /** Gateway req/s ÷ floor req/s, JSON, 50 connections. */
   minJsonFloorRatioAt50: 0.9,
   /** Added p50, JSON, 1 connection. */
