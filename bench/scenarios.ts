@@ -58,7 +58,10 @@ const PG_QUERY_TIMEOUT_MS = 15_000;
 
 const benchDatabaseUrl = () => process.env[BENCH_DATABASE_URL_ENV]?.trim() || DEFAULT_BENCH_DATABASE_URL;
 
-/** Creates one API key in the scenario's data dir; every request then sends it, and a request without it must get 401. */
+/**
+ * Creates one API key in the scenario's data dir; every request then sends it, and a request without it must get
+ * 401.
+ */
 async function requireKey({ runGatehouse }: ScenarioContext): Promise<PreparedScenario> {
   const created = await runGatehouse(['keys', 'create', '--name', 'bench', '--quiet']);
   const key = created.stdout.trim();

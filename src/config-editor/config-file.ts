@@ -2,8 +2,8 @@
  * The config file on disk: where it is (or why the editor is off), reading it together with a
  * version token taken from the same open descriptor, and replacing its bytes exactly.
  *
- * Writing follows llama-swap's reload rules (docs/llama-swap.md, "Reload"): llama-swap polls mtime/size every 2 s and reloads on any
- * change, so the file must go from old to new bytes in one step. The new bytes go to a temp
+ * Writing follows llama-swap's reload rules (docs/llama-swap.md, "Reload"): llama-swap polls
+ * mtime/size every 2 s and reloads on any change, so the file must go from old to new bytes in one step. The new bytes go to a temp
  * file next to the target, named so that a `-config-dir` scan never loads it (it does not end
  * in `.yml`/`.yaml`), then `rename` replaces the target. Where rename cannot work (the file is
  * a single-file bind mount: EXDEV/EBUSY; a directory the gateway may not write: EACCES/EPERM)

@@ -84,7 +84,7 @@ async function readAll(body: BodyHead['body']): Promise<Buffer> {
   if (body === null) return Buffer.alloc(0);
   if (Buffer.isBuffer(body)) return body;
   if (Array.isArray(body)) return Buffer.concat(body);
-  return Buffer.concat((await (body as Readable).toArray()) as Buffer[]);
+  return Buffer.concat((await body.toArray()) as Buffer[]);
 }
 
 const spoolFiles = () => readdirSync(spoolDir).filter((name) => name.endsWith('.body'));
