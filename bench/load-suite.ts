@@ -74,7 +74,8 @@ export async function runLoadCell(
       runs.get(target.id)!.push({ ...result, cpuUsPerReq });
       const failures = result.errors + result.non2xx > 0 ? `, ${result.errors} errors, ${result.non2xx} non-2xx` : '';
       progress(`${workload} ${connections}c round ${round + 1}/${profile.rounds} ${target.label}: ` +
-        `${Math.round(result.rps)} req/s, p50 ${result.p50Ms.toFixed(3)} p99 ${result.p99Ms.toFixed(3)} ms${failures}`);
+        `${Math.round(result.rps)} req/s, p50 ${result.p50Ms.toFixed(3)} ` +
+        `p99 ${result.p99Ms.toFixed(3)} ms${failures}`);
       await sleep(PAUSE_BETWEEN_RUNS_MS);
     }
   }

@@ -3,12 +3,12 @@
  * version token taken from the same open descriptor, and replacing its bytes exactly.
  *
  * Writing follows llama-swap's reload rules (docs/llama-swap.md, "Reload"): llama-swap polls
- * mtime/size every 2 s and reloads on any change, so the file must go from old to new bytes in one step. The new bytes go to a temp
- * file next to the target, named so that a `-config-dir` scan never loads it (it does not end
- * in `.yml`/`.yaml`), then `rename` replaces the target. Where rename cannot work (the file is
- * a single-file bind mount: EXDEV/EBUSY; a directory the gateway may not write: EACCES/EPERM)
- * the bytes are written in place instead (`in-place-write.ts`), which llama-swap may briefly
- * see half-written, but which puts the old bytes back when it fails.
+ * mtime/size every 2 s and reloads on any change, so the file must go from old to new bytes in one
+ * step. The new bytes go to a temp file next to the target, named so that a `-config-dir` scan
+ * never loads it (it does not end in `.yml`/`.yaml`), then `rename` replaces the target. Where
+ * rename cannot work (the file is a single-file bind mount: EXDEV/EBUSY; a directory the gateway
+ * may not write: EACCES/EPERM) the bytes are written in place instead (`in-place-write.ts`), which
+ * llama-swap may briefly see half-written, but which puts the old bytes back when it fails.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { constants as fsConstants } from 'node:fs';
