@@ -10,7 +10,7 @@ import { JUDGED_SCENARIO } from './scenarios.js';
 import { median } from './stats.js';
 import type { Target } from './targets.js';
 
-export const BARS = {
+const BARS = {
   /** Gateway req/s ÷ floor req/s, JSON, 50 connections. */
   minJsonFloorRatioAt50: 0.9,
   /** Added p50, JSON, 1 connection. */
@@ -41,7 +41,10 @@ export interface BarResult {
 
 export interface RssEntry extends IdleStreamsResult {
   targetId: string;
-  /** Measured on a freshly started copy of the target that served calls for a moment (the bar), or on the one that ran the load suites. */
+  /**
+   * Measured on a freshly started copy of the target that served calls for a moment (the bar), or on the one that
+   * ran the load suites.
+   */
   fresh: boolean;
 }
 
@@ -66,7 +69,8 @@ export function judgeBars(gateways: readonly Target[], load: readonly LoadCellRe
     const floorAdded = floor1.p99Ms - direct1.p99Ms;
     bar(
       'json-1c-added-p99',
-      `JSON, 1 connection: added p99 ≤ ${BARS.maxAddedP99At1FloorMultiple}× the floor's (floor +${floorAdded.toFixed(3)} ms)`,
+      `JSON, 1 connection: added p99 ≤ ${BARS.maxAddedP99At1FloorMultiple}× the floor's (floor ` +
+        `+${floorAdded.toFixed(3)} ms)`,
       g1.p99Ms - direct1.p99Ms,
       BARS.maxAddedP99At1FloorMultiple * floorAdded,
       'ms',
@@ -92,7 +96,8 @@ export function judgeBars(gateways: readonly Target[], load: readonly LoadCellRe
       const capped = floor.capped ? ` (the floor reached the search's cap of ${floor.sustained})` : '';
       bar(
         'paced-streams-floor-ratio',
-        `paced streams sustained (p99 gap < ${paced.gapLimitMs} ms, no stall) ≥ ${BARS.minPacedFloorRatio}× the floor's N${capped}`,
+        `paced streams sustained (p99 gap < ${paced.gapLimitMs} ms, no stall) ≥ ` +
+          `${BARS.minPacedFloorRatio}× the floor's N${capped}`,
         floor.sustained > 0 ? g.sustained / floor.sustained : Number.NaN,
         BARS.minPacedFloorRatio,
         '×',

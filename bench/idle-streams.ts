@@ -31,7 +31,10 @@ const OPEN_TIMEOUT_MS = 30_000;
 /** The upstream ends an idle stream by itself after this, should the bench fail to close it. */
 const HOLD_MS = 120_000;
 const SETTLE_MS = 1000;
-/** How long the streams are held before the settled reading: V8's memory reducer collects in steps some seconds apart. */
+/**
+ * How long the streams are held before the settled reading: V8's memory reducer collects in steps some seconds
+ * apart.
+ */
 const SETTLE_WAIT_MS = 20_000;
 
 export async function measureIdleStreams(

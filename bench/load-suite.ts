@@ -72,7 +72,10 @@ export async function runLoadCell(
       const cpuAfter = await cpuTimeMs(target.pid);
       const cpuUsPerReq = cpuBefore !== undefined && cpuAfter !== undefined && result.okResponses > 0 ? ((cpuAfter - cpuBefore) * 1000) / result.okResponses : Number.NaN;
       runs.get(target.id)!.push({ ...result, cpuUsPerReq });
-      progress(`${workload} ${connections}c round ${round + 1}/${profile.rounds} ${target.label}: ${Math.round(result.rps)} req/s, p50 ${result.p50Ms.toFixed(3)} p99 ${result.p99Ms.toFixed(3)} ms${result.errors + result.non2xx > 0 ? `, ${result.errors} errors, ${result.non2xx} non-2xx` : ''}`);
+      const failures = result.errors + result.non2xx > 0 ? `, ${result.errors} errors, ${result.non2xx} non-2xx` : '';
+      progress(`${workload} ${connections}c round ${round + 1}/${profile.rounds} ${target.label}: ` +
+        `${Math.round(result.rps)} req/s, p50 ${result.p50Ms.toFixed(3)} ` +
+        `p99 ${result.p99Ms.toFixed(3)} ms${failures}`);
       await sleep(PAUSE_BETWEEN_RUNS_MS);
     }
   }

@@ -139,8 +139,10 @@ async function runSuites(options: BenchOptions, driver: LoadDriver, started: Sta
       const state = fresh ? 'fresh, served' : 'after load';
       progress(`idle streams: opening ${profile.idleStreams} through ${target.label} (${state}, pid ${target.pid})`);
       const result = await measureIdleStreams(target, profile.idleStreams, { settle: fresh });
-      const settledNote = result.rssSettledBytes === undefined ? '' : `, settled ${(result.rssSettledBytes / 1e6).toFixed(1)} MB after ${((result.settledAfterMs ?? 0) / 1000).toFixed(0)} s more`;
-      progress(`idle streams: ${result.open} open through ${target.label} (${state}), RSS ${((result.rssWithStreamsBytes ?? Number.NaN) / 1e6).toFixed(1)} MB 1 s after${settledNote}`);
+      const settledNote = result.rssSettledBytes === undefined ? '' : `, settled ${(result.rssSettledBytes / 1e6).toFixed(1)} MB after ` +
+            `${((result.settledAfterMs ?? 0) / 1000).toFixed(0)} s more`;
+      progress(`idle streams: ${result.open} open through ${target.label} (${state}), RSS ` +
+          `${((result.rssWithStreamsBytes ?? Number.NaN) / 1e6).toFixed(1)} MB 1 s after${settledNote}`);
       rss.push({ targetId: target.id, fresh, ...result });
     }
   }

@@ -33,7 +33,10 @@ export interface Profile {
   runSeconds: number;
   /** Seconds of unmeasured load per target before the first round of a workload. */
   warmupSeconds: number;
-  /** Seconds of unmeasured JSON and SSE load at 50 connections per target before any suite, so the JIT has compiled every hot path. */
+  /**
+   * Seconds of unmeasured JSON and SSE load at 50 connections per target before any suite, so the JIT has compiled
+   * every hot path.
+   */
   jitWarmupSeconds: number;
   /** Connection counts for the JSON and SSE load. */
   connections: readonly number[];

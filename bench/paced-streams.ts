@@ -40,7 +40,7 @@ const CONNECT_BATCH = 100;
 const DEADLINE_SLACK_MS = 10_000;
 
 /** One stream; the first delta leaves the upstream with its headers (first_ms=0). */
-export function openStream(target: PacedTarget, shape: PacedShape, agent: Agent): Promise<StreamOutcome> {
+function openStream(target: PacedTarget, shape: PacedShape, agent: Agent): Promise<StreamOutcome> {
   const path = `/v1/bench/timed-stream?chunks=${shape.deltas}&interval_ms=${shape.intervalMs}&first_ms=0`;
   return new Promise((resolve) => {
     const gapsMs: number[] = [];

@@ -119,7 +119,8 @@ export async function runPacedSuite(targets: readonly Target[], profile: Profile
         pass: wave.stalls === 0 && p99GapMs < p.gapLimitMs,
       };
       search.record(trial);
-      progress(`paced ${target.label} N=${n}: gap p50 ${trial.p50GapMs.toFixed(1)} p99 ${p99GapMs.toFixed(1)} max ${trial.maxGapMs.toFixed(1)} ms, ${wave.stalls} stalled: ${trial.pass ? 'pass' : 'fail'}`);
+      progress(`paced ${target.label} N=${n}: gap p50 ${trial.p50GapMs.toFixed(1)} p99 ${p99GapMs.toFixed(1)} max ` +
+          `${trial.maxGapMs.toFixed(1)} ms, ${wave.stalls} stalled: ${trial.pass ? 'pass' : 'fail'}`);
       await sleep(PAUSE_BETWEEN_TRIALS_MS);
     }
   }
@@ -144,6 +145,7 @@ export async function runPacedSuite(targets: readonly Target[], profile: Profile
     const s = rounds.get(target.id)!;
     return { targetId: target.id, samples: s.samples, failed: s.failed, p50Ms: median(s.p50), p99Ms: median(s.p99) };
   });
-  for (const t of ttfb) progress(`paced first delta, 1 stream, ${targets.find((x) => x.id === t.targetId)!.label}: p50 ${t.p50Ms.toFixed(3)} p99 ${t.p99Ms.toFixed(3)} ms (${t.samples} streams)`);
+  for (const t of ttfb) progress(`paced first delta, 1 stream, ${targets.find((x) => x.id === t.targetId)!.label}: p50 ` +
+        `${t.p50Ms.toFixed(3)} p99 ${t.p99Ms.toFixed(3)} ms (${t.samples} streams)`);
   return { shape, gapLimitMs: p.gapLimitMs, stallGapMs: p.stallGapMs, targets: results, ttfbRounds: p.ttfbRounds, ttfb };
 }

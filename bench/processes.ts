@@ -26,7 +26,10 @@ const STDERR_TAIL_BYTES = 8192;
 /** The gateway's CLI entry (dist/src/cli/main.js only exports `main`; bin/gatehouse runs it). */
 const GATEHOUSE_BIN = fileURLToPath(new URL('../../bin/gatehouse', import.meta.url));
 
-/** Environment names the bench controls for the gateway; inherited values are dropped, so it runs on node's defaults. */
+/**
+ * Environment names the bench controls for the gateway; inherited values are dropped, so it runs on node's
+ * defaults.
+ */
 const CONTROLLED_ENV = /^(GATEHOUSE_|INFERENCE_CONFIG_|HOST$|PORT$|NODE_OPTIONS$|MALLOC_)/;
 
 export interface GatewayLaunch {
@@ -138,7 +141,7 @@ export class ProcessGroup {
 }
 
 /** A port that was free a moment ago on 127.0.0.1 (the gateway's log, which would name it, goes to /dev/null). */
-export function freePort(): Promise<number> {
+function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once('error', reject);

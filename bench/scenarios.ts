@@ -51,14 +51,17 @@ export interface Scenario extends ScenarioSetup {
 }
 
 /** The database the `postgres` scenario uses (a fresh schema in it, dropped after the run). */
-export const BENCH_DATABASE_URL_ENV = 'GATEHOUSE_BENCH_DATABASE_URL';
+const BENCH_DATABASE_URL_ENV = 'GATEHOUSE_BENCH_DATABASE_URL';
 const DEFAULT_BENCH_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/test';
 const PG_CONNECT_TIMEOUT_MS = 3000;
 const PG_QUERY_TIMEOUT_MS = 15_000;
 
 const benchDatabaseUrl = () => process.env[BENCH_DATABASE_URL_ENV]?.trim() || DEFAULT_BENCH_DATABASE_URL;
 
-/** Creates one API key in the scenario's data dir; every request then sends it, and a request without it must get 401. */
+/**
+ * Creates one API key in the scenario's data dir; every request then sends it, and a request without it must get
+ * 401.
+ */
 async function requireKey({ runGatehouse }: ScenarioContext): Promise<PreparedScenario> {
   const created = await runGatehouse(['keys', 'create', '--name', 'bench', '--quiet']);
   const key = created.stdout.trim();
@@ -76,7 +79,7 @@ async function requireKey({ runGatehouse }: ScenarioContext): Promise<PreparedSc
 /** The scenario the bars judge. */
 export const JUDGED_SCENARIO = 'keyed';
 
-export const scenarios: readonly Scenario[] = [
+const scenarios: readonly Scenario[] = [
   {
     id: JUDGED_SCENARIO,
     title: 'one API key, sent with every request; usage recording on; SQLite',

@@ -15,7 +15,8 @@ export async function checkTargets(targets: readonly Target[]): Promise<void> {
         (workload === 'json'
           ? contentType.startsWith('application/json') && body.includes('"chat.completion"')
           : contentType.startsWith('text/event-stream') && body.endsWith('data: [DONE]\n\n'));
-      if (!ok) throw new Error(`${target.label} (${target.url}) answered the ${workload} request wrongly: ${status} ${contentType}\n${body.slice(0, 500)}`);
+      if (!ok) throw new Error(`${target.label} (${target.url}) answered the ${workload} request wrongly: ${status} ` +
+            `${contentType}\n${body.slice(0, 500)}`);
     }
   }
 }

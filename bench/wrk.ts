@@ -42,7 +42,7 @@ function durationMs(text: string | undefined): number {
   return match ? Number(match[1]) * UNIT_MS[match[2]!]! : Number.NaN;
 }
 
-export function parseWrkOutput(output: string): LoadRunResult {
+function parseWrkOutput(output: string): LoadRunResult {
   const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(output)?.[1] ?? Number.NaN);
   const total = Number(/(\d+) requests in/.exec(output)?.[1] ?? 0);
   const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(output)?.[1] ?? 0);

@@ -14,7 +14,7 @@ async function demo(): Promise<void> {
   const simulator = await startSimulator({
     host: '127.0.0.1',
     port: Number(process.env.DEMO_SIMULATOR_PORT ?? 0),
-    config: DEMO_CONFIG as Record<string, unknown>,
+    config: DEMO_CONFIG,
     // Slow enough to watch a model load and tokens stream, fast enough not to bore.
     knobs: { loadDelayMs: 1500, firstTokenDelayMs: 150, tokensPerSecond: 25, tokens: 24 },
   });

@@ -29,7 +29,10 @@ export interface Settings {
   /** PostgreSQL schema holding Gatehouse's tables; unset means `public`. */
   databaseSchema: string | undefined;
   adminToken: string | undefined;
-  /** llama-swap's config.yaml for the config editor, as set: the editor itself reports unset/relative/missing/directory. */
+  /**
+   * llama-swap's config.yaml for the config editor, as set: the editor itself reports
+   * unset/relative/missing/directory.
+   */
   inferenceConfigFile: string | undefined;
   /** llama-swap's config-schema.json for the editor: absolute path or http(s) URL. */
   inferenceConfigSchema: string | undefined;
@@ -48,7 +51,10 @@ export interface Settings {
   usageCaptureBytes: number;
   /** Bearer token `GET /metrics` requires; unset = open. */
   metricsToken: string | undefined;
-  /** The address clients reach the gateway at (scheme, host, port, optional path prefix; no trailing slash), for the Endpoints page. */
+  /**
+   * The address clients reach the gateway at (scheme, host, port, optional path prefix; no trailing slash), for the
+   * Endpoints page.
+   */
   publicUrl: string | undefined;
   /** Redis URL (a secret: may hold a password); set, per-key limits are shared by every replica. */
   redisUrl: string | undefined;
@@ -207,7 +213,8 @@ const parsePublicUrl: Parser<string | undefined> = (raw, name) => {
   if (url.search !== '' || url.hash !== '' || /[?#]/.test(value)) throw new SettingsError(`${name}: must not have a query or fragment`);
   const path = url.pathname.replace(/\/+$/, '');
   if (/\/v1$/i.test(path)) {
-    throw new SettingsError(`${name}: "${raw}" ends in /v1; give the address without it (the Endpoints page adds /v1 for OpenAI-style clients)`);
+    throw new SettingsError(`${name}: "${raw}" ends in /v1; give the address without it (the Endpoints page adds /v1 for ` +
+        `OpenAI-style clients)`);
   }
   return `${url.origin}${path}`;
 };
@@ -260,33 +267,49 @@ export const SETTINGS: ReadonlyArray<SettingSpec<keyof Settings>> = [
   { key: 'host', env: 'HOST', flag: '--host', default: '0.0.0.0', parse: parseString, description: 'Address the gateway listens on.' },
   { key: 'port', env: 'PORT', flag: '--port', default: '3000', parse: parsePort, description: 'TCP port the gateway listens on (0 picks a free one).' },
   { key: 'upstreamUrl', env: 'GATEHOUSE_UPSTREAM_URL', flag: '--upstream', default: 'http://127.0.0.1:8080', parse: parseUrl, description: "llama-swap's base URL." },
-  { key: 'upstreamApiKey', env: 'GATEHOUSE_UPSTREAM_API_KEY', default: undefined, parse: parseOptional, secret: true, description: 'Sent to llama-swap as `Authorization: Bearer` when llama-swap has `apiKeys` set. Client credentials are never forwarded.' },
+  { key: 'upstreamApiKey', env: 'GATEHOUSE_UPSTREAM_API_KEY', default: undefined, parse: parseOptional, secret: true, description: 'Sent to llama-swap as `Authorization: Bearer` when llama-swap has `apiKeys` set. Client credentials ' +
+        'are never forwarded.' },
   { key: 'connectTimeoutMs', env: 'GATEHOUSE_CONNECT_TIMEOUT', default: '10s', parse: parseDuration, description: 'Time allowed to open a connection to llama-swap (then 504; a refused connection is 502 at once).' },
   { key: 'headersTimeoutMs', env: 'GATEHOUSE_HEADERS_TIMEOUT', default: '10m', parse: parseDuration, description: "Time allowed until llama-swap's response headers arrive (then 504). Large models take minutes to load." },
   { key: 'idleTimeoutMs', env: 'GATEHOUSE_IDLE_TIMEOUT', default: '5m', parse: parseDuration, description: 'Longest silence allowed inside a streamed response body (then one terminal error event).' },
-  { key: 'upstreamConnections', env: 'GATEHOUSE_UPSTREAM_CONNECTIONS', default: '1024', parse: parseConnections, description: 'Most connections open to llama-swap at once. Every stream holds one for its whole life; calls beyond wait for a free one.' },
-  { key: 'bodyTimeoutMs', env: 'GATEHOUSE_BODY_TIMEOUT', flag: '--body-timeout', default: '60s', parse: parseDuration, description: 'Longest pause between two bytes of a request body; then 408. Bodies are received whole before anything is forwarded.' },
+  { key: 'upstreamConnections', env: 'GATEHOUSE_UPSTREAM_CONNECTIONS', default: '1024', parse: parseConnections, description: 'Most connections open to llama-swap at once. Every stream holds one for its whole life; calls ' +
+        'beyond wait for a free one.' },
+  { key: 'bodyTimeoutMs', env: 'GATEHOUSE_BODY_TIMEOUT', flag: '--body-timeout', default: '60s', parse: parseDuration, description: 'Longest pause between two bytes of a request body; then 408. Bodies are received whole before ' +
+        'anything is forwarded.' },
   { key: 'bodyLimitBytes', env: 'GATEHOUSE_BODY_LIMIT', flag: '--body-limit', default: '50MiB', parse: parseSize, description: 'Largest request body accepted (then 413), counted as it arrives.' },
   { key: 'shutdownGraceMs', env: 'GATEHOUSE_SHUTDOWN_GRACE', default: '30s', parse: parseDuration, description: 'On SIGTERM/SIGINT, how long in-flight requests and streams may run before the process exits.' },
   { key: 'logLevel', env: 'GATEHOUSE_LOG_LEVEL', flag: '--log-level', default: 'info', parse: parseLogLevel, description: 'pino log level: fatal, error, warn, info, debug, trace, silent.' },
   { key: 'dataDir', env: 'GATEHOUSE_DATA_DIR', flag: '--data-dir', default: './data', parse: parseString, description: 'Directory for the embedded SQLite store (created if missing).' },
   { key: 'databaseUrl', env: 'GATEHOUSE_DATABASE_URL', default: undefined, parse: parseDatabaseUrl, secret: true, description: 'PostgreSQL connection URL (`postgres://user:password@host:5432/db`); set, keys, sessions and usage live there and several replicas can share them. Unset: the SQLite file in the data dir. Only host and database are ever logged. `GATEHOUSE_DATABASE_URL_FILE` reads it from a file instead.' },
-  { key: 'databaseSchema', env: 'GATEHOUSE_DATABASE_SCHEMA', default: undefined, parse: parseDatabaseSchema, description: 'PostgreSQL schema for the tables (created if missing), to share one database with other applications. Unset: `public`. Needs `GATEHOUSE_DATABASE_URL`.' },
+  { key: 'databaseSchema', env: 'GATEHOUSE_DATABASE_SCHEMA', default: undefined, parse: parseDatabaseSchema, description: 'PostgreSQL schema for the tables (created if missing), to share one database with other ' +
+        'applications. Unset: `public`. Needs `GATEHOUSE_DATABASE_URL`.' },
   { key: 'adminToken', env: 'GATEHOUSE_ADMIN_TOKEN', default: undefined, parse: parseOptional, secret: true, description: 'Bearer token for scripts calling the admin API (`/api/*`). Unset: no token access.' },
-  { key: 'adminPassword', env: 'GATEHOUSE_ADMIN_PASSWORD', default: undefined, parse: parseAdminPassword, secret: true, description: 'Sets the dashboard admin password at start (at least 12 characters), for containers; no setup link is printed and the password cannot be changed from the dashboard. `GATEHOUSE_ADMIN_PASSWORD_FILE` reads it from a file instead.' },
-  { key: 'trustedProxies', env: 'GATEHOUSE_TRUSTED_PROXIES', default: '', parse: parseProxyList, description: 'Comma-separated IP addresses/CIDRs of reverse proxies whose `X-Forwarded-For`, `-Proto` and `-Host` are believed (client address for the login rate limit, HTTPS for the `Secure` cookie, origin check, and the `X-Forwarded-Proto`/`-For` passed on to llama-swap). Unset: none.' },
+  { key: 'adminPassword', env: 'GATEHOUSE_ADMIN_PASSWORD', default: undefined, parse: parseAdminPassword, secret: true, description: 'Sets the dashboard admin password at start (at least 12 characters), for containers; no setup link ' +
+        'is printed and the password cannot be changed from the dashboard. `GATEHOUSE_ADMIN_PASSWORD_FILE` ' +
+        'reads it from a file instead.' },
+  { key: 'trustedProxies', env: 'GATEHOUSE_TRUSTED_PROXIES', default: '', parse: parseProxyList, description: 'Comma-separated IP addresses/CIDRs of reverse proxies whose `X-Forwarded-For`, `-Proto` and `-Host` ' +
+        'are believed (client address for the login rate limit, HTTPS for the `Secure` cookie, origin check, ' +
+        'and the `X-Forwarded-Proto`/`-For` passed on to llama-swap). Unset: none.' },
   { key: 'corsOrigins', env: 'GATEHOUSE_CORS_ORIGINS', default: '*', parse: parseCorsOrigins, description: 'Web origins whose pages may call `/v1` from a browser (CORS): `*` for any, or a comma-separated list of origins (`https://app.example.com,http://localhost:5173`). API keys are bearer tokens, not cookies, so `*` gives a page nothing without a key. `/api/*` never answers another origin.' },
   { key: 'readyTimeoutMs', env: 'GATEHOUSE_READY_TIMEOUT', default: '2s', parse: parseDuration, description: "How long `GET /readyz` waits for llama-swap's `/health` before answering 503." },
-  { key: 'sessionTtlMs', env: 'GATEHOUSE_SESSION_TTL', default: '7d', parse: parseSessionTtl, description: 'A dashboard session ends after this long without a request (sliding; 5m to 30d). Whatever the activity, a session ends 30 days after sign-in.' },
-  { key: 'usageRecording', env: 'GATEHOUSE_USAGE_RECORDING', default: 'true', parse: parseBoolean, description: 'Record every /v1 call (time, key, model, tokens, latency...) in the request log. `false`: no record is written and responses are not tapped for tokens (metrics still count calls and latency; TPM limits cannot be enforced).' },
+  { key: 'sessionTtlMs', env: 'GATEHOUSE_SESSION_TTL', default: '7d', parse: parseSessionTtl, description: 'A dashboard session ends after this long without a request (sliding; 5m to 30d). Whatever the ' +
+        'activity, a session ends 30 days after sign-in.' },
+  { key: 'usageRecording', env: 'GATEHOUSE_USAGE_RECORDING', default: 'true', parse: parseBoolean, description: 'Record every /v1 call (time, key, model, tokens, latency...) in the request log. `false`: no record ' +
+        'is written and responses are not tapped for tokens (metrics still count calls and latency; TPM ' +
+        'limits cannot be enforced).' },
   { key: 'usageRetentionMs', env: 'GATEHOUSE_USAGE_RETENTION', default: '30d', parse: parseRetention, description: 'How long usage records are kept (pruned hourly, in small batches). At least 1h.' },
-  { key: 'usageCaptureBytes', env: 'GATEHOUSE_USAGE_CAPTURE_BYTES', default: '0', parse: parseCaptureSize, description: 'Keep the first N bytes of every request and response body in the request log (JSON and text only), e.g. `16KiB`; at most `1MiB`. `0`: bodies are never stored.' },
+  { key: 'usageCaptureBytes', env: 'GATEHOUSE_USAGE_CAPTURE_BYTES', default: '0', parse: parseCaptureSize, description: 'Keep the first N bytes of every request and response body in the request log (JSON and text only), ' +
+        'e.g. `16KiB`; at most `1MiB`. `0`: bodies are never stored.' },
   { key: 'metricsToken', env: 'GATEHOUSE_METRICS_TOKEN', default: undefined, parse: parseOptional, secret: true, description: '`GET /metrics` requires `Authorization: Bearer <token>` (else 401). Unset: /metrics is open.' },
   { key: 'publicUrl', env: 'GATEHOUSE_PUBLIC_URL', default: undefined, parse: parsePublicUrl, description: 'The address clients reach Gatehouse at (e.g. `https://llm.example.com`, or with a path prefix a reverse proxy strips), shown on the Endpoints page. Unset: the address the browser used for the dashboard.' },
   { key: 'redisUrl', env: 'GATEHOUSE_REDIS_URL', default: undefined, parse: parseRedisUrl, secret: true, description: 'Redis URL (`redis://:password@host:6379/0`, `rediss://` for TLS); set, per-key rpm/tpm/concurrency limits are counted in Redis and shared by every replica. Unset: each replica counts its own. Only host, port and database are ever logged. `GATEHOUSE_REDIS_URL_FILE` reads it from a file instead.' },
   { key: 'redisPrefix', env: 'GATEHOUSE_REDIS_PREFIX', default: 'gatehouse:', parse: parseRedisPrefix, description: 'Prefix of every Redis key Gatehouse writes, to share one Redis with other applications or installations.' },
-  { key: 'inferenceConfigFile', env: 'INFERENCE_CONFIG_FILE', default: undefined, parse: parseOptional, description: "Absolute path of llama-swap's config.yaml (its -config file), to edit it from the dashboard. Unset, relative, missing or a directory: the config editor is off and says why. A symlink is followed; its target is written." },
-  { key: 'inferenceConfigSchema', env: 'INFERENCE_CONFIG_SCHEMA', default: undefined, parse: parseSchemaSource, description: "llama-swap's config-schema.json for the config editor: a file path or an http(s) URL. Unset: the config file's `# yaml-language-server: $schema=` line, else llama-swap's published schema (downloaded with a 10 s timeout, cached in the data dir for offline use)." },
+  { key: 'inferenceConfigFile', env: 'INFERENCE_CONFIG_FILE', default: undefined, parse: parseOptional, description: "Absolute path of llama-swap's config.yaml (its -config file), to edit it from the dashboard. Unset, " +
+        "relative, missing or a directory: the config editor is off and says why. A symlink is followed; its " +
+        "target is written." },
+  { key: 'inferenceConfigSchema', env: 'INFERENCE_CONFIG_SCHEMA', default: undefined, parse: parseSchemaSource, description: "llama-swap's config-schema.json for the config editor: a file path or an http(s) URL. Unset: the " +
+        "config file's `# yaml-language-server: $schema=` line, else llama-swap's published schema " +
+        "(downloaded with a 10 s timeout, cached in the data dir for offline use)." },
 ];
 
 /** Settings names that point at a file holding the value (`X_FILE=/run/secrets/x`). */
@@ -314,7 +337,7 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env, flags: FlagVa
     }
     if (raw === undefined && fileVar && env[fileVar]) {
       try {
-        raw = readFileSync(env[fileVar]!, 'utf8').replace(/\r?\n$/, '');
+        raw = readFileSync(env[fileVar], 'utf8').replace(/\r?\n$/, '');
       } catch (error) {
         problems.push(`${fileVar}: cannot read ${env[fileVar]}: ${(error as Error).message}`);
         continue;

@@ -42,7 +42,8 @@ export async function runBackupCommand(argv: string[], io: BackupCliIo, settings
   }
   if (settings.databaseUrl) {
     io.stderr.write(
-      `gatehouse backup copies the SQLite store, but this configuration uses PostgreSQL (${describePostgresUrl(settings.databaseUrl, settings.databaseSchema)}).\n` +
+      `gatehouse backup copies the SQLite store, but this configuration uses PostgreSQL ` +
+        `(${describePostgresUrl(settings.databaseUrl, settings.databaseSchema)}).\n` +
         'Back it up with pg_dump, e.g. pg_dump --format=custom --file=gatehouse.dump "$GATEHOUSE_DATABASE_URL"\n',
     );
     return 1;

@@ -39,7 +39,8 @@ open: every client is let in without a key.
 
 Commands:
   create --name NAME [options]   Create a key and print it once
-      --models a,b               Model ids, aliases or patterns (qwen*, gpu-box/*) the key may use (default: every model)
+      --models a,b               Model ids, aliases or patterns (qwen*, gpu-box/*) the key may use
+                                 (default: every model)
       --expires 30d|ISO-DATE     Expiry as a duration from now (30d, 12h, 90m) or an ISO date
       --note TEXT                Free text for operators
       --rpm N --tpm N --concurrent N
@@ -263,7 +264,8 @@ async function listKeys(store: Store, json: boolean, io: KeysCliIo): Promise<voi
     return;
   }
   if (views.length === 0) {
-    io.stdout.write('No API keys: the API is open, every client is let in without a key.\nCreate one with: gatehouse keys create --name NAME\n');
+    io.stdout.write('No API keys: the API is open, every client is let in without a key.\nCreate one with: gatehouse ' +
+        'keys create --name NAME\n');
     return;
   }
   const header = ['ID', 'PREFIX', 'NAME', 'STATUS', 'CREATED', 'LAST USED', 'EXPIRES', 'MODELS'];
@@ -295,7 +297,8 @@ async function deleteKey(store: Store, reference: string, yes: boolean, io: Keys
   const isLast = (await store.keys.count()) <= 1;
   if (isLast) {
     io.stderr.write(
-      `Warning: ${key.id} is the last API key. Once it is deleted the API is OPEN: every client is let in without a key.\n` +
+      `Warning: ${key.id} is the last API key. Once it is deleted the API is OPEN: every client is let in ` +
+        `without a key.\n` +
         `(To stop this key but keep the API closed, use "gatehouse keys revoke ${key.id}" instead.)\n`,
     );
   }

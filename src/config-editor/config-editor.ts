@@ -64,7 +64,8 @@ export type ValidateResult = ConfigValidation;
 export type SaveResult = ConfigSaved;
 
 export const RELOAD_NOTICE =
-  'llama-swap reloads a changed config by stopping every running model (in-flight requests are cut); models start again on their next request.';
+  'llama-swap reloads a changed config by stopping every running model (in-flight requests are cut); ' +
+    'models start again on their next request.';
 
 interface LastSave {
   savedAt: Date;
@@ -125,7 +126,8 @@ export class ConfigEditor {
       lossless: snapshot.lossless,
       writable: readOnly === undefined,
       readOnlyReason: readOnly ?? null,
-      warnings: snapshot.lossless ? [] : ['The file is not valid UTF-8; invalid bytes are shown as U+FFFD and saving replaces them with it (llama-swap needs UTF-8 anyway).'],
+      warnings: snapshot.lossless ? [] : ['The file is not valid UTF-8; invalid bytes are shown as U+FFFD and saving replaces them with ' +
+              'it (llama-swap needs UTF-8 anyway).'],
       schema: { ...schemaView(schema), document: schema.available ? schema.document : null },
     };
   }
@@ -174,7 +176,8 @@ export class ConfigEditor {
     const last = this.lastSave;
     if (!last) return { state: 'unknown', message: 'No config has been saved from Gatehouse since it started.', savedAt: null, settledAt: null };
     if (since && last.savedAt.getTime() < since.getTime()) {
-      return { state: 'unknown', message: `No config was saved at or after ${since.toISOString()}; the last save was at ${last.savedAt.toISOString()}.`, savedAt: null, settledAt: null };
+      return { state: 'unknown', message: `No config was saved at or after ${since.toISOString()}; the last save was at ` +
+          `${last.savedAt.toISOString()}.`, savedAt: null, settledAt: null };
     }
     if (!last.watcher) return last.status;
     return last.watcher.waitSettled(waitMs);
@@ -187,7 +190,8 @@ export class ConfigEditor {
     const changed = versionDifferences(expected, current.version);
     if (changed.length > 0) {
       throw new GatewayError('config_conflict', {
-        message: `${target.path} changed on disk since it was loaded (${changed.join(', ')} differ); nothing was written. Reload it, re-apply your edit, and save again.`,
+        message: `${target.path} changed on disk since it was loaded (${changed.join(', ')} differ); nothing was ` +
+          `written. Reload it, re-apply your edit, and save again.`,
         details: { changed, currentVersion: formatVersion(current.version), currentText: current.text, modifiedAt: isoFromNs(current.version.mtimeNs) },
       });
     }
@@ -228,7 +232,8 @@ export class ConfigEditor {
       if (error instanceof FileWriteError) {
         if (error.outcome === 'damaged') this.options.logger?.warn({ path: target.realPath, err: error.message, restore: error.restoreFailure, oldCopy: error.oldCopyPath ?? null }, 'llama-swap config may be damaged: restoring it after a failed save failed');
         const left = whatTheFileHas(error, target.realPath);
-        if (error.readOnly) throw new GatewayError('config_read_only', { message: `${error.message}. Give Gatehouse write access to the file (and its directory, for an atomic replace). ${left}`, cause: error });
+        if (error.readOnly) throw new GatewayError('config_read_only', { message: `${error.message}. Give Gatehouse write access to the file (and its directory, for an atomic ` +
+              `replace). ${left}`, cause: error });
         throw new GatewayError('config_write_failed', { message: `${error.message}. ${left}`, details: { code: error.code ?? null, file: error.outcome, oldCopyPath: error.oldCopyPath ?? null }, cause: error });
       }
       throw error;
@@ -240,12 +245,18 @@ export class ConfigEditor {
       watcher.begin(savedAt);
       status = watcher.status();
     } else {
-      status = ReloadWatcher.unwatched(savedAt, "Gatehouse is not connected to llama-swap's log, so the outcome of the reload is unknown; look for \"configuration reloaded\" in llama-swap's log.");
+      status = ReloadWatcher.unwatched(
+        savedAt,
+        "Gatehouse is not connected to llama-swap's log, so the outcome of the reload is unknown; " +
+          'look for "configuration reloaded" in llama-swap\'s log.',
+      );
     }
     this.lastSave = { savedAt, watcher, status };
     const notices = [RELOAD_NOTICE];
     if (written.method === 'in-place') {
-      notices.push(`The file was written in place, not replaced atomically (${written.fallbackReason ?? 'rename impossible'}); llama-swap may briefly have seen a partial file.`);
+      notices.push(`The file was written in place, not replaced atomically ` +
+          `(${written.fallbackReason ?? 'rename impossible'}); llama-swap may briefly have seen a partial ` +
+          `file.`);
     }
     this.options.logger?.info({ path: target.realPath, bytes: bytes.length, method: written.method }, 'llama-swap config saved');
     return {
@@ -296,10 +307,12 @@ function whatTheFileHas(error: FileWriteError, realPath: string): string {
     case 'untouched':
       return 'The file still has its previous contents.';
     case 'restored':
-      return 'The previous contents were put back, so the file is byte for byte as it was; its modification time changed, so llama-swap may reload it (which restarts every model).';
+      return 'The previous contents were put back, so the file is byte for byte as it was; its modification time ' +
+        'changed, so llama-swap may reload it (which restarts every model).';
     case 'damaged':
       return (
-        `Writing the previous contents back failed too (${error.restoreFailure ?? 'unknown error'}), so the file may be damaged: ` +
+        `Writing the previous contents back failed too (${error.restoreFailure ?? 'unknown error'}), so ` +
+          `the file may be damaged: ` +
         (error.oldCopyPath !== undefined
           ? `a copy of the previous contents is at ${error.oldCopyPath}; copy it over ${realPath}.`
           : `no copy of the previous contents could be kept; restore ${realPath} from a backup.`)

@@ -2,13 +2,13 @@
  * The config file on disk: where it is (or why the editor is off), reading it together with a
  * version token taken from the same open descriptor, and replacing its bytes exactly.
  *
- * Writing follows llama-swap's reload rules (docs/llama-swap.md, "Reload"): llama-swap polls mtime/size every 2 s and reloads on any
- * change, so the file must go from old to new bytes in one step. The new bytes go to a temp
- * file next to the target, named so that a `-config-dir` scan never loads it (it does not end
- * in `.yml`/`.yaml`), then `rename` replaces the target. Where rename cannot work (the file is
- * a single-file bind mount: EXDEV/EBUSY; a directory the gateway may not write: EACCES/EPERM)
- * the bytes are written in place instead (`in-place-write.ts`), which llama-swap may briefly
- * see half-written, but which puts the old bytes back when it fails.
+ * Writing follows llama-swap's reload rules (docs/llama-swap.md, "Reload"): llama-swap polls
+ * mtime/size every 2 s and reloads on any change, so the file must go from old to new bytes in one
+ * step. The new bytes go to a temp file next to the target, named so that a `-config-dir` scan
+ * never loads it (it does not end in `.yml`/`.yaml`), then `rename` replaces the target. Where
+ * rename cannot work (the file is a single-file bind mount: EXDEV/EBUSY; a directory the gateway
+ * may not write: EACCES/EPERM) the bytes are written in place instead (`in-place-write.ts`), which
+ * llama-swap may briefly see half-written, but which puts the old bytes back when it fails.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { constants as fsConstants } from 'node:fs';
@@ -20,14 +20,15 @@ export type ConfigTarget =
   | { enabled: true; /** as configured (may be a symlink) */ path: string; /** what gets read and written */ realPath: string }
   | { enabled: false; path: string | null; reason: string };
 
-export const CONFIG_FILE_SETTING = 'INFERENCE_CONFIG_FILE';
+const CONFIG_FILE_SETTING = 'INFERENCE_CONFIG_FILE';
 
 /**
  * Decides whether the editor is on. Evaluated per request, so creating the file (or fixing a
  * symlink) takes effect without a restart; changing the setting itself needs one.
  */
 export async function resolveConfigTarget(configured: string | undefined, cwd = process.cwd()): Promise<ConfigTarget> {
-  const set = `Set ${CONFIG_FILE_SETTING} to the absolute path of the config.yaml llama-swap is started with (its -config flag), e.g. ${CONFIG_FILE_SETTING}=/etc/llama-swap/config.yaml, and restart Gatehouse.`;
+  const set = `Set ${CONFIG_FILE_SETTING} to the absolute path of the config.yaml llama-swap is started with (its ` +
+    `-config flag), e.g. ${CONFIG_FILE_SETTING}=/etc/llama-swap/config.yaml, and restart Gatehouse.`;
   if (configured === undefined || configured.trim() === '') {
     return { enabled: false, path: null, reason: `The config editor is off: ${CONFIG_FILE_SETTING} is not set. ${set}` };
   }
@@ -37,7 +38,8 @@ export async function resolveConfigTarget(configured: string | undefined, cwd = 
       path: configured,
       reason:
         `The config editor is off: ${CONFIG_FILE_SETTING} is "${configured}", a relative path. ` +
-        `Set it to an absolute path (from Gatehouse's working directory that would be ${resolve(cwd, configured)}) and restart Gatehouse.`,
+        `Set it to an absolute path (from Gatehouse's working directory that would be ` +
+          `${resolve(cwd, configured)}) and restart Gatehouse.`,
     };
   }
   let realPath: string;
@@ -56,7 +58,9 @@ export async function resolveConfigTarget(configured: string | undefined, cwd = 
     return {
       enabled: false,
       path: configured,
-      reason: `The config editor is off: ${CONFIG_FILE_SETTING}=${configured} cannot be resolved (${describeError(error)}). Give Gatehouse's user access to it, or ${set.charAt(0).toLowerCase()}${set.slice(1)}`,
+      reason: `The config editor is off: ${CONFIG_FILE_SETTING}=${configured} cannot be resolved ` +
+        `(${describeError(error)}). Give Gatehouse's user access to it, or ` +
+        `${set.charAt(0).toLowerCase()}${set.slice(1)}`,
     };
   }
   const stats = await fsp.stat(realPath);
@@ -65,7 +69,8 @@ export async function resolveConfigTarget(configured: string | undefined, cwd = 
       enabled: false,
       path: configured,
       reason:
-        `The config editor is off: ${CONFIG_FILE_SETTING}=${configured} is a directory. Set it to the config file itself (e.g. ${join(configured, 'config.yaml')}); ` +
+        `The config editor is off: ${CONFIG_FILE_SETTING}=${configured} is a directory. Set it to the ` +
+          `config file itself (e.g. ${join(configured, 'config.yaml')}); ` +
         'a -config-dir directory of fragments cannot be edited here.',
     };
   }
@@ -75,7 +80,8 @@ export async function resolveConfigTarget(configured: string | undefined, cwd = 
   try {
     await fsp.access(realPath, fsConstants.R_OK);
   } catch (error) {
-    return { enabled: false, path: configured, reason: `The config editor is off: Gatehouse may not read ${realPath} (${describeError(error)}). Give Gatehouse's user read and write access to it.` };
+    return { enabled: false, path: configured, reason: `The config editor is off: Gatehouse may not read ${realPath} (${describeError(error)}). Give ` +
+        `Gatehouse's user read and write access to it.` };
   }
   return { enabled: true, path: configured, realPath };
 }
@@ -163,7 +169,7 @@ export async function readSnapshot(realPath: string): Promise<ConfigSnapshot> {
   }
 }
 
-export function decodeUtf8(bytes: Uint8Array): { text: string; lossless: boolean } {
+function decodeUtf8(bytes: Uint8Array): { text: string; lossless: boolean } {
   // ignoreBOM: keep a leading BOM as U+FEFF so it survives the round trip.
   try {
     return { text: new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes), lossless: true };
@@ -214,7 +220,7 @@ export class FileWriteError extends Error {
 }
 
 /** The temp file's name: hidden, in the same directory, and never ending in .yml/.yaml. */
-export function tempNameFor(realPath: string): string {
+function tempNameFor(realPath: string): string {
   return join(dirname(realPath), `.${basename(realPath)}.gatehouse-tmp-${randomBytes(6).toString('hex')}`);
 }
 
@@ -330,17 +336,19 @@ async function syncDirectory(dir: string): Promise<void> {
 export async function readOnlyReason(realPath: string, mode: number): Promise<string | undefined> {
   const octal = `0${mode.toString(8).padStart(3, '0')}`;
   if ((mode & 0o222) === 0) {
-    return `The config file ${realPath} is read-only (mode ${octal}). Make it writable for Gatehouse (e.g. chmod u+w ${realPath}) to save from the dashboard; nothing was written.`;
+    return `The config file ${realPath} is read-only (mode ${octal}). Make it writable for Gatehouse (e.g. chmod ` +
+      `u+w ${realPath}) to save from the dashboard; nothing was written.`;
   }
   try {
     await fsp.access(realPath, fsConstants.W_OK);
   } catch (error) {
-    return `The config file ${realPath} is not writable by Gatehouse (${describeError(error)}, mode ${octal}). Give Gatehouse's user write access to it; nothing was written.`;
+    return `The config file ${realPath} is not writable by Gatehouse (${describeError(error)}, mode ${octal}). ` +
+      `Give Gatehouse's user write access to it; nothing was written.`;
   }
   return undefined;
 }
 
-export function errnoCode(error: unknown): string | undefined {
+function errnoCode(error: unknown): string | undefined {
   const code = (error as { code?: unknown } | null)?.code;
   return typeof code === 'string' ? code : undefined;
 }

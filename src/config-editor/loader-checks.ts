@@ -58,7 +58,8 @@ export function loaderChecks(config: unknown): LoaderFinding[] {
       const aliasOf = aliasOwner.get(key);
       const otherById = byIdOwner.get(key);
       if (modelIds.has(key) && key !== id) add(path, `setParamsByID key "${key}" is the ID of model "${key}"; these keys become aliases, so ${REFUSES}.`, 'key');
-      else if (aliasOf !== undefined && aliasOf !== id) add(path, `setParamsByID key "${key}" is already an alias of model "${aliasOf}"; these keys become aliases, so ${REFUSES}.`, 'key');
+      else if (aliasOf !== undefined && aliasOf !== id) add(path, `setParamsByID key "${key}" is already an alias of model "${aliasOf}"; these keys become ` +
+            `aliases, so ${REFUSES}.`, 'key');
       else if (otherById !== undefined && otherById !== id) add(path, `setParamsByID key "${key}" is also used by model "${otherById}"; these keys become aliases, so ${REFUSES}.`, 'key');
       else byIdOwner.set(key, id);
     }
@@ -186,7 +187,8 @@ function checkMacros(macros: Obj, base: string, outer: ReadonlySet<string>, add:
       for (const ref of placeholders(value)) {
         if (ref === name) add(path, `Macro "${name}" refers to itself: ${REFUSES}.`);
         else if (RESERVED_MACROS.has(ref) || ref.startsWith('env.') || declared.has(ref)) continue;
-        else if (names.includes(ref)) add(path, `Macro "${name}" uses \${${ref}}, which is declared after it; a macro may only use macros declared before it, so ${REFUSES}.`);
+        else if (names.includes(ref)) add(path, `Macro "${name}" uses \${${ref}}, which is declared after it; a macro may only use macros ` +
+              `declared before it, so ${REFUSES}.`);
         else add(path, `Macro "${name}" uses \${${ref}}, which is not a declared macro: ${REFUSES}.`);
       }
     }
@@ -204,7 +206,8 @@ function checkGroups(raw: unknown, base: string, modelIds: ReadonlySet<string>, 
       if (typeof member !== 'string') return;
       const path = `${base}/${ptr(gid)}/members/${i}`;
       if (seen.has(member)) add(path, `"${member}" is listed twice in group "${gid}": ${REFUSES}.`);
-      else if (memberOf.has(member)) add(path, `"${member}" is also a member of group "${memberOf.get(member)}"; a model can be in one group only, so ${REFUSES}.`);
+      else if (memberOf.has(member)) add(path, `"${member}" is also a member of group "${memberOf.get(member)}"; a model can be in one group ` +
+            `only, so ${REFUSES}.`);
       else if (!modelIds.has(member)) add(path, `Group member "${member}" is not a model ID defined under models: ${REFUSES}.`);
       seen.add(member);
       if (!memberOf.has(member)) memberOf.set(member, gid);
@@ -272,6 +275,6 @@ function isObj(v: unknown): v is Obj {
 }
 
 /** JSON-pointer escaping of one segment (RFC 6901). */
-export function ptr(segment: string): string {
+function ptr(segment: string): string {
   return segment.replace(/~/g, '~0').replace(/\//g, '~1');
 }

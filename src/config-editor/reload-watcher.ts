@@ -79,7 +79,8 @@ export class ReloadWatcher {
       const stream = await options.source.logStream('proxy', { noHistory: true, signal: watcher.abort.signal, timeoutMs: watcher.connectTimeoutMs });
       void watcher.run(stream);
     } catch (error) {
-      watcher.finish('unknown', `Could not watch llama-swap's proxy log (${describeError(error)}), so the outcome of the reload is unknown; look for "configuration reloaded" in llama-swap's log.`);
+      watcher.finish('unknown', `Could not watch llama-swap's proxy log (${describeError(error)}), so the outcome of the reload is ` +
+          `unknown; look for "configuration reloaded" in llama-swap's log.`);
     }
     return watcher;
   }
@@ -216,7 +217,8 @@ export class ReloadWatcher {
     if (START.test(line)) {
       this.reloading = true;
       this.current = { ...this.current, message: 'llama-swap is reloading the config: it stops every running model first.' };
-      this.arm(this.finishTimeoutMs, () => this.finish('unknown', `llama-swap started reloading but reported no outcome within ${Math.round(this.finishTimeoutMs / 1000)} s; check its log.`));
+      this.arm(this.finishTimeoutMs, () => this.finish('unknown', `llama-swap started reloading but reported no outcome within ` +
+            `${Math.round(this.finishTimeoutMs / 1000)} s; check its log.`));
     } else if (RELOADED.test(line)) {
       this.finish('reloaded', 'llama-swap reloaded the config. Every model was stopped and loads again on its next request.');
     } else if ((match = FAILED_LOAD.exec(line))) {
@@ -231,7 +233,9 @@ export class ReloadWatcher {
     if (this.reloading) return;
     this.finish(
       'unknown',
-      `llama-swap did not start a reload within ${Math.round(this.startTimeoutMs / 1000)} s. It reloads the file only when started with -watch-config (or on SIGHUP); restart it or send SIGHUP to apply the saved config.`,
+      `llama-swap did not start a reload within ${Math.round(this.startTimeoutMs / 1000)} s. It reloads ` +
+        `the file only when started with -watch-config (or on SIGHUP); restart it or send SIGHUP to apply ` +
+        `the saved config.`,
     );
   }
 

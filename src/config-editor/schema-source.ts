@@ -16,7 +16,7 @@ import { describeError, sha256Hex } from './config-file.js';
 
 /** llama-swap's own schema, as its example config's modeline names it. */
 export const LLAMA_SWAP_SCHEMA_URL = 'https://raw.githubusercontent.com/mostlygeek/llama-swap/refs/heads/main/config-schema.json';
-export const SCHEMA_SETTING = 'INFERENCE_CONFIG_SCHEMA';
+const SCHEMA_SETTING = 'INFERENCE_CONFIG_SCHEMA';
 
 export type SchemaOrigin = 'setting' | 'modeline' | 'default';
 
@@ -87,7 +87,7 @@ export function modelineSchema(text: string): string | undefined {
   return match?.[1];
 }
 
-export function isRemote(source: string): boolean {
+function isRemote(source: string): boolean {
   return /^https?:\/\//i.test(source);
 }
 
@@ -176,7 +176,8 @@ export class SchemaProvider {
     }
     if (entry) {
       if (this.now() - Date.parse(entry.fetchedAt) > this.refreshIntervalMs) void this.refreshInBackground(url);
-      const stale = entry.fromCache && this.failures.has(url) ? `Could not refresh it from ${url} (${this.failures.get(url)!.message}); using the copy downloaded at ${entry.fetchedAt}.` : null;
+      const stale = entry.fromCache && this.failures.has(url) ? `Could not refresh it from ${url} (${this.failures.get(url)!.message}); using the copy ` +
+            `downloaded at ${entry.fetchedAt}.` : null;
       return { available: true, info: { source: url, origin: wanted.origin, fetchedAt: entry.fetchedAt, fromCache: entry.fromCache, warning: stale }, document: entry.document, validate: entry.validate };
     }
     const recent = this.failures.get(url);
@@ -200,7 +201,8 @@ export class SchemaProvider {
           origin: wanted.origin,
           fetchedAt: disk.fetchedAt,
           fromCache: true,
-          warning: `The schema asked for (${wanted.source}) is unavailable: ${problem}. Using the cached copy of ${disk.source} downloaded at ${disk.fetchedAt}.`,
+          warning: `The schema asked for (${wanted.source}) is unavailable: ${problem}. Using the cached copy of ` +
+            `${disk.source} downloaded at ${disk.fetchedAt}.`,
         },
         document: disk.document,
         validate: disk.validate,
@@ -209,12 +211,14 @@ export class SchemaProvider {
     const how =
       wanted.origin === 'setting'
         ? `Fix ${SCHEMA_SETTING}, or point it at a local copy of llama-swap's config-schema.json`
-        : `Set ${SCHEMA_SETTING} to a local copy of llama-swap's config-schema.json (download it from ${LLAMA_SWAP_SCHEMA_URL}) and restart Gatehouse`;
+        : `Set ${SCHEMA_SETTING} to a local copy of llama-swap's config-schema.json (download it from ` +
+          `${LLAMA_SWAP_SCHEMA_URL}) and restart Gatehouse`;
     return {
       available: false,
       wanted: wanted.source,
       origin: wanted.origin,
-      reason: `No llama-swap config schema is available (${problem}; no cached copy in ${this.cacheDir}), so the config cannot be validated and saving is refused. ${how}.`,
+      reason: `No llama-swap config schema is available (${problem}; no cached copy in ${this.cacheDir}), so the ` +
+        `config cannot be validated and saving is refused. ${how}.`,
     };
   }
 
@@ -256,7 +260,7 @@ export class SchemaProvider {
     try {
       document = JSON.parse(text);
     } catch (error) {
-      throw new Error(`${source} is not JSON (${(error as Error).message})`);
+      throw new Error(`${source} is not JSON (${(error as Error).message})`, { cause: error });
     }
     if (typeof document !== 'object' || document === null || Array.isArray(document)) throw new Error(`${source} is not a JSON schema (not an object)`);
     const key = sha256Hex(Buffer.from(text));
@@ -265,7 +269,9 @@ export class SchemaProvider {
       try {
         validate = compileConfigSchema(document as Record<string, unknown>);
       } catch (error) {
-        throw new Error(`${source} does not compile as a JSON schema: ${(error as Error).message}`);
+        throw new Error(`${source} does not compile as a JSON schema: ${(error as Error).message}`, {
+          cause: error,
+        });
       }
       this.compiled.set(key, validate);
     }
@@ -296,7 +302,7 @@ export class SchemaProvider {
 }
 
 /** `file:` URLs become paths; relative paths (modelines) resolve against `baseDir`. */
-export function normaliseSource(raw: string, baseDir: string): string {
+function normaliseSource(raw: string, baseDir: string): string {
   if (isRemote(raw)) return raw;
   if (/^file:/i.test(raw)) return fileURLToPath(raw);
   return isAbsolute(raw) ? raw : resolve(baseDir, raw);
@@ -310,8 +316,10 @@ async function fetchText(url: string, timeoutMs: number): Promise<string> {
   } catch (error) {
     // undici says only "fetch failed"; the cause names the real problem (ECONNREFUSED, ENOTFOUND...).
     const cause = (error as { cause?: unknown }).cause;
-    if ((error as Error).name === 'TimeoutError') throw new Error(`no answer within ${timeoutMs} ms (timeout)`);
-    throw cause instanceof Error ? new Error(`${(error as Error).message}: ${describeError(cause)}`) : error;
+    if ((error as Error).name === 'TimeoutError') {
+      throw new Error(`no answer within ${timeoutMs} ms (timeout)`, { cause: error });
+    }
+    throw cause instanceof Error ? new Error(`${(error as Error).message}: ${describeError(cause)}`, { cause }) : error;
   }
   if (res.status !== 200) {
     await res.body?.cancel().catch(() => undefined);

@@ -221,7 +221,7 @@ function isEmptyScalar(node: Node): boolean {
  */
 function findNode(doc: Document.Parsed, pointer: string): { key?: Node; value?: Node } {
   const segments = pointer === '' ? [] : pointer.split('/').slice(1).map(unescapePointer);
-  let value: Node | undefined = (doc.contents ?? undefined) as Node | undefined;
+  let value: Node | undefined = doc.contents ?? undefined;
   let key: Node | undefined;
   for (const segment of segments) {
     const container: Node | undefined = deref(doc, value);
@@ -240,7 +240,7 @@ function findNode(doc: Document.Parsed, pointer: string): { key?: Node; value?: 
 
 function deref(doc: Document.Parsed, node: Node | undefined): Node | undefined {
   let current = node;
-  for (let i = 0; i < 20 && current && isAlias(current); i++) current = current.resolve(doc) as Node | undefined;
+  for (let i = 0; i < 20 && current && isAlias(current); i++) current = current.resolve(doc);
   return current;
 }
 

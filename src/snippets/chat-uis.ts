@@ -5,7 +5,8 @@ import { lines, shWord, str } from './quoting.js';
 import { containerOrigin, openaiBaseUrl, originPort } from './urls.js';
 import type { SnippetContext } from './types.js';
 
-const CONTAINER = 'Inside a container localhost is the container itself: use host.docker.internal (with --add-host=host.docker.internal:host-gateway on Linux) or the gateway\'s LAN address.';
+const CONTAINER = 'Inside a container localhost is the container itself: use host.docker.internal (with ' +
+    '--add-host=host.docker.internal:host-gateway on Linux) or the gateway\'s LAN address.';
 
 /** Open WebUI's documented example maps host port 3000, the gateway's own port; pick another. */
 function openWebuiPort(ctx: SnippetContext): number {
@@ -14,11 +15,12 @@ function openWebuiPort(ctx: SnippetContext): number {
 
 const OPEN_WEBUI_PITFALLS = [
   'The URL ends in /v1.',
-  'Open WebUI lists models from GET /v1/models with the key: a key that cannot list models leaves the model list empty.',
+  'Open WebUI lists models from GET /v1/models with the key: a key that cannot list models leaves the ' +
+    'model list empty.',
   CONTAINER,
 ];
 
-export const openWebuiDocker = defineSnippet({
+const openWebuiDocker = defineSnippet({
   id: 'open-webui-docker',
   title: 'Open WebUI: docker run',
   client: 'Open WebUI',
@@ -26,8 +28,10 @@ export const openWebuiDocker = defineSnippet({
   language: 'bash',
   where: 'The shell of the machine that will run Open WebUI (needs Docker); then open Open WebUI on the host port it maps.',
   pitfalls: [
-    'Port clash: Open WebUI\'s own example maps host port 3000, the gateway\'s port; this command maps 8080 instead (8081 if the gateway itself is on 8080).',
-    'These variables only seed the settings on the first start; later changes go through Admin Panel → Settings → Connections (or set ENABLE_PERSISTENT_CONFIG=false).',
+    'Port clash: Open WebUI\'s own example maps host port 3000, the gateway\'s port; this command maps ' +
+      '8080 instead (8081 if the gateway itself is on 8080).',
+    'These variables only seed the settings on the first start; later changes go through Admin Panel → ' +
+      'Settings → Connections (or set ENABLE_PERSISTENT_CONFIG=false).',
     ...OPEN_WEBUI_PITFALLS,
   ],
   baseUrlKind: 'openai',
@@ -50,13 +54,14 @@ export const openWebuiDocker = defineSnippet({
   },
 });
 
-export const openWebuiAdmin = defineSnippet({
+const openWebuiAdmin = defineSnippet({
   id: 'open-webui-admin',
   title: 'Open WebUI: admin settings',
   client: 'Open WebUI',
   group: 'chat-uis',
   language: 'text',
-  where: 'Open WebUI → Admin Panel → Settings → Connections → OpenAI API → + (works any time, and is the only way after the first start).',
+  where: 'Open WebUI → Admin Panel → Settings → Connections → OpenAI API → + (works any time, and is the only ' +
+      'way after the first start).',
   pitfalls: OPEN_WEBUI_PITFALLS,
   baseUrlKind: 'openai',
   keyRequired: false,
@@ -73,16 +78,18 @@ export const openWebuiAdmin = defineSnippet({
 
 const LIBRECHAT_VERSION = '1.3.17';
 
-export const librechatYaml = defineSnippet({
+const librechatYaml = defineSnippet({
   id: 'librechat-yaml',
   title: 'LibreChat: librechat.yaml',
   client: 'LibreChat',
   group: 'chat-uis',
   language: 'yaml',
-  where: 'librechat.yaml next to docker-compose.yml, bind-mounted to /app/librechat.yaml by docker-compose.override.yml; then docker compose down && docker compose up -d.',
+  where: 'librechat.yaml next to docker-compose.yml, bind-mounted to /app/librechat.yaml by ' +
+      'docker-compose.override.yml; then docker compose down && docker compose up -d.',
   pitfalls: [
     'baseURL ends at /v1, not /v1/chat/completions.',
-    'An endpoint without name, baseURL, apiKey and models is silently dropped; two endpoints with the same name replace each other.',
+    'An endpoint without name, baseURL, apiKey and models is silently dropped; two endpoints with the same ' +
+      'name replace each other.',
     `Use the version from your LibreChat's librechat.example.yaml; a mismatch only logs a notice.`,
     'A schema error stops the server: read docker compose logs api.',
     CONTAINER,
@@ -95,7 +102,8 @@ export const librechatYaml = defineSnippet({
   note: () => undefined,
   render: (ctx) =>
     lines(
-      `version: ${LIBRECHAT_VERSION}   # use the value from your LibreChat's librechat.example.yaml; a mismatch only logs a notice`,
+      `version: ${LIBRECHAT_VERSION}   # use the value from your LibreChat's librechat.example.yaml; a ` +
+        `mismatch only logs a notice`,
       'cache: true',
       'endpoints:',
       '  custom:',
@@ -111,7 +119,7 @@ export const librechatYaml = defineSnippet({
     ),
 });
 
-export const librechatEnv = defineSnippet({
+const librechatEnv = defineSnippet({
   id: 'librechat-env',
   title: 'LibreChat: .env',
   client: 'LibreChat',

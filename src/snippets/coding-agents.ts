@@ -19,19 +19,23 @@ const claudeCodeEnv = (ctx: SnippetContext): Array<[string, string]> => [
 ];
 
 const CLAUDE_BASE = 'ANTHROPIC_BASE_URL has no /v1: Claude Code appends /v1/messages itself, so …/v1 gives /v1/v1/messages.';
-const CLAUDE_ONE_KEY = 'Set only one credential: ANTHROPIC_AUTH_TOKEN is sent as Authorization: Bearer; ANTHROPIC_API_KEY (X-Api-Key) asks for approval once and conflicts when both are set, so unset it.';
-const CLAUDE_TIERS = 'Every model tier (ANTHROPIC_MODEL and the OPUS/SONNET/HAIKU defaults) must name a model the gateway serves; otherwise background calls go out as claude-* and fail. CLAUDE_CODE_SUBAGENT_MODEL is optional.';
+const CLAUDE_ONE_KEY = 'Set only one credential: ANTHROPIC_AUTH_TOKEN is sent as Authorization: Bearer; ANTHROPIC_API_KEY ' +
+    '(X-Api-Key) asks for approval once and conflicts when both are set, so unset it.';
+const CLAUDE_TIERS = 'Every model tier (ANTHROPIC_MODEL and the OPUS/SONNET/HAIKU defaults) must name a model the gateway ' +
+    'serves; otherwise background calls go out as claude-* and fail. CLAUDE_CODE_SUBAGENT_MODEL is optional.';
 const CLAUDE_STATUS = 'Check with /status inside Claude Code: it shows the Anthropic base URL and which credential is active.';
-const CLAUDE_EXTRA = 'Optional: CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 (fewer calls to Anthropic services); ANTHROPIC_SMALL_FAST_MODEL only for old 1.x releases.';
+const CLAUDE_EXTRA = 'Optional: CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 (fewer calls to Anthropic services); ' +
+    'ANTHROPIC_SMALL_FAST_MODEL only for old 1.x releases.';
 const CLAUDE_NEEDS_KEY = 'Claude Code asks for a login when no credential is set, so open mode still needs a placeholder token.';
 
-export const claudeCodeSettings = defineSnippet({
+const claudeCodeSettings = defineSnippet({
   id: 'claude-code-settings',
   title: 'Claude Code: ~/.claude/settings.json',
   client: 'Claude Code',
   group: 'coding-agents',
   language: 'json',
-  where: '~/.claude/settings.json (your user settings; never a project\'s committed .claude/settings.json). Merge "env" into an existing file.',
+  where: '~/.claude/settings.json (your user settings; never a project\'s committed .claude/settings.json). ' +
+      'Merge "env" into an existing file.',
   pitfalls: [CLAUDE_BASE, CLAUDE_ONE_KEY, CLAUDE_TIERS, 'An ANTHROPIC_API_KEY exported in the shell still applies: unset it.', CLAUDE_STATUS, CLAUDE_EXTRA, CLAUDE_NEEDS_KEY],
   baseUrlKind: 'anthropic',
   keyRequired: true,
@@ -39,7 +43,7 @@ export const claudeCodeSettings = defineSnippet({
   render: (ctx) => JSON.stringify({ env: Object.fromEntries(claudeCodeEnv(ctx)) }, null, 2),
 });
 
-export const claudeCodeShell = defineSnippet({
+const claudeCodeShell = defineSnippet({
   id: 'claude-code-shell',
   title: 'Claude Code: shell',
   client: 'Claude Code',
@@ -56,7 +60,7 @@ export const claudeCodeShell = defineSnippet({
   },
 });
 
-export const claudeCodePreflight = defineSnippet({
+const claudeCodePreflight = defineSnippet({
   id: 'claude-code-preflight',
   title: 'Claude Code: check URL and key first',
   client: 'Claude Code',
@@ -79,7 +83,7 @@ export const claudeCodePreflight = defineSnippet({
   },
 });
 
-export const opencodeJson = defineSnippet({
+const opencodeJson = defineSnippet({
   id: 'opencode-json',
   title: 'OpenCode: opencode.json',
   client: 'OpenCode',
@@ -88,10 +92,13 @@ export const opencodeJson = defineSnippet({
   where: '~/.config/opencode/opencode.json (global, so the key stays out of project repositories).',
   pitfalls: [
     'baseURL ends in /v1.',
-    'OpenCode does not fetch the model list: every model you want must be under "models", with the id /v1/models shows.',
-    'Set limit.context to the model\'s real context size (llama-server -c); without a limit OpenCode cannot track context use.',
+    'OpenCode does not fetch the model list: every model you want must be under "models", with the id ' +
+      '/v1/models shows.',
+    'Set limit.context to the model\'s real context size (llama-server -c); without a limit OpenCode ' +
+      'cannot track context use.',
     'small_model keeps title and summary calls on the gateway too.',
-    'In a project\'s opencode.json write "apiKey": "{env:GATEHOUSE_API_KEY}" instead of the key, or use /connect → Other with the provider id gatehouse.',
+    'In a project\'s opencode.json write "apiKey": "{env:GATEHOUSE_API_KEY}" instead of the key, or use ' +
+      '/connect → Other with the provider id gatehouse.',
   ],
   baseUrlKind: 'openai',
   keyRequired: false,
@@ -115,7 +122,7 @@ export const opencodeJson = defineSnippet({
   },
 });
 
-export const aiderShell = defineSnippet({
+const aiderShell = defineSnippet({
   id: 'aider-shell',
   title: 'Aider',
   client: 'Aider',
@@ -123,7 +130,8 @@ export const aiderShell = defineSnippet({
   language: 'bash',
   where: 'The shell you start aider from (or the same keys in .aider.conf.yml: openai-api-base, openai-api-key, model).',
   pitfalls: [
-    'The openai/ prefix on the model is mandatory: it selects the OpenAI-compatible route, and Aider strips it before sending.',
+    'The openai/ prefix on the model is mandatory: it selects the OpenAI-compatible route, and Aider ' +
+      'strips it before sending.',
     'OPENAI_API_BASE ends in /v1.',
     'The warning about an unknown context window for the model is harmless.',
     'Aider refuses to start without a key, so open mode uses a placeholder.',
@@ -139,9 +147,10 @@ export const aiderShell = defineSnippet({
     ),
 });
 
-const CODEX_RESPONSES = 'Codex speaks only the Responses API (POST …/v1/responses); wire_api = "chat" stops it at startup. The model server behind the gateway must implement /v1/responses.';
+const CODEX_RESPONSES = 'Codex speaks only the Responses API (POST …/v1/responses); wire_api = "chat" stops it at startup. The ' +
+    'model server behind the gateway must implement /v1/responses.';
 
-export const codexConfig = defineSnippet({
+const codexConfig = defineSnippet({
   id: 'codex-config',
   title: 'Codex CLI: ~/.codex/config.toml',
   client: 'Codex CLI',
@@ -151,7 +160,8 @@ export const codexConfig = defineSnippet({
   pitfalls: [
     CODEX_RESPONSES,
     'base_url ends in /v1, without /responses.',
-    'Do not call the provider openai (the built-in one wins) or name it "OpenAI" (Codex then enables OpenAI-only features).',
+    'Do not call the provider openai (the built-in one wins) or name it "OpenAI" (Codex then enables ' +
+      'OpenAI-only features).',
     `The key comes from the environment variable named by env_key (${KEY_ENV_VAR}), never from this file.`,
     'Keep this file free of profiles: newer releases reportedly moved them out of config.toml.',
   ],
@@ -174,14 +184,15 @@ export const codexConfig = defineSnippet({
     ),
 });
 
-export const codexShell = defineSnippet({
+const codexShell = defineSnippet({
   id: 'codex-shell',
   title: 'Codex CLI: key and start',
   client: 'Codex CLI',
   group: 'coding-agents',
   language: 'bash',
   where: 'The shell you start codex from (or your ~/.bashrc / ~/.zshrc without the last line), with config.toml in place.',
-  pitfalls: [CODEX_RESPONSES, `Codex stops with "missing environment variable" when ${KEY_ENV_VAR} is unset or empty, so open mode uses a placeholder.`],
+  pitfalls: [CODEX_RESPONSES, `Codex stops with "missing environment variable" when ${KEY_ENV_VAR} is unset or empty, so open mode ` +
+      `uses a placeholder.`],
   baseUrlKind: 'openai',
   keyRequired: true,
   needs: ['responses'],

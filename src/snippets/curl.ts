@@ -5,7 +5,8 @@ import { lines, shDouble, shSingleBody, str } from './quoting.js';
 import { anthropicBaseUrl, openaiBaseUrl } from './urls.js';
 import type { SnippetContext } from './types.js';
 
-const WINDOWS = 'Windows cmd.exe does not understand the single-quoted JSON: use PowerShell with curl.exe, or put the body in a file and pass --data @body.json.';
+const WINDOWS = 'Windows cmd.exe does not understand the single-quoted JSON: use PowerShell with curl.exe, or put the ' +
+    'body in a file and pass --data @body.json.';
 const OPEN_MODE = 'In open mode (no key yet) the auth header is left out; once a key exists every request needs it.';
 
 /** `-H "Authorization: Bearer …"`, or nothing in open mode. */
@@ -29,7 +30,7 @@ const chatBody = (model: string, stream: boolean) =>
     '  }',
   );
 
-export const curlOpenaiChat = defineSnippet({
+const curlOpenaiChat = defineSnippet({
   id: 'curl-openai-chat',
   title: 'curl: OpenAI chat completion',
   client: 'curl',
@@ -54,7 +55,7 @@ export const curlOpenaiChat = defineSnippet({
     ),
 });
 
-export const curlOpenaiChatStream = defineSnippet({
+const curlOpenaiChatStream = defineSnippet({
   id: 'curl-openai-chat-stream',
   title: 'curl: OpenAI chat completion, streaming',
   client: 'curl',
@@ -63,7 +64,8 @@ export const curlOpenaiChatStream = defineSnippet({
   where: 'Any shell on a machine that can reach the gateway.',
   pitfalls: [
     '-N turns off curl\'s output buffering so tokens appear as they arrive.',
-    'The answer is Server-Sent Events: data: {chunk} lines ending with data: [DONE]; with include_usage the last chunk before [DONE] has "choices": [] and the usage.',
+    'The answer is Server-Sent Events: data: {chunk} lines ending with data: [DONE]; with include_usage ' +
+      'the last chunk before [DONE] has "choices": [] and the usage.',
     OPEN_MODE,
     WINDOWS,
   ],
@@ -79,7 +81,7 @@ export const curlOpenaiChatStream = defineSnippet({
     ),
 });
 
-export const curlAnthropicMessages = defineSnippet({
+const curlAnthropicMessages = defineSnippet({
   id: 'curl-anthropic-messages',
   title: 'curl: Anthropic message',
   client: 'curl',
@@ -88,7 +90,8 @@ export const curlAnthropicMessages = defineSnippet({
   where: 'Any shell on a machine that can reach the gateway.',
   pitfalls: [
     'max_tokens is required in Anthropic requests (unlike OpenAI chat completions).',
-    'The key goes in x-api-key, as with the real Anthropic API; the gateway also accepts "Authorization: Bearer <key>".',
+    'The key goes in x-api-key, as with the real Anthropic API; the gateway also accepts "Authorization: ' +
+      'Bearer <key>".',
     'anthropic-version: 2023-06-01 is the header the Anthropic SDKs send.',
     'Streaming ("stream": true, with curl -N) uses named events (message_start … message_stop) and has no [DONE] line.',
     OPEN_MODE,
@@ -117,7 +120,7 @@ export const curlAnthropicMessages = defineSnippet({
   },
 });
 
-export const curlModels = defineSnippet({
+const curlModels = defineSnippet({
   id: 'curl-models',
   title: 'curl: list models',
   client: 'curl',
@@ -143,7 +146,7 @@ export const curlModels = defineSnippet({
 /** Shown when the page has no embedding model to fill in. */
 export const EMBEDDING_MODEL_PLACEHOLDER = 'EMBEDDING-MODEL';
 
-export const curlEmbeddings = defineSnippet({
+const curlEmbeddings = defineSnippet({
   id: 'curl-embeddings',
   title: 'curl: embeddings',
   client: 'curl',
@@ -151,7 +154,8 @@ export const curlEmbeddings = defineSnippet({
   language: 'bash',
   where: 'Any shell on a machine that can reach the gateway.',
   pitfalls: [
-    'The model must be an embedding model (llama-server started with --embeddings); a chat model answers with an error.',
+    'The model must be an embedding model (llama-server started with --embeddings); a chat model answers ' +
+      'with an error.',
     OPEN_MODE,
     WINDOWS,
   ],

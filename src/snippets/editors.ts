@@ -20,7 +20,7 @@ function continueModel(ctx: SnippetContext, name: string, model: string, roles: 
   );
 }
 
-export const continueYaml = defineSnippet({
+const continueYaml = defineSnippet({
   id: 'continue-yaml',
   title: 'Continue: config.yaml',
   client: 'Continue',
@@ -31,7 +31,8 @@ export const continueYaml = defineSnippet({
     'apiBase ends in /v1.',
     'provider: openai is right for any OpenAI-compatible server.',
     'capabilities: [tool_use] makes Agent mode offer tools for model names Continue does not recognise.',
-    'To keep the key out of the file, write apiKey: ${{ secrets.GATEHOUSE_API_KEY }} and put GATEHOUSE_API_KEY=<key> in ~/.continue/.env.',
+    'To keep the key out of the file, write apiKey: ${{ secrets.GATEHOUSE_API_KEY }} and put ' +
+      'GATEHOUSE_API_KEY=<key> in ~/.continue/.env.',
     'Autocomplete is not set up here: it only suits a code (FIM) model.',
   ],
   baseUrlKind: 'openai',
@@ -50,7 +51,7 @@ export const continueYaml = defineSnippet({
 
 const ZED_PROVIDER = 'gatehouse';
 
-export const zedSettings = defineSnippet({
+const zedSettings = defineSnippet({
   id: 'zed-settings',
   title: 'Zed: settings.json',
   client: 'Zed',
@@ -61,7 +62,8 @@ export const zedSettings = defineSnippet({
     'api_url ends in /v1.',
     'Zed does not fetch the model list: list every model under available_models.',
     'max_tokens is the context window and is required; the output limit is max_output_tokens.',
-    'Zed sends the output limit as max_completion_tokens; set capabilities.max_tokens_parameter to true if a model server only understands max_tokens.',
+    'Zed sends the output limit as max_completion_tokens; set capabilities.max_tokens_parameter to true if ' +
+      'a model server only understands max_tokens.',
     'Never put the key in settings.json: Zed reads it from the OS keychain or the environment.',
   ],
   baseUrlKind: 'openai',
@@ -88,16 +90,18 @@ export const zedSettings = defineSnippet({
     ),
 });
 
-export const zedKey = defineSnippet({
+const zedKey = defineSnippet({
   id: 'zed-key',
   title: 'Zed: key',
   client: 'Zed',
   group: 'editors',
   language: 'bash',
-  where: `The shell you start Zed from; or paste the key in Agent Settings → LLM Providers → ${ZED_PROVIDER} (kept in the OS keychain).`,
+  where: `The shell you start Zed from; or paste the key in Agent Settings → LLM Providers → ${ZED_PROVIDER} ` +
+    `(kept in the OS keychain).`,
   pitfalls: [
     `Zed derives the variable from the provider id: ${ZED_PROVIDER} → ${KEY_ENV_VAR}.`,
-    'Zed reads the environment when it starts: quit it first; launched from a desktop icon it does not see shell exports, so use Agent Settings instead.',
+    'Zed reads the environment when it starts: quit it first; launched from a desktop icon it does not see ' +
+      'shell exports, so use Agent Settings instead.',
   ],
   baseUrlKind: 'openai',
   keyRequired: true,

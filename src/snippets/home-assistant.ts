@@ -13,11 +13,13 @@ function fields(rows: Array<[string, string]>): string {
   return lines(...rows.map(([label, value]) => `     ${`${label}:`.padEnd(width)}  ${value}`));
 }
 
-const CORE_OPENAI = 'The built-in "OpenAI Conversation" integration cannot point at another server (no base-URL field, by design); use this custom integration instead.';
+const CORE_OPENAI = 'The built-in "OpenAI Conversation" integration cannot point at another server (no base-URL field, by ' +
+    'design); use this custom integration instead.';
 const LAN = 'Use the gateway\'s LAN address, not localhost: Home Assistant usually runs in its own container or machine.';
-const TOOLS = 'Controlling devices needs a model that supports tool calling, and Assist\'s prompt is long: give the model a context of 10k tokens or more.';
+const TOOLS = 'Controlling devices needs a model that supports tool calling, and Assist\'s prompt is long: give the ' +
+    'model a context of 10k tokens or more.';
 
-export const homeAssistantLocalOpenai = defineSnippet({
+const homeAssistantLocalOpenai = defineSnippet({
   id: 'home-assistant-local-openai',
   title: 'Home Assistant: Local OpenAI LLM (recommended)',
   client: 'Local OpenAI LLM (Home Assistant)',
@@ -26,7 +28,8 @@ export const homeAssistantLocalOpenai = defineSnippet({
   where: 'Home Assistant: HACS, then Settings → Devices & Services → Add Integration → "Local OpenAI LLM".',
   pitfalls: [
     'Server URL ends in /v1.',
-    'Setup checks the server by listing /v1/models with the key, and the model picker is filled from it: a key that cannot list models fails the setup.',
+    'Setup checks the server by listing /v1/models with the key, and the model picker is filled from it: a ' +
+      'key that cannot list models fails the setup.',
     TOOLS,
     LAN,
     CORE_OPENAI,
@@ -51,11 +54,12 @@ export const homeAssistantLocalOpenai = defineSnippet({
         ['Model', ctx.model],
         ['Tool Providers', 'Assist'],
       ]),
-      '4. Settings → Voice assistants → pick the new agent as Conversation agent, and expose the entities it may control.',
+      '4. Settings → Voice assistants → pick the new agent as Conversation agent, ' +
+        'and expose the entities it may control.',
     ),
 });
 
-export const homeAssistantExtendedOpenai = defineSnippet({
+const homeAssistantExtendedOpenai = defineSnippet({
   id: 'home-assistant-extended-openai',
   title: 'Home Assistant: Extended OpenAI Conversation',
   client: 'Extended OpenAI Conversation (Home Assistant)',
@@ -89,7 +93,8 @@ export const homeAssistantExtendedOpenai = defineSnippet({
       ]),
       '3. On the new entry → add a conversation agent:',
       fields([['Completion Model', ctx.model]]),
-      '4. Settings → Voice assistants → pick the new agent as Conversation agent, and expose the entities it may control.',
+      '4. Settings → Voice assistants → pick the new agent as Conversation agent, ' +
+        'and expose the entities it may control.',
     ),
 });
 

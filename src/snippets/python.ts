@@ -6,13 +6,14 @@ import { anthropicBaseUrl, openaiBaseUrl } from './urls.js';
 import type { SnippetContext } from './types.js';
 
 const OPENAI_BASE = 'base_url must end in /v1: without it the SDK posts to /chat/completions and gets a 404.';
-const OPENAI_RESPONSES = 'Use client.chat.completions.create as shown; the openai README now leads with client.responses.create (the Responses API, POST /v1/responses), which only works if the model server implements it.';
+const OPENAI_RESPONSES = 'Use client.chat.completions.create as shown; the openai README now leads with client.responses.create ' +
+    '(the Responses API, POST /v1/responses), which only works if the model server implements it.';
 const OPENAI_ENV = 'Alternatively set OPENAI_BASE_URL and OPENAI_API_KEY in the environment and call OpenAI() without arguments.';
 
 const openaiClient = (ctx: SnippetContext) =>
   lines('from openai import OpenAI', '', `client = OpenAI(base_url=${str(openaiBaseUrl(ctx.origin))}, api_key=${str(requiredKey(ctx.key))})`, '');
 
-export const pythonOpenai = defineSnippet({
+const pythonOpenai = defineSnippet({
   id: 'python-openai',
   title: 'Python: openai',
   client: 'openai (Python)',
@@ -34,7 +35,7 @@ export const pythonOpenai = defineSnippet({
     ),
 });
 
-export const pythonOpenaiStream = defineSnippet({
+const pythonOpenaiStream = defineSnippet({
   id: 'python-openai-stream',
   title: 'Python: openai, streaming',
   client: 'openai (Python)',
@@ -43,7 +44,8 @@ export const pythonOpenaiStream = defineSnippet({
   where: 'A Python file, after pip install openai.',
   pitfalls: [
     OPENAI_BASE,
-    'Keep the `if chunk.choices` guard: with stream_options={"include_usage": True} the last chunk has no choices, only the usage.',
+    'Keep the `if chunk.choices` guard: with stream_options={"include_usage": True} the last chunk has no ' +
+      'choices, only the usage.',
     OPENAI_RESPONSES,
   ],
   baseUrlKind: 'openai',
@@ -64,7 +66,7 @@ export const pythonOpenaiStream = defineSnippet({
     ),
 });
 
-export const pythonAnthropic = defineSnippet({
+const pythonAnthropic = defineSnippet({
   id: 'python-anthropic',
   title: 'Python: anthropic',
   client: 'anthropic (Python)',
@@ -72,9 +74,11 @@ export const pythonAnthropic = defineSnippet({
   language: 'python',
   where: 'A Python file, after pip install anthropic.',
   pitfalls: [
-    'base_url has no /v1: the SDK adds /v1/messages itself, so …/v1 gives /v1/v1/messages and a 404. This is the most common mistake.',
+    'base_url has no /v1: the SDK adds /v1/messages itself, so …/v1 gives /v1/v1/messages and a 404. This ' +
+      'is the most common mistake.',
     'api_key is sent as X-Api-Key; auth_token= instead sends Authorization: Bearer. The gateway accepts both.',
-    'ANTHROPIC_API_KEY / ANTHROPIC_AUTH_TOKEN left in the shell are picked up automatically: passing api_key while ANTHROPIC_AUTH_TOKEN is exported sends both headers.',
+    'ANTHROPIC_API_KEY / ANTHROPIC_AUTH_TOKEN left in the shell are picked up automatically: passing ' +
+      'api_key while ANTHROPIC_AUTH_TOKEN is exported sends both headers.',
     'The SDK raises before sending anything when neither a key nor a token is set.',
   ],
   baseUrlKind: 'anthropic',

@@ -7,9 +7,10 @@ import { optionalKey, requiredKey } from './keys.js';
 import { lines, str } from './quoting.js';
 import { anthropicBaseUrl, openaiBaseUrl } from './urls.js';
 
-const BROWSER = 'In a browser the SDK refuses to run unless dangerouslyAllowBrowser: true is set, which exposes the key to every visitor: keep it server-side.';
+const BROWSER = 'In a browser the SDK refuses to run unless dangerouslyAllowBrowser: true is set, which exposes the key ' +
+    'to every visitor: keep it server-side.';
 
-export const typescriptOpenai = defineSnippet({
+const typescriptOpenai = defineSnippet({
   id: 'typescript-openai',
   title: 'TypeScript: openai',
   client: 'openai (npm)',
@@ -18,7 +19,8 @@ export const typescriptOpenai = defineSnippet({
   where: 'An ES module (.ts or .mjs), after npm install openai.',
   pitfalls: [
     'baseURL must end in /v1: the SDK appends /chat/completions to it.',
-    'The SDK throws when apiKey is empty (and OPENAI_API_KEY is unset), even though the gateway in open mode needs none.',
+    'The SDK throws when apiKey is empty (and OPENAI_API_KEY is unset), even though the gateway in open ' +
+      'mode needs none.',
     BROWSER,
   ],
   baseUrlKind: 'openai',
@@ -29,7 +31,8 @@ export const typescriptOpenai = defineSnippet({
     return lines(
       'import OpenAI from "openai";',
       '',
-      `const client = new OpenAI({ baseURL: ${str(openaiBaseUrl(ctx.origin))}, apiKey: ${str(requiredKey(ctx.key))} });`,
+      `const client = new OpenAI({ baseURL: ${str(openaiBaseUrl(ctx.origin))}, apiKey: ` +
+        `${str(requiredKey(ctx.key))} });`,
       '',
       'const completion = await client.chat.completions.create({',
       request,
@@ -48,7 +51,7 @@ export const typescriptOpenai = defineSnippet({
   },
 });
 
-export const typescriptAnthropic = defineSnippet({
+const typescriptAnthropic = defineSnippet({
   id: 'typescript-anthropic',
   title: 'TypeScript: @anthropic-ai/sdk',
   client: '@anthropic-ai/sdk',
@@ -69,7 +72,8 @@ export const typescriptAnthropic = defineSnippet({
     return lines(
       'import Anthropic from "@anthropic-ai/sdk";',
       '',
-      `const client = new Anthropic({ baseURL: ${str(anthropicBaseUrl(ctx.origin))}, apiKey: ${str(requiredKey(ctx.key))} });`,
+      `const client = new Anthropic({ baseURL: ${str(anthropicBaseUrl(ctx.origin))}, apiKey: ` +
+        `${str(requiredKey(ctx.key))} });`,
       '',
       'const msg = await client.messages.create({',
       request,
@@ -86,7 +90,7 @@ export const typescriptAnthropic = defineSnippet({
   },
 });
 
-export const typescriptAiSdk = defineSnippet({
+const typescriptAiSdk = defineSnippet({
   id: 'typescript-ai-sdk',
   title: 'TypeScript: Vercel AI SDK (@ai-sdk/openai-compatible)',
   client: 'Vercel AI SDK',
@@ -96,7 +100,9 @@ export const typescriptAiSdk = defineSnippet({
   pitfalls: [
     'baseURL must end in /v1.',
     'Use gatehouse.chatModel(…): it calls /chat/completions, which every model server behind the gateway speaks.',
-    '@ai-sdk/anthropic is the opposite of the official Anthropic SDK: it wants …/v1 in baseURL and reads the same ANTHROPIC_BASE_URL variable Claude Code uses without /v1, so pass baseURL explicitly if you use it.',
+    '@ai-sdk/anthropic is the opposite of the official Anthropic SDK: it wants …/v1 in baseURL and reads ' +
+      'the same ANTHROPIC_BASE_URL variable Claude Code uses without /v1, so pass baseURL explicitly if you ' +
+      'use it.',
   ],
   baseUrlKind: 'openai',
   keyRequired: false,

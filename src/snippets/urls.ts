@@ -22,7 +22,7 @@ export function anthropicBaseUrl(origin: string): string {
 
 const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]', '::1', '0.0.0.0']);
 
-export function isLoopback(origin: string): boolean {
+function isLoopback(origin: string): boolean {
   const host = new URL(normalizeOrigin(origin)).hostname;
   return LOOPBACK.has(host) || host.endsWith('.localhost');
 }

@@ -52,10 +52,6 @@ export class UpstreamError extends Error {
   }
 }
 
-export function isUpstreamError(err: unknown): err is UpstreamError {
-  return err instanceof UpstreamError;
-}
-
 const MUX_404 = /^404 page not found\s*$/;
 const MUX_405 = /^Method Not Allowed\s*$/;
 

@@ -1,9 +1,9 @@
 /**
  * Typed client for llama-swap's own API (health, version, running, models, load/unload, log
  * and event streams). It uses one undici `Pool` per client (keep-alive, no fetch overhead),
- * always sends `Accept: application/json` so errors come back as JSON and,
- * when configured, `Authorization: Bearer <apiKey>` (docs/llama-swap.md, "Errors", "Authentication"). Inference traffic does not go
- * through here; `proxy/` forwards it.
+ * always sends `Accept: application/json` so errors come back as JSON and, when configured,
+ * `Authorization: Bearer <apiKey>` (docs/llama-swap.md, "Errors", "Authentication"). Inference
+ * traffic does not go through here; `proxy/` forwards it.
  */
 import { Pool } from 'undici';
 import { httpError, transportError, UpstreamError } from './errors.js';
@@ -200,7 +200,8 @@ export function createLlamaSwapClient(options: LlamaSwapClientOptions): LlamaSwa
         return {
           unloaded: false,
           unsupported: true,
-          message: 'This llama-swap version cannot unload a single model (no POST /api/models/unload/{model}); only unloading all models is supported. Upgrade llama-swap.',
+          message: 'This llama-swap version cannot unload a single model (no POST /api/models/unload/{model}); ' +
+              'only unloading all models is supported. Upgrade llama-swap.',
         };
       }
       throw err;

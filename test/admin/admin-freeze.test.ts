@@ -19,7 +19,7 @@ let sim: Simulator;
 let gateway: TestGateway;
 
 beforeAll(async () => {
-  sim = await startSimulator({ config: DEMO_CONFIG as Record<string, unknown>, knobs: { tokensPerSecond: TOKENS_PER_SECOND, tokens: 1000 } });
+  sim = await startSimulator({ config: DEMO_CONFIG, knobs: { tokensPerSecond: TOKENS_PER_SECOND, tokens: 1000 } });
   gateway = await startAdminGateway(sim.url);
 });
 afterAll(async () => {
@@ -49,7 +49,8 @@ const bodies = {
 };
 const post = (path, framing) => new Promise((resolve) => {
   const body = bodies[path];
-  const headers = { 'content-type': 'application/json', ...(framing === 'chunked' ? { 'transfer-encoding': 'chunked' } : { 'content-length': String(body.length) }) };
+  const framed = framing === 'chunked' ? { 'transfer-encoding': 'chunked' } : { 'content-length': String(body.length) };
+  const headers = { 'content-type': 'application/json', ...framed };
   let answered = false;
   const req = http.request(base + path, { method: 'POST', headers, agent: false }, (res) => {
     answered = true;
@@ -64,8 +65,11 @@ const post = (path, framing) => new Promise((resolve) => {
 });
 process.stdout.write('ready\\n');
 process.stdin.once('data', () => {
-  Promise.all(['content-length', 'chunked'].flatMap((framing) => ['/api/setup', '/api/setup', '/api/login', '/api/login'].map((path) => post(path, framing))))
-    .then((answers) => process.stdout.write(JSON.stringify(answers)), (error) => { console.error(error); process.exit(1); });
+  const paths = ['/api/setup', '/api/setup', '/api/login', '/api/login'];
+  Promise.all(['content-length', 'chunked'].flatMap((framing) => paths.map((path) => post(path, framing)))).then(
+    (answers) => process.stdout.write(JSON.stringify(answers)),
+    (error) => { console.error(error); process.exit(1); },
+  );
 });
 `;
 

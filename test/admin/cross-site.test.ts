@@ -50,7 +50,8 @@ describe('cross-site requests carrying a valid session cookie', () => {
     expect(json(res.body)).toEqual({
       error: {
         code: 'unsupported_media_type',
-        message: 'The admin API accepts only JSON: send Content-Type: application/json (got "text/plain"), with {} when there is nothing to say.',
+        message: 'The admin API accepts only JSON: send Content-Type: application/json (got "text/plain"), with ' +
+            '{} when there is nothing to say.',
         details: [{ path: '/headers/content-type', message: 'must be application/json' }],
       },
     });

@@ -13,7 +13,7 @@ let sim: Simulator;
 let gateway: TestGateway;
 
 beforeAll(async () => {
-  sim = await startSimulator({ config: DEMO_CONFIG as Record<string, unknown> });
+  sim = await startSimulator({ config: DEMO_CONFIG });
   gateway = await startTestGateway(sim.url, { adminToken: ADMIN, publicUrl: 'https://llm.example.com/gatehouse' }, {}, { withStore: true });
 });
 afterAll(async () => {

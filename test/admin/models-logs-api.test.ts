@@ -9,7 +9,7 @@ let sim: Simulator;
 let gateway: TestGateway;
 
 beforeAll(async () => {
-  sim = await startSimulator({ config: DEMO_CONFIG as Record<string, unknown>, knobs: { loadDelayMs: 150 } });
+  sim = await startSimulator({ config: DEMO_CONFIG, knobs: { loadDelayMs: 150 } });
   gateway = await startTestGateway(sim.url, { adminToken: ADMIN }, {}, { withStore: true });
 });
 afterAll(async () => {

@@ -160,7 +160,8 @@ describe('who may open the admin API', () => {
     const res = await api(gateway, 'GET', '/api/keys');
     expect(res.status).toBe(401);
     expect(json(res.body)).toEqual({
-      error: { code: 'admin_unauthorized', message: 'Admin authentication required. Sign in to the dashboard, or send Authorization: Bearer <GATEHOUSE_ADMIN_TOKEN>.' },
+      error: { code: 'admin_unauthorized', message: 'Admin authentication required. Sign in to the dashboard, or send Authorization: Bearer ' +
+            '<GATEHOUSE_ADMIN_TOKEN>.' },
     });
   });
 

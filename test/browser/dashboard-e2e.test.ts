@@ -21,7 +21,7 @@ let setupUrl: string;
 beforeAll(async () => {
   requireDashboardBuild();
   browser = await launchBrowser();
-  sim = await startSimulator({ config: DEMO_CONFIG as Record<string, unknown>, knobs: { loadDelayMs: 300 } });
+  sim = await startSimulator({ config: DEMO_CONFIG, knobs: { loadDelayMs: 300 } });
   gateway = await startTestGateway(sim.url, {}, {}, { withStore: true });
   const link = /(http:\/\/\S+\/setup#token=[A-Za-z0-9_-]+)/.exec(gateway.logText());
   if (!link) throw new Error(`no setup link in the log:\n${gateway.logText()}`);

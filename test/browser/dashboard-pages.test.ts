@@ -300,7 +300,8 @@ describe('dashboard pages against the admin API contract', () => {
     await t.page.keyboard.press('Tab');
     expect(await inPage(t.page, 'document.activeElement.textContent.trim()')).toBe('Models');
     // The focus ring is drawn (outline or box-shadow), not suppressed.
-    const ring = await inPage<string>(t.page, 'getComputedStyle(document.activeElement).outlineStyle + " " + getComputedStyle(document.activeElement).boxShadow');
+    const ring = await inPage<string>(t.page, 'getComputedStyle(document.activeElement).outlineStyle + " " + ' +
+        'getComputedStyle(document.activeElement).boxShadow');
     expect(ring).not.toBe('none none');
     await t.screenshot('focus-ring-light');
 

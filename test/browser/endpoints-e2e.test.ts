@@ -24,7 +24,7 @@ let publicGateway: TestGateway;
 beforeAll(async () => {
   requireDashboardBuild();
   browser = await launchBrowser();
-  sim = await startSimulator({ config: DEMO_CONFIG as Record<string, unknown> });
+  sim = await startSimulator({ config: DEMO_CONFIG });
   gateway = await startTestGateway(sim.url, { adminPassword: PASSWORD }, {}, { withStore: true });
   publicGateway = await startTestGateway(sim.url, { adminPassword: PASSWORD, publicUrl: PUBLIC_URL }, {}, { withStore: true });
 }, 60_000);

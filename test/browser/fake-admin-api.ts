@@ -59,7 +59,7 @@ export interface FakeAdminApi {
 const now = Date.now();
 const iso = (offsetMs: number) => new Date(now + offsetMs).toISOString();
 
-export function demoModels(): FakeModel[] {
+function demoModels(): FakeModel[] {
   return [
     { id: 'qwen3-30b-a3b', name: 'Qwen3 30B A3B', description: 'General chat and tools, Q4_K_M, 32k context', kind: 'model', aliases: ['qwen', 'gpt-4o-mini'], peerId: null, unlisted: false, state: 'ready', ttl: 600 },
     { id: 'gemma-3-12b', name: 'Gemma 3 12B', description: 'Vision, Q5_K_M', kind: 'model', aliases: [], peerId: null, unlisted: false, state: 'starting', ttl: 300 },
@@ -84,16 +84,21 @@ export function demoKeys(): FakeKey[] {
 }
 
 const ESC = '\u001b[';
-export function demoProxyLog(): string {
+function demoProxyLog(): string {
   const lines = [
     `${ESC}2m[2026-11-21 21:40:01]${ESC}0m ${ESC}32mINFO${ESC}0m llama-swap listening on :8080`,
-    `${ESC}2m[2026-11-21 21:40:03]${ESC}0m ${ESC}32mINFO${ESC}0m <qwen3-30b-a3b> starting: llama-server --port 5800 -m /models/qwen3-30b-a3b-q4_k_m.gguf`,
+    `${ESC}2m[2026-11-21 21:40:03]${ESC}0m ${ESC}32mINFO${ESC}0m <qwen3-30b-a3b> starting: llama-server ` +
+      `--port 5800 -m /models/qwen3-30b-a3b-q4_k_m.gguf`,
     `${ESC}2m[2026-11-21 21:40:09]${ESC}0m ${ESC}32mINFO${ESC}0m <qwen3-30b-a3b> health check passed in 5.8s`,
     `${ESC}2m[2026-11-21 21:40:10]${ESC}0m ${ESC}36mDEBUG${ESC}0m POST /v1/chat/completions 200 ${ESC}1m1.92s${ESC}0m`,
-    `${ESC}2m[2026-11-21 21:41:12]${ESC}0m ${ESC}33mWARN${ESC}0m <gemma-3-12b> swap requested while qwen3-30b-a3b busy; waiting`,
-    `${ESC}2m[2026-11-21 21:41:15]${ESC}0m ${ESC}31;1mERROR${ESC}0m <whisper-large-v3> exited with code 1 (${ESC}4mout of memory${ESC}24m)`,
-    `${ESC}2m[2026-11-21 21:41:16]${ESC}0m ${ESC}38;5;208mNOTE${ESC}0m 256-colour and ${ESC}38;2;120;160;255mtrue-colour${ESC}0m text render too`,
-    `${ESC}2m[2026-11-21 21:41:20]${ESC}0m ${ESC}32mINFO${ESC}0m <gemma-3-12b> starting: llama-server --port 5801 -m /models/gemma-3-12b-q5_k_m.gguf --mmproj /models/mmproj.gguf`,
+    `${ESC}2m[2026-11-21 21:41:12]${ESC}0m ${ESC}33mWARN${ESC}0m <gemma-3-12b> swap requested while ` +
+      `qwen3-30b-a3b busy; waiting`,
+    `${ESC}2m[2026-11-21 21:41:15]${ESC}0m ${ESC}31;1mERROR${ESC}0m <whisper-large-v3> exited with code 1 ` +
+      `(${ESC}4mout of memory${ESC}24m)`,
+    `${ESC}2m[2026-11-21 21:41:16]${ESC}0m ${ESC}38;5;208mNOTE${ESC}0m 256-colour and ` +
+      `${ESC}38;2;120;160;255mtrue-colour${ESC}0m text render too`,
+    `${ESC}2m[2026-11-21 21:41:20]${ESC}0m ${ESC}32mINFO${ESC}0m <gemma-3-12b> starting: llama-server ` +
+      `--port 5801 -m /models/gemma-3-12b-q5_k_m.gguf --mmproj /models/mmproj.gguf`,
   ];
   return `${lines.join('\n')}\n`;
 }
@@ -228,7 +233,9 @@ export function registerFakeAdminApi(app: FastifyInstance, initial: Partial<Fake
         reply,
         409,
         'conflict',
-        `${key.id} is the last API key. Deleting it reopens the API: every client will be let in without a key. Repeat the request with ?confirm=last (or header "x-confirm: last") to delete it anyway, or revoke it instead.`,
+        `${key.id} is the last API key. Deleting it reopens the API: every client will be let in without a ` +
+          `key. Repeat the request with ?confirm=last (or header "x-confirm: last") to delete it anyway, or ` +
+          `revoke it instead.`,
         [{ path: '/confirm', message: 'required to delete the last key: "last"' }],
       );
     }

@@ -140,7 +140,8 @@ export function demoUsage(now = Date.now()): FakeUsageRecord[] {
       requestBody: captured ? JSON.stringify({ model, stream: streamed, messages: [{ role: 'user', content: prompt }] }) : null,
       responseBody: captured
         ? streamed
-          ? `data: {"choices":[{"delta":{"role":"assistant"}}]}\n\ndata: {"choices":[{"delta":{"content":"- The budget"}}]}\n\n[... ${(output ?? 0) * 110} more bytes not captured]`
+          ? `data: {"choices":[{"delta":{"role":"assistant"}}]}\n\ndata: {"choices":[{"delta":{"content":"- ` +
+            `The budget"}}]}\n\n[... ${(output ?? 0) * 110} more bytes not captured]`
           : JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion', model, choices: [{ index: 0, message: { role: 'assistant', content: '- The budget is approved.\n- Launch moves to May.\n- Hiring continues.' }, finish_reason: 'stop' }], usage: { prompt_tokens: input, completion_tokens: output } })
         : null,
     });
@@ -227,7 +228,10 @@ export function fakeSummary(records: FakeUsageRecord[], range: keyof typeof RANG
 }
 
 export function registerFakeUsageApi(app: FastifyInstance, state: FakeUsageState): void {
-  const down = (reply: FastifyReply) => reply.code(503).send({ error: { code: 'service_unavailable', message: 'The usage store is not answering (database is locked).' } });
+  const down = (reply: FastifyReply) =>
+    reply.code(503).send({
+      error: { code: 'service_unavailable', message: 'The usage store is not answering (database is locked).' },
+    });
   const view = ({ requestBody: _req, responseBody: _res, ...row }: FakeUsageRecord) => row;
 
   app.get('/api/limits', async (_request, reply) => (state.limitsInfo ? state.limitsInfo : reply.code(404).send({ error: { code: 'not_found', message: 'Not found.' } })));
@@ -236,7 +240,14 @@ export function registerFakeUsageApi(app: FastifyInstance, state: FakeUsageState
     if (state.usageDown) return down(reply);
     const query = request.query as { range?: string; groupBy?: string };
     const range = (query.range ?? '24h') as keyof typeof RANGES;
-    if (!(range in RANGES)) return reply.code(422).send({ error: { code: 'validation_failed', message: 'Invalid query.', details: [{ path: '/range', message: 'must be one of 1h, 24h, 30d' }] } });
+    if (!(range in RANGES))
+      return reply.code(422).send({
+        error: {
+          code: 'validation_failed',
+          message: 'Invalid query.',
+          details: [{ path: '/range', message: 'must be one of 1h, 24h, 30d' }],
+        },
+      });
     const groupBy = query.groupBy === 'key' || query.groupBy === 'model' ? query.groupBy : null;
     return fakeSummary(state.usage, range, groupBy);
   });

@@ -15,9 +15,9 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { chromium, type Browser, type BrowserContext, type ConsoleMessage, type Page } from 'playwright-core';
 import { defaultDashboardRoot, registerDashboard } from '../../src/http/dashboard.js';
 
-export const CHROMIUM_PATH = '/usr/bin/chromium';
-export const DASHBOARD_DIST = defaultDashboardRoot();
-export const SCREENSHOT_DIR = path.resolve('test-results', 'screenshots');
+const CHROMIUM_PATH = '/usr/bin/chromium';
+const DASHBOARD_DIST = defaultDashboardRoot();
+const SCREENSHOT_DIR = path.resolve('test-results', 'screenshots');
 
 const CHROMIUM_ARGS = [
   '--headless',
@@ -60,7 +60,7 @@ export interface ConsoleErrors {
  * HTTP error response as a console error; those are kept apart in `failedResources` so a test
  * can expect an API 404 and still demand zero errors from the code.
  */
-export function collectConsoleErrors(page: Page): ConsoleErrors {
+function collectConsoleErrors(page: Page): ConsoleErrors {
   const collected: ConsoleErrors = { errors: [], failedResources: [] };
   page.on('console', (message: ConsoleMessage) => {
     if (message.type() !== 'error') return;
@@ -126,14 +126,14 @@ export async function openPage(browser: Browser, baseURL: string, options: OpenP
   };
 }
 
-export function isLocalUrl(url: string): boolean {
+function isLocalUrl(url: string): boolean {
   const parsed = new URL(url);
   if (parsed.protocol === 'data:' || parsed.protocol === 'blob:' || parsed.protocol === 'about:') return true;
   return parsed.hostname === '127.0.0.1' || parsed.hostname === 'localhost' || parsed.hostname === '[::1]';
 }
 
 /** Saves test-results/screenshots/<name>.png (git-ignored) and returns the path. */
-export async function screenshot(page: Page, name: string, options: { fullPage?: boolean } = {}): Promise<string> {
+async function screenshot(page: Page, name: string, options: { fullPage?: boolean } = {}): Promise<string> {
   await mkdir(SCREENSHOT_DIR, { recursive: true });
   const file = path.join(SCREENSHOT_DIR, `${name.replace(/[^\w.-]+/g, '-')}.png`);
   // Let the last poll's DOM update and fonts settle; animations are off (reducedMotion).
@@ -147,7 +147,7 @@ export async function screenshot(page: Page, name: string, options: { fullPage?:
  * tsconfig has no DOM library, so `document` would not type-check in a test file.
  */
 export async function inPage<T = unknown>(page: Page, expression: string): Promise<T> {
-  return (await page.evaluate(expression)) as T;
+  return page.evaluate<T>(expression);
 }
 
 /** Signs in through the form and waits for the app to leave the sign-in page. */

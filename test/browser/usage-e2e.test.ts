@@ -25,7 +25,7 @@ const open: TestPage[] = [];
 beforeAll(async () => {
   requireDashboardBuild();
   browser = await launchBrowser();
-  sim = await startSimulator({ config: DEMO_CONFIG as Record<string, unknown>, knobs: { tokens: TOKENS, loadDelayMs: 30 } });
+  sim = await startSimulator({ config: DEMO_CONFIG, knobs: { tokens: TOKENS, loadDelayMs: 30 } });
   gateway = await startTestGateway(sim.url, { adminPassword: PASSWORD, adminToken: ADMIN_TOKEN, logLevel: 'warn', usageCaptureBytes: 4096 }, {}, { withStore: true });
 }, 60_000);
 

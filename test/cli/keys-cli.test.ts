@@ -67,7 +67,7 @@ describe('gatehouse keys create', () => {
     expect(run.stdout).toContain('Store it now: it will not be shown again.');
     const [stored] = await storedKeys();
     expect(stored).toMatchObject({ name: 'laptop', models: ['qwen', 'llama'], note: 'for me', limits: { rpm: 60, tpm: null, concurrent: 2 }, expiresAt: null });
-    expect(stored!.hash).toBe(hashApiKey(secrets![0]!));
+    expect(stored!.hash).toBe(hashApiKey(secrets![0]));
     expect(run.stdout).toBe(
       [
         `Created API key ${stored!.id} "laptop"`,

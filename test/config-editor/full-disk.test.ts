@@ -12,11 +12,13 @@ import { removeDir, SCHEMA_PATH, startEditorServer, tempDir, V1, type EditorServ
 
 const ROOT = process.getuid?.() === 0;
 if (!ROOT) {
-  console.warn('SKIPPED test/config-editor/full-disk.test.ts: mounting a tmpfs and a bind mount needs root (uid 0); CI runs these as root.');
+  console.warn('SKIPPED test/config-editor/full-disk.test.ts: mounting a tmpfs and a bind mount needs root (uid 0); ' +
+      'CI runs these as root.');
 }
 
 /** A valid config longer than one 4 KiB page, so writing it needs space the old file does not have. */
-const LONG = `${V1}${Array.from({ length: 90 }, (_, i) => `  model-${i}:\n    cmd: llama-server --port \${PORT} -m model-${i}.gguf\n`).join('')}`;
+const MODELS = Array.from({ length: 90 }, (_, i) => `  model-${i}:\n    cmd: llama-server --port \${PORT} -m model-${i}.gguf\n`);
+const LONG = `${V1}${MODELS.join('')}`;
 
 let dir: string;
 let disk: string;

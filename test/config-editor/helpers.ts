@@ -18,8 +18,8 @@ import { GatewayError, isGatewayError } from '../../src/core/errors.js';
 import { errorBody } from '../../src/core/render-error.js';
 import { rawRequest, type RawResponse } from '../helpers/http.js';
 
-export const SHARED = fileURLToPath(new URL('../../../shared/', import.meta.url));
-export const FIXTURES = join(SHARED, 'fixtures');
+const SHARED = fileURLToPath(new URL('../../../shared/', import.meta.url));
+const FIXTURES = join(SHARED, 'fixtures');
 
 /** A path under `../shared/fixtures`; throws (fails the test) when it is missing. */
 export function fixturePath(relative: string): string {
@@ -62,6 +62,7 @@ export interface EditorServer {
   url: string;
   editor: ConfigEditor;
   app: FastifyInstance;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- tests read whatever JSON the route answered
   request(method: string, path: string, body?: unknown): Promise<{ status: number; body: any; raw: RawResponse }>;
   close(): Promise<void>;
 }

@@ -199,7 +199,9 @@ describe('ReloadWatcher', () => {
       {
         chunks: [
           // the history: an old reload, then what the first stream saw, then the outcome
-          `[INFO] reloading configuration\n[INFO] configuration reloaded\n${before}[INFO] reloading configuration\n[INFO] Request 127.0.0.1 "GET /v1/models HTTP/1.1" 200 9 "" 1ms\n[WARN] failed to reload config: boom\n`,
+          `[INFO] reloading configuration\n[INFO] configuration reloaded\n${before}[INFO] reloading ` +
+            `configuration\n[INFO] Request 127.0.0.1 "GET /v1/models HTTP/1.1" 200 9 "" 1ms\n[WARN] failed ` +
+            `to reload config: boom\n`,
         ],
         keepOpen: true,
       },
@@ -214,7 +216,8 @@ describe('ReloadWatcher', () => {
   it('falls back to the last start line of the history when its own text is gone', async () => {
     const source = scriptedSource([
       { chunks: [] },
-      { chunks: ['[INFO] reloading configuration\n[WARN] failed to reload config: old\n[INFO] reloading configuration\n[INFO] configuration reloaded\n'], keepOpen: true },
+      { chunks: ['[INFO] reloading configuration\n[WARN] failed to reload config: old\n[INFO] reloading ' +
+            'configuration\n[INFO] configuration reloaded\n'], keepOpen: true },
     ]);
     const watcher = await ReloadWatcher.arm({ source });
     watcher.begin(new Date());

@@ -201,7 +201,7 @@ describe('conflicts', () => {
     const b = V1.replace('gpt-4o-mini', 'gpt-4o');
     const results = await Promise.all([s.request('PUT', '/api/config', { text: a, version: loaded.version }), s.request('PUT', '/api/config', { text: b, version: loaded.version })]);
     expect(results.map((r) => r.status).sort()).toEqual([200, 409]);
-    const winner = results[0]!.status === 200 ? a : b;
+    const winner = results[0].status === 200 ? a : b;
     expect(await readFile(file, 'utf8')).toBe(winner);
   });
 });
@@ -299,7 +299,8 @@ describe('where and how the file is written', () => {
     const res = await s.request('PUT', '/api/config', { text: V2, version: loaded.version });
     expect(res.status).toBe(403);
     expect(res.body.error.code).toBe('config_read_only');
-    expect(res.body.error.message).toBe(`The config file ${file} is read-only (mode 0444). Make it writable for Gatehouse (e.g. chmod u+w ${file}) to save from the dashboard; nothing was written.`);
+    expect(res.body.error.message).toBe(`The config file ${file} is read-only (mode 0444). Make it writable for Gatehouse (e.g. chmod u+w ` +
+        `${file}) to save from the dashboard; nothing was written.`);
     expect(await readFile(file, 'utf8')).toBe(V1);
     expect(await listDir(dir)).toEqual(['config.yaml']);
   });
@@ -346,7 +347,7 @@ describe('where and how the file is written', () => {
     const open: FileOps['open'] = (async (path: Parameters<FileOps['open']>[0], ...rest: unknown[]) => {
       if (String(path).includes('.gatehouse-tmp-')) throw Object.assign(new Error('permission denied'), { code: 'EACCES' });
       return (REAL_FILE_OPS.open as (...a: unknown[]) => ReturnType<FileOps['open']>)(path, ...rest);
-    }) as FileOps['open'];
+    });
     const s = await start(file, { fileOps: { open } });
     const loaded = (await s.request('GET', '/api/config')).body;
     const res = await s.request('PUT', '/api/config', { text: V2, version: loaded.version });
@@ -416,7 +417,8 @@ describe('where and how the file is written', () => {
     expect((await readFile(file)).equals(Buffer.from(V2))).toBe(true);
     expect(res.body.error).toMatchObject({ code: 'config_write_failed', details: { code: 'EIO', file: 'restored', oldCopyPath: null } });
     expect(res.body.error.message).toBe(
-      `Writing ${file} in place failed: EIO: i/o error. The previous contents were put back, so the file is byte for byte as it was; ` +
+      `Writing ${file} in place failed: EIO: i/o error. The previous contents were put back, so the file ` +
+        `is byte for byte as it was; ` +
         'its modification time changed, so llama-swap may reload it (which restarts every model).',
     );
     expect(await listDir(dir)).toEqual(['config.yaml']);
@@ -433,7 +435,8 @@ describe('where and how the file is written', () => {
     expect(copy).toMatch(new RegExp(`^${dir}/\\.config\\.yaml\\.gatehouse-previous-[0-9a-f]{12}$`));
     expect((await readFile(copy)).equals(Buffer.from(V2))).toBe(true);
     expect(res.body.error.message).toBe(
-      `Writing ${file} in place failed: EIO: i/o error. Writing the previous contents back failed too (EIO: i/o error), so the file may be damaged: ` +
+      `Writing ${file} in place failed: EIO: i/o error. Writing the previous contents back failed too ` +
+        `(EIO: i/o error), so the file may be damaged: ` +
         `a copy of the previous contents is at ${copy}; copy it over ${file}.`,
     );
   });

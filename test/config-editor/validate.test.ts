@@ -107,7 +107,8 @@ describe('schema errors map back to the text', () => {
   });
 
   it('reports legacy groups together with matrix once, not with the if/then noise', () => {
-    const result = check('models:\n  a:\n    cmd: x --port ${PORT}\ngroups:\n  g:\n    members: [a]\nmatrix:\n  vars: {a: a}\n  sets: {s: "a"}\n');
+    const result = check('models:\n  a:\n    cmd: x --port ${PORT}\ngroups:\n  g:\n    members: [a]\nmatrix:\n  vars: {a: ' +
+        'a}\n  sets: {s: "a"}\n');
     expect(result.errors.filter((e) => e.path === '').map((e) => e.message)).toEqual(["/ must not have 'matrix' here", "/ must not have 'groups' here"]);
   });
 
@@ -140,14 +141,17 @@ describe("loader checks are warnings", () => {
   };
 
   it('flags an alias used by two models, at the second one', () => {
-    const w = warningsOf('models:\n  a:\n    cmd: x --port ${PORT}\n    aliases: [gpt]\n  b:\n    cmd: y --port ${PORT}\n    aliases:\n      - gpt\n');
+    const w = warningsOf('models:\n  a:\n    cmd: x --port ${PORT}\n    aliases: [gpt]\n  b:\n    cmd: y --port ${PORT}\n    ' +
+        'aliases:\n      - gpt\n');
     expect(w).toEqual([{ path: '/models/b/aliases/0', line: 8, message: expect.stringContaining('Alias "gpt" is also an alias of model "a"') }]);
     expect(w[0]!.message).toContain('duplicate alias gpt found in model: b');
   });
 
   it('flags setParamsByID keys that collide with another model or alias', () => {
     const w = warningsOf(
-      'models:\n  a:\n    cmd: x --port ${PORT}\n    aliases: [fast]\n  b:\n    cmd: y --port ${PORT}\n    filters:\n      setParamsByID:\n        a: {temperature: 0}\n        fast: {temperature: 1}\n        b-cold: {temperature: 0}\n',
+      'models:\n  a:\n    cmd: x --port ${PORT}\n    aliases: [fast]\n  b:\n    cmd: y --port ${PORT}\n    ' +
+        'filters:\n      setParamsByID:\n        a: {temperature: 0}\n        fast: {temperature: ' +
+        '1}\n        b-cold: {temperature: 0}\n',
     );
     expect(w.map((x) => [x.path, x.line])).toEqual([
       ['/models/b/filters/setParamsByID/a', 9],
@@ -182,7 +186,8 @@ describe("loader checks are warnings", () => {
 
   it('flags group members listed twice, in two groups, or not models', () => {
     const w = warningsOf(
-      'models:\n  a:\n    cmd: x --port ${PORT}\n  b:\n    cmd: y --port ${PORT}\ngroups:\n  g1:\n    members: [a, a]\n  g2:\n    members: [a, ghost, b]\n',
+      'models:\n  a:\n    cmd: x --port ${PORT}\n  b:\n    cmd: y --port ${PORT}\ngroups:\n  g1:\n    ' +
+        'members: [a, a]\n  g2:\n    members: [a, ghost, b]\n',
     );
     expect(w.map((x) => x.path)).toEqual(['/groups/g1/members/1', '/groups/g2/members/0', '/groups/g2/members/1']);
     expect(w[0]!.message).toContain('"a" is listed twice in group "g1"');
@@ -258,7 +263,8 @@ describe("loader checks are warnings", () => {
 
 describe('format', () => {
   it('re-prints YAML without folding long lines, keeping comments, a BOM and CRLF', () => {
-    const long = 'llama-server --port ${PORT} -m /models/a-very-long-model-file-name-that-goes-on-and-on.gguf --ctx-size 32768 --flash-attn';
+    const long = 'llama-server --port ${PORT} -m /models/a-very-long-model-file-name-that-goes-on-and-on.gguf ' +
+        '--ctx-size 32768 --flash-attn';
     const text = `\uFEFF# top comment\r\nmodels:\r\n    a:   {cmd: "${long}"}   # inline\r\n`;
     const result = formatConfigText(text);
     expect(result).toEqual({ ok: true, text: `\uFEFF# top comment\r\nmodels:\r\n  a: { cmd: "${long}" } # inline\r\n` });

@@ -18,7 +18,7 @@ let gateway: TestGateway;
 let qwenOnly: string;
 
 beforeAll(async () => {
-  sim = await startSimulator({ config: DEMO_CONFIG as Record<string, unknown>, knobs: { tokens: 2, tokensPerSecond: 1000 } });
+  sim = await startSimulator({ config: DEMO_CONFIG, knobs: { tokens: 2, tokensPerSecond: 1000 } });
   const upstream = createLlamaSwapClient({ baseUrl: new URL(sim.url) });
   gateway = await startTestGateway(sim.url, { adminToken: ADMIN }, { listModels: () => upstream.models(), closeables: [upstream] }, { withStore: true });
   const res = await rawRequest(`${gateway.url}/api/keys`, {

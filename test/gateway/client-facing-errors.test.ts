@@ -59,7 +59,8 @@ describe('retry hints', () => {
   it('leaves retryable errors without the hint', async () => {
     upstream.handle((_req, res) => {
       res.writeHead(503, { 'content-type': 'application/json' });
-      res.end('{"src":"llama-swap","error":{"message":"shutting down","type":"server_error","param":null,"code":"service_unavailable"}}');
+      res.end('{"src":"llama-swap","error":{"message":"shutting ' +
+          'down","type":"server_error","param":null,"code":"service_unavailable"}}');
     });
     const res = await post('/v1/chat/completions', { authorization: `Bearer ${key.secret}` });
     expect(res.status).toBe(503);
@@ -106,7 +107,8 @@ describe("llama-swap's error codes", () => {
   it('keeps the code of llama-swap\'s envelope (concurrency_limit) for OpenAI clients', async () => {
     upstream.handle((_req, res) => {
       res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '1' });
-      res.end('{"src":"llama-swap","error":{"message":"Too many requests","type":"rate_limit_error","param":null,"code":"concurrency_limit"}}');
+      res.end('{"src":"llama-swap","error":{"message":"Too many ' +
+          'requests","type":"rate_limit_error","param":null,"code":"concurrency_limit"}}');
     });
     const client = new OpenAI({ baseURL: `${gateway.url}/v1`, apiKey: key.secret, maxRetries: 0 });
     const error = await client.chat.completions.create({ model: 'qwen', messages: [{ role: 'user', content: 'hi' }] }).then(

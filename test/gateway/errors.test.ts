@@ -62,7 +62,8 @@ describe("llama-swap's own errors become the caller's wire format with the same 
   it('keeps Retry-After on a translated 429', async () => {
     upstream.handle((_req, res) => {
       res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '1' });
-      res.end('{"src":"llama-swap","error":{"message":"Too many requests","type":"rate_limit_error","param":null,"code":"concurrency_limit"}}');
+      res.end('{"src":"llama-swap","error":{"message":"Too many ' +
+          'requests","type":"rate_limit_error","param":null,"code":"concurrency_limit"}}');
     });
     const res = await post('/v1/chat/completions');
     expect(res.status).toBe(429);
@@ -100,7 +101,8 @@ describe("llama-swap's own errors become the caller's wire format with the same 
   });
 
   it("passes a model server's own JSON error through unchanged", async () => {
-    const body = '{"error":{"code":400,"message":"the request exceeds the available context size","type":"exceed_context_size_error"}}';
+    const body = '{"error":{"code":400,"message":"the request exceeds the available context ' +
+        'size","type":"exceed_context_size_error"}}';
     upstream.handle((_req, res) => {
       res.writeHead(400, { 'content-type': 'application/json; charset=utf-8' });
       res.end(body);

@@ -16,7 +16,7 @@ let qwenOnly: string;
 let byPattern: string;
 
 beforeAll(async () => {
-  sim = await startSimulator({ config: DEMO_CONFIG as Record<string, unknown>, knobs: { tokens: 2, tokensPerSecond: 1000 } });
+  sim = await startSimulator({ config: DEMO_CONFIG, knobs: { tokens: 2, tokensPerSecond: 1000 } });
   const upstream = createLlamaSwapClient({ baseUrl: new URL(sim.url) });
   gateway = await startTestGateway(sim.url, { adminToken: ADMIN }, { listModels: () => upstream.models(), closeables: [upstream] }, { withStore: true });
   qwenOnly = await createKey({ name: 'qwen-only', models: ['qwen'] });
@@ -93,7 +93,8 @@ describe('a key allowed only qwen', () => {
 
   it('refuses a multipart body that hides a second model behind an empty part, as Go reads it', async () => {
     const body = Buffer.from(
-      '--b2\r\nContent-Disposition: form-data; name="x"\r\n\r\n--b2\r\nContent-Disposition: form-data; name="model"\r\n\r\nllama-3.2-3b\r\n' +
+      '--b2\r\nContent-Disposition: form-data; name="x"\r\n\r\n--b2\r\nContent-Disposition: form-data; ' +
+        'name="model"\r\n\r\nllama-3.2-3b\r\n' +
         '--b2\r\nContent-Disposition: form-data; name="model"\r\n\r\nqwen\r\n--b2--\r\n',
     );
     const before = sim.received.length;

@@ -15,7 +15,7 @@ let sim: Simulator;
 let gateway: TestGateway;
 
 beforeAll(async () => {
-  sim = await startSimulator({ config: DEMO_CONFIG as Record<string, unknown>, knobs: { tokens: 6, tokensPerSecond: 200 } });
+  sim = await startSimulator({ config: DEMO_CONFIG, knobs: { tokens: 6, tokensPerSecond: 200 } });
   const upstream = createLlamaSwapClient({ baseUrl: new URL(sim.url) });
   gateway = await startTestGateway(sim.url, { adminToken: ADMIN }, { listModels: () => upstream.models(), closeables: [upstream] }, { withStore: true });
 });

@@ -13,8 +13,10 @@ import { rawRequest } from '../helpers/http.js';
 import { recordFor, requestId, startUsageGateway } from '../usage/usage-helpers.js';
 
 const CHAT_DELTAS = [
-  'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"Hel"},"finish_reason":null}]}\n\n',
-  'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m","choices":[{"index":0,"delta":{"content":"lo"},"finish_reason":null}]}\n\n',
+  'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m",' +
+    '"choices":[{"index":0,"delta":{"content":"Hel"},"finish_reason":null}]}\n\n',
+  'data: {"id":"c1","object":"chat.completion.chunk","created":1,"model":"m",' +
+    '"choices":[{"index":0,"delta":{"content":"lo"},"finish_reason":null}]}\n\n',
 ];
 const CHAT_WHOLE = [...CHAT_DELTAS, 'data: [DONE]\n\n'];
 const frame = (event: string, data: unknown) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
@@ -111,7 +113,8 @@ describe('a stream that ends before its terminal frame', () => {
 
     const res = await rawRequest(`${gateway.url}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model":"m","stream":true}' });
     const added = res.body.toString('utf8').slice(ANTHROPIC_CUT.join('').length);
-    expect(added).toBe(`event: error\ndata: {"type":"error","error":{"type":"api_error","message":"The upstream stream ended without its final event: the answer is incomplete."}}\n\n`);
+    expect(added).toBe(`event: error\ndata: {"type":"error","error":{"type":"api_error","message":"The upstream stream ` +
+        `ended without its final event: the answer is incomplete."}}\n\n`);
   });
 
   it('makes the OpenAI SDK throw on a Responses stream without response.completed', async () => {

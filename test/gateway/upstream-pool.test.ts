@@ -68,7 +68,8 @@ async function startRawUpstream(decide: (nthOnSocket: number, socketNo: number) 
           socket.destroy();
           return;
         }
-        socket.write('HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 11\r\nconnection: keep-alive\r\n\r\n{"ok":true}');
+        socket.write('HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 11\r\nconnection: ' +
+            'keep-alive\r\n\r\n{"ok":true}');
       }
     });
   });

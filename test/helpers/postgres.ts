@@ -23,8 +23,10 @@ export function requirePostgres(): Promise<void> {
       await client.query('select 1');
     } catch (error) {
       throw new Error(
-        `PostgreSQL is required for these tests and is not reachable at ${TEST_DATABASE_URL}: ${(error as Error).message || String(error)}. ` +
+        `PostgreSQL is required for these tests and is not reachable at ${TEST_DATABASE_URL}: ` +
+          `${(error as Error).message || String(error)}. ` +
           'Start it or point GATEHOUSE_TEST_DATABASE_URL at one.',
+        { cause: error },
       );
     } finally {
       await client.end().catch(() => {});

@@ -53,8 +53,8 @@ export function spawnGateway(env: Record<string, string>, args: string[] = []): 
         resolve({ child, url: match[1]!, output: () => output, waitForOutput, exited });
       }
     };
-    child.stdout!.on('data', onData);
-    child.stderr!.on('data', onData);
+    child.stdout.on('data', onData);
+    child.stderr.on('data', onData);
     void exited.then((code) => {
       clearTimeout(timer);
       reject(new Error(`gateway exited with ${code} before starting:\n${output}`));
@@ -68,8 +68,8 @@ export function runCli(args: string[], env: Record<string, string>): Promise<{ c
     const child = spawn(process.execPath, [...CLI, ...args], { cwd: REPO_ROOT, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
-    child.stdout!.on('data', (c: Buffer) => (stdout += c.toString()));
-    child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
+    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
     child.once('exit', (code) => resolve({ code, stdout, stderr }));
   });
 }

@@ -11,7 +11,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-export const REDIS_SERVER_BIN = process.env.GATEHOUSE_TEST_REDIS_SERVER ?? 'redis-server';
+const REDIS_SERVER_BIN = process.env.GATEHOUSE_TEST_REDIS_SERVER ?? 'redis-server';
 
 export interface TestRedis {
   port: number;
@@ -48,11 +48,12 @@ export async function startTestRedis(options: { password?: string } = {}): Promi
           resolve();
         }
       };
-      proc.stdout!.on('data', onData);
-      proc.stderr!.on('data', onData);
+      proc.stdout.on('data', onData);
+      proc.stderr.on('data', onData);
       proc.once('error', (error) => {
         clearTimeout(timer);
-        reject(new Error(`redis-server is required for these tests and could not be started (${REDIS_SERVER_BIN}): ${error.message}. Install Redis or set GATEHOUSE_TEST_REDIS_SERVER to its redis-server binary.`));
+        reject(new Error(`redis-server is required for these tests and could not be started (${REDIS_SERVER_BIN}): ` +
+              `${error.message}. Install Redis or set GATEHOUSE_TEST_REDIS_SERVER to its redis-server binary.`));
       });
       proc.once('exit', (code) => {
         clearTimeout(timer);

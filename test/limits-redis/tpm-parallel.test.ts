@@ -22,7 +22,7 @@ const USED = { prompt_tokens: 9, completion_tokens: 11 };
 
 let upstream: RecordingUpstream;
 /** Answers held until the test lets them go, so every call is in flight at once. */
-let held: Array<() => void> = [];
+const held: Array<() => void> = [];
 /** False: the upstream answers at once. */
 let holding = true;
 

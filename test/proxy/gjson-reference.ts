@@ -77,7 +77,7 @@ function parseObject(json: Buffer, start: number, name: string): GjsonResult | u
         break;
       }
       if ((c === 0x6e && json[i + 1] === 0x75) || c === 0x74 || c === 0x66) {
-        const [end, raw] = parseLiteral(json, i);
+        const [end] = parseLiteral(json, i);
         i = end;
         if (hit) return c === 0x74 ? { type: 'true', text: 'true' } : c === 0x66 ? { type: 'false', text: 'false' } : { type: 'null', text: '' };
         break;
@@ -190,7 +190,7 @@ function unescape(raw: Buffer): string {
     const e = raw[i]!;
     const simple: Record<number, number> = { 0x5c: 0x5c, 0x2f: 0x2f, 0x62: 8, 0x66: 12, 0x6e: 10, 0x72: 13, 0x74: 9, 0x22: 0x22 };
     if (simple[e] !== undefined) {
-      out.push(simple[e]!);
+      out.push(simple[e]);
       continue;
     }
     if (e !== 0x75) break;

@@ -7,7 +7,6 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Readable } from 'node:stream';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { BodyHead } from '../../src/core/context.js';
 import { discardRest, MEMORY_BODY_MAX_BYTES, prepareSpoolDir, receiveBody } from '../../src/proxy/request-body.js';
@@ -85,7 +84,7 @@ async function readAll(body: BodyHead['body']): Promise<Buffer> {
   if (body === null) return Buffer.alloc(0);
   if (Buffer.isBuffer(body)) return body;
   if (Array.isArray(body)) return Buffer.concat(body);
-  return Buffer.concat((await (body as Readable).toArray()) as Buffer[]);
+  return Buffer.concat((await body.toArray()) as Buffer[]);
 }
 
 const spoolFiles = () => readdirSync(spoolDir).filter((name) => name.endsWith('.body'));

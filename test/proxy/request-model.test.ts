@@ -93,7 +93,9 @@ describe('reading the model as llama-swap does', () => {
   it('ends a part whose body begins with the boundary, as Go does, so a hidden part is still read', () => {
     const hidden = (afterBoundary: string) =>
       Buffer.from(
-        `--XyZ\r\nContent-Disposition: form-data; name="x"\r\n\r\n--XyZ${afterBoundary}\r\nContent-Disposition: form-data; name="model"\r\n\r\nllama-3.2-3b\r\n` +
+        `--XyZ\r\nContent-Disposition: form-data; ` +
+          `name="x"\r\n\r\n--XyZ${afterBoundary}\r\nContent-Disposition: form-data; ` +
+          `name="model"\r\n\r\nllama-3.2-3b\r\n` +
           `--XyZ\r\nContent-Disposition: form-data; name="model"\r\n\r\nqwen\r\n--XyZ--\r\n`,
       );
     for (const after of ['', ' ', '\t']) {

@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { StreamEndWatcher, watchStreamEnd } from '../../src/proxy/stream-end.js';
 
 const DELTA = 'data: {"choices":[{"delta":{"content":"hi"}}]}\n\n';
-const RESPONSES_DONE = `event: response.completed\ndata: {"type":"response.completed","response":{"output_text":"${'x'.repeat(300)}"}}\n\n`;
+const RESPONSES_DONE = `event: response.completed\ndata: ` +
+  `{"type":"response.completed","response":{"output_text":"${'x'.repeat(300)}"}}\n\n`;
 
 /** The watcher's verdict on `text` fed in the given pieces. */
 function verdict(pieces: string[]): { whole: boolean; separator: string } {
@@ -26,7 +27,8 @@ describe('stream end watcher', () => {
     ['[DONE] with CRLF line endings', DELTA.replace(/\n/g, '\r\n') + 'data: [DONE]\r\n\r\n'],
     ['[DONE] with CR line endings', DELTA.replace(/\n/g, '\r') + 'data: [DONE]\r\r'],
     ['[DONE] followed by a keep-alive comment', DELTA + 'data: [DONE]\n\n: ping\n\n'],
-    ['an Anthropic stream ending with message_stop', 'event: content_block_delta\ndata: {"type":"content_block_delta"}\n\nevent: message_stop\ndata: {"type":"message_stop"}\n\n'],
+    ['an Anthropic stream ending with message_stop', 'event: content_block_delta\ndata: {"type":"content_block_delta"}\n\nevent: message_stop\ndata: ' +
+        '{"type":"message_stop"}\n\n'],
     ['a Responses stream ending with a long response.completed', 'event: response.output_text.delta\ndata: {"delta":"x"}\n\n' + RESPONSES_DONE],
     ['a Responses stream ending with response.incomplete', 'event: response.incomplete\ndata: {}\n\n'],
     ['a stream ending with the upstream\'s own error frame', DELTA + 'data: {"error":{"code":500,"message":"boom"}}\n\n'],

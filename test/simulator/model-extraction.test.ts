@@ -34,7 +34,8 @@ describe('model extraction and dispatch', () => {
     expect(res.status).toBe(404);
     expect(res.headers.get('content-type')).toBe('application/json');
     expect(await res.text()).toBe(
-      '{"src":"llama-swap","error":{"message":"no model id could be identified","type":"invalid_request_error","param":null,"code":"not_found"}}',
+      '{"src":"llama-swap","error":{"message":"no model id could be ' +
+        'identified","type":"invalid_request_error","param":null,"code":"not_found"}}',
     );
   });
 

@@ -23,6 +23,7 @@ import {
 } from './harness.js';
 
 /** A parsed config, asserted field by field; `any` keeps the paths readable. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- see above
 type Json = Record<string, any>;
 
 interface ConfigCase {

@@ -62,7 +62,7 @@ export const CHECKS: Record<SnippetId, SnippetCheck> = {
 };
 
 /** The snippets a test file of this kind must cover, in page order. */
-export function snippetsOfKind(kind: CheckKind) {
+function snippetsOfKind(kind: CheckKind) {
   return SNIPPETS.filter((s) => CHECKS[s.id].kind === kind);
 }
 

@@ -16,7 +16,7 @@ import type { SnippetContext, SnippetKey } from '../../src/snippets/index.js';
 
 export const MODEL = 'qwen3-8b';
 export const EMBEDDING_MODEL = 'nomic-embed';
-export const TOKENS = 6;
+const TOKENS = 6;
 /** What the simulator answers for MODEL: every snippet that prints the answer prints this. */
 export const ANSWER = completionText(MODEL, TOKENS);
 const ADMIN = 'snippets-admin-token';
@@ -32,7 +32,7 @@ export interface LiveGateways {
 }
 
 export async function startLiveGateways(): Promise<LiveGateways> {
-  const sim = await startSimulator({ config: DEMO_CONFIG as Record<string, unknown>, knobs: { tokens: TOKENS } });
+  const sim = await startSimulator({ config: DEMO_CONFIG, knobs: { tokens: TOKENS } });
   const upstream = createLlamaSwapClient({ baseUrl: new URL(sim.url) });
   const start = () => startTestGateway(sim.url, { adminToken: ADMIN }, { listModels: () => upstream.models() }, { withStore: true });
   const [protectedGateway, openGateway] = await Promise.all([start(), start()]);

@@ -117,7 +117,8 @@ beforeAll(async () => {
   bin = join(dir, 'bin');
   mkdirSync(bin);
   // The recorder: NUL-separated argv and environment, one pair of files per program name.
-  const recorder = '#!/bin/sh\nname=$(basename "$0")\n: > "$SNIPPET_RECORD_DIR/$name.argv"\nfor a in "$@"; do printf \'%s\\0\' "$a" >> "$SNIPPET_RECORD_DIR/$name.argv"; done\nenv -0 > "$SNIPPET_RECORD_DIR/$name.env"\n';
+  const recorder = '#!/bin/sh\nname=$(basename "$0")\n: > "$SNIPPET_RECORD_DIR/$name.argv"\nfor a in "$@"; do printf ' +
+      '\'%s\\0\' "$a" >> "$SNIPPET_RECORD_DIR/$name.argv"; done\nenv -0 > "$SNIPPET_RECORD_DIR/$name.env"\n';
   for (const program of CASES.map(([, c]) => c.program)) {
     writeFileSync(join(bin, program), recorder);
     chmodSync(join(bin, program), 0o755);

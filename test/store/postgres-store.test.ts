@@ -36,6 +36,7 @@ function requirePostgres(): Promise<void> {
       throw new Error(
         `PostgreSQL is required for these tests and is not reachable at ${url}: ${(error as Error).message}. ` +
           'Start it or point GATEHOUSE_TEST_DATABASE_URL at one.',
+        { cause: error },
       );
     } finally {
       await client.end().catch(() => {});

@@ -9,7 +9,6 @@ import { MIGRATIONS } from '../../src/store/migrations.js';
 import { openSqliteStore, SQLITE_FILE_NAME } from '../../src/store/sqlite.js';
 import { openStore } from '../../src/store/store.js';
 import { describeStoreContract, keyRecord, waitFor } from './store-contract.js';
-import { usageRecord } from './usage-contract.js';
 import { expectUsageLogMigrated, writeOldUsageLog } from './usage-migration.js';
 
 const root = mkdtempSync(join(tmpdir(), 'gatehouse-sqlite-store-'));

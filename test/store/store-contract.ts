@@ -12,7 +12,7 @@ import { describeUsageContract } from './usage-contract.js';
 export const T0 = Date.UTC(2030, 0, 1);
 
 let sessionSerial = 0;
-export function sessionRecord(overrides: Partial<AdminSessionRecord> = {}): AdminSessionRecord {
+function sessionRecord(overrides: Partial<AdminSessionRecord> = {}): AdminSessionRecord {
   sessionSerial++;
   return {
     id: `ses-${process.pid}-${sessionSerial}`,
@@ -49,12 +49,12 @@ export function describeStoreContract(name: string, open: () => Promise<Store>):
 
     // A failed open fails every test with its reason (a failing beforeAll would only show
     // them as skipped).
-    let openFailure: unknown;
+    let openFailure: Error | undefined;
     beforeAll(async () => {
       try {
         store = await open();
       } catch (error) {
-        openFailure = error;
+        openFailure = error instanceof Error ? error : new Error(String(error));
       }
     });
 

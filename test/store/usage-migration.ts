@@ -11,8 +11,8 @@ import { requestRow } from '../../src/store/usage-rows.js';
 import { T0 } from './store-contract.js';
 import { usageRecord } from './usage-contract.js';
 
-export const BEFORE_KEYED_BY_TIME = '0003_usage';
-export const KEYED_BY_TIME = '0004_usage_requests_keyed_by_time';
+const BEFORE_KEYED_BY_TIME = '0003_usage';
+const KEYED_BY_TIME = '0004_usage_requests_keyed_by_time';
 
 /** Builds the old schema on `old` and fills it; the caller then closes `old`. */
 export async function writeOldUsageLog(old: Kysely<unknown>, options: { migrationTableSchema?: string; disableTransactions?: boolean } = {}): Promise<UsageRecord[]> {

@@ -59,8 +59,10 @@ describe('usage request rows', () => {
   it('lays records out as COPY text: tab-separated, \\N for null, specials escaped, NUL as U+FFFD', () => {
     expect(copyRows([FULL, BARE])).toBe(
       [
-        '00000000a-test-000001\t1000\treq-1\tkey_a\talice\tqwen\tPOST\t/v1/chat/completions\t200\t1\t10\t5\t2\tusage\t1.5\t2.25\t40\t120\t2000\t0\t\\N\t{"a":"tab\\there"}\tdata: x\\n\\nback\\\\slash\\r',
-        '00000000b-test-000002\t61000\treq-1\t\\N\t\\N\tbad\uFFFDmodel\tPOST\t/v1/chat/completions\t499\t0\t\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t700000\t120\t2000\t1\tclient_abort\t\\N\t\\N',
+        '00000000a-test-000001\t1000\treq-1\tkey_a\talice\tqwen\tPOST\t/v1/chat/completions\t200\t1\t10\t5\t2\t' +
+          'usage\t1.5\t2.25\t40\t120\t2000\t0\t\\N\t{"a":"tab\\there"}\tdata: x\\n\\nback\\\\slash\\r',
+        '00000000b-test-000002\t61000\treq-1\t\\N\t\\N\tbad\uFFFDmodel\tPOST\t/v1/chat/completions\t499\t0\t' +
+          '\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t700000\t120\t2000\t1\tclient_abort\t\\N\t\\N',
         '',
       ].join('\n'),
     );

@@ -3,7 +3,8 @@ import { httpError, parseUpstreamErrorBody, transportError } from '../../src/ups
 
 describe('parsing llama-swap error bodies', () => {
   it('reads the current envelope with type and code', () => {
-    const body = '{"src":"llama-swap","error":{"message":"no router for requested model","type":"invalid_request_error","param":null,"code":"not_found"}}';
+    const body = '{"src":"llama-swap","error":{"message":"no router for requested ' +
+        'model","type":"invalid_request_error","param":null,"code":"not_found"}}';
     expect(parseUpstreamErrorBody(404, body, 'application/json')).toEqual({
       message: 'no router for requested model',
       fromLlamaSwap: true,

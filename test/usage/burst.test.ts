@@ -83,6 +83,7 @@ describe('a burst of 10,000 calls', () => {
     expect(valueOf(metrics, 'gatehouse_requests_total', { model: 'qwen', key: 'none', status: '200' })).toBe(CALLS);
     // Bounded: all of it (client, gateway and simulator share one core here) well within a minute.
     expect(drainedMs).toBeLessThan(60_000);
-    console.log(`burst: ${CALLS} calls over ${CONNECTIONS} connections in ${Math.round(callsMs)} ms; all recorded after ${Math.round(drainedMs)} ms`);
+    console.log(`burst: ${CALLS} calls over ${CONNECTIONS} connections in ${Math.round(callsMs)} ms; all recorded ` +
+        `after ${Math.round(drainedMs)} ms`);
   });
 });

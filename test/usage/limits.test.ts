@@ -18,7 +18,7 @@ let sim: Simulator;
 let gateway: TestGateway;
 
 beforeAll(async () => {
-  sim = await startSimulator({ config: DEMO_CONFIG as Record<string, unknown>, knobs: { tokens: 6 } });
+  sim = await startSimulator({ config: DEMO_CONFIG, knobs: { tokens: 6 } });
   gateway = await startUsageGateway(sim.url);
 });
 afterAll(async () => {
@@ -105,7 +105,8 @@ describe('requests per minute', () => {
       t += 20_000;
       expect(store.acquire('k', limits).allowed).toBe(true); // 40 s
       t += 19_999;
-      expect(store.acquire('k', limits)).toEqual({ allowed: false, limit: 'rpm', max: 3, retryAfterMs: 1 }); // 59.999 s
+      // 59.999 s
+      expect(store.acquire('k', limits)).toEqual({ allowed: false, limit: 'rpm', max: 3, retryAfterMs: 1 });
       t += 1;
       expect(store.acquire('k', limits).allowed).toBe(true); // 60 s: the first call left the window
       expect(store.acquire('k', limits)).toEqual({ allowed: false, limit: 'rpm', max: 3, retryAfterMs: 20_000 });
@@ -130,7 +131,8 @@ describe('tokens per minute', () => {
     // Tokens count once a call has finished: wait for each record before the next call.
     const first = requestId('tpm');
     expect((await call(first)).status).toBe(200);
-    expect(await recordFor(gateway, first)).toMatchObject({ inputTokens: perCall - 6, outputTokens: 6 }); // room for one more estimate
+    // room for one more estimate
+    expect(await recordFor(gateway, first)).toMatchObject({ inputTokens: perCall - 6, outputTokens: 6 });
     const second = requestId('tpm');
     expect((await call(second)).status).toBe(200);
     await recordFor(gateway, second); // now 2 x perCall: no room for another estimate

@@ -14,7 +14,7 @@ import { createKey, recordFor, requestId, startUsageGateway } from './usage-help
 
 let sim: Simulator;
 beforeAll(async () => {
-  sim = await startSimulator({ config: DEMO_CONFIG as Record<string, unknown>, knobs: { tokens: 5 } });
+  sim = await startSimulator({ config: DEMO_CONFIG, knobs: { tokens: 5 } });
 });
 afterAll(async () => {
   await sim?.close();

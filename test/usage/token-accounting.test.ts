@@ -19,7 +19,7 @@ let gateway: TestGateway;
 let key: { id: string; name: string; secret: string };
 
 beforeAll(async () => {
-  sim = await startSimulator({ config: DEMO_CONFIG as Record<string, unknown>, knobs: { tokens: TOKENS } });
+  sim = await startSimulator({ config: DEMO_CONFIG, knobs: { tokens: TOKENS } });
   gateway = await startUsageGateway(sim.url);
   key = await createKey(gateway, { name: 'accounting' });
 });

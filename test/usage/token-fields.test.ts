@@ -37,7 +37,10 @@ const SCALARS = ['null', 'true', 'false', '"9"', '""', '"a \\"quoted\\" \\\\ \\u
 const KNOWN = ['prompt_tokens', 'completion_tokens', 'input_tokens', 'output_tokens', 'cache_read_input_tokens', 'cache_creation_input_tokens', 'prompt_n', 'cache_n', 'predicted_n', 'total_tokens'];
 const DETAILS = ['prompt_tokens_details', 'input_tokens_details', 'completion_tokens_details'];
 
-/** JSON text of an object with random known, detail and unknown keys (duplicates allowed), random values and spacing. */
+/**
+ * JSON text of an object with random known, detail and unknown keys (duplicates allowed), random values and
+ * spacing.
+ */
 function randomObjectText(next: () => number): string {
   const pick = <T>(list: readonly T[]): T => list[Math.floor(next() * list.length)]!;
   const space = () => pick(['', '', ' ', '\n  ', '\t']);
@@ -71,7 +74,8 @@ describe('token counts read from bytes', () => {
     for (let seed = 1; seed <= 5_000; seed++) {
       const next = prng(seed);
       const object = randomObjectText(next);
-      const body = `{"id":"chatcmpl-1","choices":[{"message":{"content":"usage: timings"}}],"usage":${object},"timings":${object}}`;
+      const body = `{"id":"chatcmpl-1","choices":[{"message":{"content":"usage: ` +
+        `timings"}}],"usage":${object},"timings":${object}}`;
       const parsed = JSON.parse(object) as Json;
       const buf = Buffer.from(body);
       expect({ seed, counts: readUsageCounts(buf) }).toEqual({ seed, counts: referenceUsage(parsed) });
@@ -85,13 +89,15 @@ describe('token counts read from bytes', () => {
   it('reads the usual shapes exactly', () => {
     expect(readUsageCounts(Buffer.from('{"usage":{"prompt_tokens":9,"completion_tokens":3,"total_tokens":12}}'))).toEqual({ input: 9, output: 3, cached: null });
     expect(readUsageCounts(Buffer.from('{"usage": {"prompt_tokens": 20, "completion_tokens": 2, "prompt_tokens_details": {"cached_tokens": 16}}}'))).toEqual({ input: 20, output: 2, cached: 16 });
-    expect(readUsageCounts(Buffer.from('{"type":"message","usage":{"input_tokens":5,"cache_read_input_tokens":100,"cache_creation_input_tokens":7,"output_tokens":9}}'))).toEqual({ input: 112, output: 9, cached: 100 });
+    expect(readUsageCounts(Buffer.from('{"type":"message","usage":{"input_tokens":5,"cache_read_input_tokens":100,' +
+      '"cache_creation_input_tokens":7,"output_tokens":9}}'))).toEqual({ input: 112, output: 9, cached: 100 });
     expect(readUsageCounts(Buffer.from('{"usage":{"input_tokens":30,"input_tokens_details":{"cached_tokens":10},"output_tokens":4}}'))).toEqual({ input: 30, output: 4, cached: 10 });
     expect(readTimingsCounts(Buffer.from('{"timings":{"prompt_n":3,"prompt_ms":1.5,"cache_n":40,"predicted_n":8,"predicted_per_second":55.2}}'))).toEqual({ input: 43, output: 8, cached: 40 });
   });
 
   it('takes the last value of a key that appears twice, as JSON.parse does', () => {
-    expect(readUsageCounts(Buffer.from('{"usage":{"prompt_tokens":1,"completion_tokens":2,"prompt_tokens":5,"prompt_tokens_details":{"cached_tokens":3},"prompt_tokens_details":null}}'))).toEqual({ input: 5, output: 2, cached: null });
+    expect(readUsageCounts(Buffer.from('{"usage":{"prompt_tokens":1,"completion_tokens":2,"prompt_tokens":5,' +
+      '"prompt_tokens_details":{"cached_tokens":3},"prompt_tokens_details":null}}'))).toEqual({ input: 5, output: 2, cached: null });
   });
 
   it('reads escaped keys, deep nesting and big numbers as JSON.parse does', () => {

@@ -15,7 +15,7 @@ import { adminApi, createKey, listRequests, recordFor, requestId, startUsageGate
 
 let sim: Simulator;
 beforeAll(async () => {
-  sim = await startSimulator({ config: DEMO_CONFIG as Record<string, unknown>, knobs: { tokens: 4 } });
+  sim = await startSimulator({ config: DEMO_CONFIG, knobs: { tokens: 4 } });
 });
 afterAll(async () => {
   await sim?.close();

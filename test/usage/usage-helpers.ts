@@ -9,7 +9,7 @@ import type { Settings } from '../../src/settings.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { json, rawRequest, type RawResponse } from '../helpers/http.js';
 
-export const ADMIN_TOKEN = 'usage-tests-admin-token';
+const ADMIN_TOKEN = 'usage-tests-admin-token';
 
 export function startUsageGateway(upstreamUrl: string, overrides: Partial<Settings> = {}, extra: Partial<BuildAppInput> = {}): Promise<TestGateway> {
   return startTestGateway(upstreamUrl, { adminToken: ADMIN_TOKEN, logLevel: 'warn', ...overrides }, extra, { withStore: true });

@@ -13,7 +13,9 @@ function streamTap(): { push: (text: string) => void; probe: () => UsageProbe } 
   return { push: (text) => tap.onChunk(Buffer.from(text)), probe: () => ctx.outcome.usage! };
 }
 
-const chunk = (delta: object, extra: object = {}) => `data: ${JSON.stringify({ object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: null }], ...extra })}\n\n`;
+const frame = (payload: object) => `data: ${JSON.stringify(payload)}\n\n`;
+const chunk = (delta: object, extra: object = {}) =>
+  frame({ object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: null }], ...extra });
 const DONE = 'data: [DONE]\n\n';
 
 describe('usage tap on streams', () => {
@@ -22,7 +24,7 @@ describe('usage tap on streams', () => {
     push(chunk({ role: 'assistant', content: '' }));
     for (const word of ['Hel', 'lo', ' there']) push(chunk({ content: word }));
     push(`data: ${JSON.stringify({ choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] })}\n\n`);
-    push(`data: ${JSON.stringify({ choices: [], usage: { prompt_tokens: 12, completion_tokens: 3, prompt_tokens_details: { cached_tokens: 4 } } })}\n\n`);
+    push(frame({ choices: [], usage: { prompt_tokens: 12, completion_tokens: 3, prompt_tokens_details: { cached_tokens: 4 } } }));
     push(DONE);
     expect(probe().tokens()).toEqual({ input: 12, output: 3, cached: 4, source: 'usage' });
     expect(probe().firstTokenMs()).toBeGreaterThanOrEqual(0);
@@ -31,7 +33,7 @@ describe('usage tap on streams', () => {
   it("counts a llama.cpp stream from the timings of its last frame, also when every frame carries them", () => {
     const { push, probe } = streamTap();
     for (let n = 1; n <= 5; n++) push(chunk({ content: `t${n}` }, { timings: { prompt_n: 7, cache_n: 2, predicted_n: n } }));
-    push(`data: ${JSON.stringify({ choices: [{ index: 0, delta: {}, finish_reason: 'stop' }], timings: { prompt_n: 7, cache_n: 2, predicted_n: 5 } })}\n\n`);
+    push(frame({ choices: [{ index: 0, delta: {}, finish_reason: 'stop' }], timings: { prompt_n: 7, cache_n: 2, predicted_n: 5 } }));
     push(DONE);
     expect(probe().tokens()).toEqual({ input: 9, output: 5, cached: 2, source: 'timings' });
   });
@@ -55,7 +57,7 @@ describe('usage tap on streams', () => {
     const text = chunk({ content: 'a' }) + chunk({ content: 'b' });
     for (const ch of text) push(ch);
     expect(probe().tokens()).toMatchObject({ output: 2, source: 'estimate' });
-    const tail = `data: ${JSON.stringify({ choices: [], usage: { prompt_tokens: 3, completion_tokens: 2 } })}\n\n${DONE}`;
+    const tail = frame({ choices: [], usage: { prompt_tokens: 3, completion_tokens: 2 } }) + DONE;
     push(tail.slice(0, 17));
     push(tail.slice(17));
     expect(probe().tokens()).toEqual({ input: 3, output: 2, cached: null, source: 'usage' });
@@ -70,7 +72,7 @@ describe('usage tap on streams', () => {
     push(spaced({ choices: [{ index: 0, text: ' there' }] }));
     push(spaced({ choices: [{ index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: '{"a":1}' } }] } }] }));
     // Keys that only look alike, and a quoted "usage" inside generated text, count for nothing.
-    push(spaced({ choices: [{ index: 0, delta: { context: 'x', subtext: 'y', content: 'say \"usage\": {\"prompt_tokens\": 99}' } }] }));
+    push(spaced({ choices: [{ index: 0, delta: { context: 'x', subtext: 'y', content: 'say "usage": {"prompt_tokens": 99}' } }] }));
     expect(probe().tokens()).toEqual({ input: null, output: 5, cached: null, source: 'estimate' });
     push(spaced({ choices: [], usage: { prompt_tokens: 8, completion_tokens: 5 } }));
     push(DONE);

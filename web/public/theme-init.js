@@ -4,7 +4,9 @@
   var theme = null;
   try {
     theme = localStorage.getItem('gatehouse.theme');
-  } catch (e) {}
+  } catch {
+    // Storage blocked (private mode, policy): the system theme decides.
+  }
   if (theme !== 'light' && theme !== 'dark') {
     theme = window.matchMedia && window.matchMedia('(prefers-color-scheme: dark)').matches ? 'dark' : 'light';
   }

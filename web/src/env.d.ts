@@ -1,3 +1,5 @@
+// An import here would turn this file into a module and the declaration below into an augmentation.
+// eslint-disable-next-line @typescript-eslint/triple-slash-reference
 /// <reference types="svelte" />
 
 // tsc checks the .ts modules; .svelte files are compiled (and type-stripped) by the Svelte

@@ -129,7 +129,7 @@ export function handleSetActiveProfile(ctx: RequestContext): void {
   const body = parseJsonLoose(ctx.body);
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return ctx.sendError(400, 'invalid profile request');
   if (!('name' in body)) return ctx.sendError(400, 'profile name is required');
-  const name = (body as { name: unknown }).name;
+  const name = (body).name;
   if (name === null || name === '') return sendGoJson(ctx.res, 200, { active: null });
   if (typeof name !== 'string') return ctx.sendError(400, 'profile name must be a string or null');
   ctx.sendError(404, `profile not found: ${name}`);

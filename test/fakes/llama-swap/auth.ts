@@ -4,7 +4,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 
-export function extractApiKey(req: IncomingMessage): string {
+function extractApiKey(req: IncomingMessage): string {
   let bearer = '';
   let basic = '';
   const auth = req.headers.authorization ?? '';

@@ -60,7 +60,7 @@ export interface SimConfig {
 export const DEFAULT_GROUP = '(default)';
 const DEFAULT_IGNORE_PATHS = '.*\\.(js|json|css|png|gif|jpg|jpeg|ico|txt)$';
 
-export class ConfigError extends Error {
+class ConfigError extends Error {
   override name = 'ConfigError';
 }
 
@@ -148,7 +148,7 @@ function buildConfig(raw: Record<string, unknown>): SimConfig {
       useModelName: typeof m.useModelName === 'string' ? m.useModelName : '',
       concurrencyLimit: concurrencyLimit > 0 ? concurrencyLimit : 10,
       metadata: isRecord(m.metadata) ? m.metadata : {},
-      capabilities: isRecord(m.capabilities) ? (m.capabilities as ModelCapabilities) : undefined,
+      capabilities: isRecord(m.capabilities) ? (m.capabilities) : undefined,
       groupId: DEFAULT_GROUP,
     });
   }

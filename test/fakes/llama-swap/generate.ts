@@ -10,7 +10,7 @@
  */
 import { createHash } from 'node:crypto';
 
-export const PROMPT_TOKEN_OVERHEAD = 4;
+const PROMPT_TOKEN_OVERHEAD = 4;
 
 const VOCABULARY = [
   'alpha', 'bravo', 'charlie', 'delta', 'echo', 'foxtrot', 'golf', 'hotel',
@@ -29,7 +29,7 @@ function fnv1a(text: string): number {
 }
 
 /** The `n` words a model "generates": consecutive vocabulary entries from a model-derived offset. */
-export function completionWords(modelId: string, n: number): string[] {
+function completionWords(modelId: string, n: number): string[] {
   const offset = fnv1a(modelId) % VOCABULARY.length;
   return Array.from({ length: n }, (_, i) => VOCABULARY[(offset + i) % VOCABULARY.length]!);
 }
@@ -43,12 +43,12 @@ export function completionText(modelId: string, n: number): string {
   return completionWords(modelId, n).join(' ');
 }
 
-export function countWords(text: string): number {
+function countWords(text: string): number {
   return text.split(/\s+/).filter((w) => w !== '').length;
 }
 
 /** All prompt text of a request body, in a stable order (see the module comment). */
-export function promptTexts(body: unknown): string[] {
+function promptTexts(body: unknown): string[] {
   if (!isRecord(body)) return [];
   const out: string[] = [];
   collectContent(body.system, out);

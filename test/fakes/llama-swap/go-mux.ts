@@ -145,7 +145,7 @@ function safeDecode(s: string): string {
 }
 
 /** Go's `cleanPath`: resolve `.`/`..`, collapse `//`, keep a trailing slash. */
-export function cleanPath(p: string): string {
+function cleanPath(p: string): string {
   if (p === '') return '/';
   const out: string[] = [];
   for (const part of p.split('/')) {

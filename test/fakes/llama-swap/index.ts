@@ -11,15 +11,5 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
 
 export { DEMO_CONFIG } from './demo-config.js';
 export { DEFAULT_KNOBS } from './knobs.js';
-export {
-  countPromptTokens,
-  completionTokens,
-  completionText,
-  completionPieces,
-  completionWords,
-  embedding,
-  PROMPT_TOKEN_OVERHEAD,
-  EMBEDDING_DIMS,
-} from './generate.js';
-export { loadConfig, ConfigError } from './config.js';
-export type { Knobs, ModelState, RecordedRequest, ReloadResult, RunningEntry, Simulator, SimulatorOptions, LogSourceId } from './types.js';
+export { countPromptTokens, completionText, completionPieces, embedding, EMBEDDING_DIMS } from './generate.js';
+export type { Simulator, SimulatorOptions } from './types.js';

@@ -93,7 +93,8 @@ export async function serveInference(call: InferenceCall): Promise<void> {
           ctx,
           200,
           { 'Content-Type': 'text/html; charset=utf-8', Server: 'llama.cpp' },
-          `<!doctype html><html><head><title>llama.cpp - ${call.modelId}</title></head><body>simulated llama-server</body></html>`,
+          `<!doctype html><html><head><title>llama.cpp - ${call.modelId}</title></head><body>simulated ` +
+            `llama-server</body></html>`,
         );
     }
   }

@@ -4,7 +4,7 @@
  * belong to a config generation and vanish on reload.
  */
 
-export const LOG_HISTORY_BYTES = 100 * 1024;
+const LOG_HISTORY_BYTES = 100 * 1024;
 
 export type LogListener = (data: Buffer) => void;
 

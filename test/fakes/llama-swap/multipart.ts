@@ -10,7 +10,7 @@ export interface MultipartPart {
   data: Buffer;
 }
 
-export function boundaryOf(contentType: string): string | undefined {
+function boundaryOf(contentType: string): string | undefined {
   const m = /boundary=(?:"([^"]+)"|([^;]+))/i.exec(contentType);
   return m ? (m[1] ?? m[2])?.trim() : undefined;
 }

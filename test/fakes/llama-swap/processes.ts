@@ -219,7 +219,8 @@ export class ProcessManager {
     this.hooks.proxyLog('INFO', `<${id}> Executing start command: ${proc.cfg.cmd}`);
     const port = new URL(proc.cfg.proxy).port || '80';
     const modelPath = /-m\s+(\S+)/.exec(proc.cfg.cmd)?.[1] ?? `/models/${id}.gguf`;
-    this.hooks.modelLog(id, `build: 6000 (simulated) with cc (GCC) for x86_64-linux-gnu\nllama_model_loader: loaded meta data from ${modelPath}\n`);
+    this.hooks.modelLog(id, `build: 6000 (simulated) with cc (GCC) for x86_64-linux-gnu\nllama_model_loader: loaded meta data ` +
+        `from ${modelPath}\n`);
     const completed = await sleep(knobs.loadDelayMs, proc.loadAbort.signal);
     proc.loadAbort = undefined;
     if (!completed) return; // stop() took over

@@ -62,7 +62,7 @@ export class ChangeNotifier {
           value = check();
         } catch (err) {
           finish();
-          reject(err as Error);
+          reject(err);
           return true;
         }
         if (value !== undefined && value !== null && value !== false) {
@@ -122,7 +122,7 @@ export class Recorder {
     res.writeHead = ((...args: unknown[]) => {
       rec.status = args[0] as number;
       return writeHead(...args);
-    }) as typeof res.writeHead;
+    });
     res.write = ((...args: unknown[]) => {
       if (tap) rec.append(args[0], args[1]);
       const ok = write(...args);

@@ -23,7 +23,7 @@ export function sendText(res: ServerResponse, status: number, text: string, cont
 }
 
 /** Status → (type, code) of `httperror.go`. */
-export function errorTypeForStatus(status: number): { type: string; code: string } {
+function errorTypeForStatus(status: number): { type: string; code: string } {
   switch (status) {
     case 400: return { type: 'invalid_request_error', code: 'bad_request' };
     case 401: return { type: 'authentication_error', code: 'unauthorized' };
@@ -38,7 +38,7 @@ export function errorTypeForStatus(status: number): { type: string; code: string
   }
 }
 
-export function errorBody(shape: Knobs['errorShape'], status: number, message: string, code?: string): Record<string, unknown> {
+function errorBody(shape: Knobs['errorShape'], status: number, message: string, code?: string): Record<string, unknown> {
   if (shape === 'legacy') return { src: 'llama-swap', error: message };
   const t = errorTypeForStatus(status);
   return { src: 'llama-swap', error: { message, type: t.type, param: null, code: code ?? t.code } };

@@ -9,7 +9,7 @@ import { handleComfy, handleModelRoute, handleUpstream } from './model-routes.js
 import { handleEvents, handleLogs, handleLogStream } from './stream-routes.js';
 
 /** POST routes whose model comes from a JSON body (or a form, when not JSON). */
-export const POST_MODEL_ROUTES = [
+const POST_MODEL_ROUTES = [
   '/v1/chat/completions', '/v1/responses', '/v1/completions', '/v1/messages', '/v1/messages/count_tokens',
   '/v1/embeddings', '/reranking', '/rerank', '/v1/rerank', '/v1/reranking', '/infill', '/completion',
   '/v1/audio/speech', '/v1/audio/voices', '/v1/images/generations', '/sdapi/v1/txt2img', '/sdapi/v1/img2img',
@@ -18,9 +18,9 @@ export const POST_MODEL_ROUTES = [
   '/v/embeddings', '/v/rerank', '/v/reranking',
 ] as const;
 /** POST routes whose model comes from a multipart form. */
-export const MULTIPART_MODEL_ROUTES = ['/v1/audio/transcriptions', '/v1/images/edits'] as const;
+const MULTIPART_MODEL_ROUTES = ['/v1/audio/transcriptions', '/v1/images/edits'] as const;
 /** GET routes whose model comes from `?model=`. */
-export const GET_MODEL_ROUTES = ['/v1/audio/voices', '/sdapi/v1/loras', '/props'] as const;
+const GET_MODEL_ROUTES = ['/v1/audio/voices', '/sdapi/v1/loras', '/props'] as const;
 
 /** Routes an old llama-swap (knob `legacyRoutes`) does not have: plain mux 404 for any method. */
 export function isLegacyHidden(path: string): boolean {

@@ -136,7 +136,8 @@ export class LlamaSwapSimulator implements Simulator, SimServices {
       if (ACCESS_LOG_SKIPS.some((p) => path.startsWith(p))) return;
       const status = res.headersSent ? res.statusCode : 499;
       const ua = req.headers['user-agent'] ?? '';
-      this.logProxy('INFO', `Request ${remoteIp} "${req.method} ${path} HTTP/${req.httpVersion}" ${status} ${bytesOut} "${ua}" ${goDuration(performance.now() - started)}`);
+      this.logProxy('INFO', `Request ${remoteIp} "${req.method} ${path} HTTP/${req.httpVersion}" ${status} ${bytesOut} "${ua}" ` +
+          `${goDuration(performance.now() - started)}`);
     });
 
     const inst = this.instance;

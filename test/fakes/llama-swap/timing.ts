@@ -13,8 +13,3 @@ export function sleep(ms: number, signal?: AbortSignal): Promise<boolean> {
     signal?.addEventListener('abort', onAbort, { once: true });
   });
 }
-
-/** One signal that aborts when any input aborts. */
-export function anySignal(signals: AbortSignal[]): AbortSignal {
-  return AbortSignal.any(signals);
-}

@@ -20,7 +20,7 @@ export interface LogStream {
   close(): void;
 }
 
-export function logStreamUrl(source: LogSource, history: boolean): string {
+function logStreamUrl(source: LogSource, history: boolean): string {
   const params = new URLSearchParams({ source });
   if (!history) params.set('history', '0');
   return `/api/logs/stream?${params.toString()}`;

@@ -94,7 +94,7 @@ export class AnsiParser {
       else if (code >= 100 && code <= 107) s.bg = code - 100 + 8;
       else if (code === 38 || code === 48) {
         const mode = codes[i + 1];
-        let colour: number | string | null = null;
+        let colour: number | string | null;
         if (mode === 5 && codes[i + 2] !== undefined) {
           colour = xterm256(codes[i + 2] ?? 0);
           i += 2;

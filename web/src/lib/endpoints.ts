@@ -6,7 +6,7 @@
 import { SNIPPETS, containerOrigin, normalizeOrigin, type Snippet, type SnippetGroup, type SnippetKey } from '../../../src/snippets/index.js';
 import type { ApiKey, Model } from '../api/index.js';
 
-export const GROUP_LABELS: Record<SnippetGroup, string> = {
+const GROUP_LABELS: Record<SnippetGroup, string> = {
   curl: 'curl',
   python: 'Python',
   typescript: 'TypeScript',
@@ -49,8 +49,11 @@ export function groupSnippets(snippets: readonly Snippet[] = SNIPPETS): SnippetG
   return groups;
 }
 
-/** "openai (Python)" → "openai", "Local OpenAI LLM (Home Assistant)" → "Local OpenAI LLM": the group already says it. */
-export function clientLabel(client: string): string {
+/**
+ * "openai (Python)" → "openai", "Local OpenAI LLM (Home Assistant)" → "Local OpenAI LLM": the group already says
+ * it.
+ */
+function clientLabel(client: string): string {
   return client.replace(/\s+\((Python|npm|Home Assistant)\)$/, '');
 }
 
@@ -87,7 +90,7 @@ export function isLoopbackOrigin(origin: string): boolean {
 export type KeyMode = 'create' | 'paste' | 'existing' | 'none';
 
 /** Shown for a key that is not known yet (create not clicked, nothing pasted). */
-export const UNKNOWN_KEY_PREFIX = 'sk-';
+const UNKNOWN_KEY_PREFIX = 'sk-';
 
 export interface KeyChoice {
   mode: KeyMode;

@@ -8,7 +8,7 @@ export const LIMIT_FIELDS = ['rpm', 'tpm', 'concurrent'] as const;
 export type LimitField = (typeof LIMIT_FIELDS)[number];
 
 /** The server's bound (src/http/admin/keys-handlers.ts). */
-export const LIMIT_MAX = 1_000_000_000;
+const LIMIT_MAX = 1_000_000_000;
 
 export const LIMIT_TEXT: Record<LimitField, { label: string; unit: string; hint: string }> = {
   rpm: { label: 'Requests / minute', unit: 'rpm', hint: 'Calls started in any 60 s.' },
@@ -52,10 +52,6 @@ export function limitsPatch(before: KeyLimits, after: KeyLimits): Partial<KeyLim
   return Object.keys(patch).length > 0 ? patch : undefined;
 }
 
-export function hasLimits(limits: KeyLimits | null | undefined): boolean {
-  return !!limits && LIMIT_FIELDS.some((f) => limits[f] !== null);
-}
-
 const compact = new Intl.NumberFormat('en', { notation: 'compact', maximumFractionDigits: 1 });
 
 /** ["60 rpm", "100K tpm", "2 at once"]; empty when the key has none. */
@@ -76,7 +72,9 @@ export function limitsScopeText(info: LimitsInfo | null): { tone: 'info' | 'warn
     return { tone: 'info', text: 'Limits are shared: every replica counts against the same limit (in Redis).' };
   }
   if (info.redis === 'unavailable') {
-    return { tone: 'warning', text: 'Redis is unreachable, so limits are enforced per replica until it is back: each replica allows a key its full limit.' };
+    return { tone: 'warning', text: 'Redis is unreachable, so limits are enforced per replica until it is back: each replica allows a ' +
+        'key its full limit.' };
   }
-  return { tone: 'info', text: 'Limits are enforced per replica (per gateway process): with several replicas, each one allows a key its full limit. Set GATEHOUSE_REDIS_URL to share them.' };
+  return { tone: 'info', text: 'Limits are enforced per replica (per gateway process): with several replicas, each one allows a key ' +
+      'its full limit. Set GATEHOUSE_REDIS_URL to share them.' };
 }

@@ -9,7 +9,7 @@ import { getSession, notifyUnauthorized, openLogStream, type LogSource, type Log
 
 export type FollowStatus = 'connecting' | 'live' | 'reconnecting' | 'stopped';
 
-export const RECONNECT_MARKER = '— reconnected: stream restarted (config reload?) —';
+const RECONNECT_MARKER = '— reconnected: stream restarted (config reload?) —';
 
 export interface FollowerEvents {
   text(text: string): void;

@@ -86,7 +86,7 @@ export function approxMs(ms: number | null | undefined): string {
   return text === '—' ? text : `≈ ${text}`;
 }
 
-export function totalTokens(stats: Pick<UsageStats, 'inputTokens' | 'outputTokens'>): number {
+function totalTokens(stats: Pick<UsageStats, 'inputTokens' | 'outputTokens'>): number {
   return stats.inputTokens + stats.outputTokens;
 }
 
@@ -128,9 +128,9 @@ export const CHART_METRICS: ReadonlyArray<{ value: ChartMetric; label: string }>
 ];
 
 /** How many colours the chart has; beyond them, groups are summed as "Other". */
-export const CHART_COLOURS = 6;
+const CHART_COLOURS = 6;
 
-export function metricValue(point: UsageStats, metric: ChartMetric): number {
+function metricValue(point: UsageStats, metric: ChartMetric): number {
   return metric === 'requests' ? point.requests : totalTokens(point);
 }
 
@@ -282,7 +282,7 @@ export function parseStatusFilter(value: string | null): string {
 const LOCAL_INPUT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?$/;
 
 /** A `datetime-local` value as ISO (it is local time), or undefined when empty or malformed. */
-export function localInputToIso(value: string): string | undefined {
+function localInputToIso(value: string): string | undefined {
   if (!LOCAL_INPUT.test(value)) return undefined;
   const date = new Date(value);
   return Number.isNaN(date.getTime()) ? undefined : date.toISOString();

@@ -36,7 +36,7 @@ export function issueRange(doc: Text, issue: Pick<ConfigIssue, 'line' | 'column'
   return { from, to };
 }
 
-export function issueMessage(issue: ConfigIssue): string {
+function issueMessage(issue: ConfigIssue): string {
   return issue.path ? `${issue.message} (at ${issue.path})` : issue.message;
 }
 

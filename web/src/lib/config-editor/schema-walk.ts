@@ -23,7 +23,7 @@ function resolveRef(root: JsonSchema, ref: string): JsonSchema | undefined {
 }
 
 /** The schema and every schema it is made of (refs resolved, unions flattened), depth-limited. */
-export function expand(root: JsonSchema, schema: unknown, depth = 0): JsonSchema[] {
+function expand(root: JsonSchema, schema: unknown, depth = 0): JsonSchema[] {
   if (!isObject(schema) || depth > 12) return [];
   const out: JsonSchema[] = [];
   const ref = schema.$ref;
@@ -79,7 +79,7 @@ export interface PropertyDoc {
   defaultValue: unknown;
 }
 
-export function typeLabel(schemas: readonly JsonSchema[]): string | null {
+function typeLabel(schemas: readonly JsonSchema[]): string | null {
   const types = new Set<string>();
   for (const schema of schemas) {
     const type = schema.type;

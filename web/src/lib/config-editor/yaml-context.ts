@@ -34,7 +34,7 @@ interface ParsedLine {
 
 const KEY = /^("(?:[^"\\]|\\.)*"|'(?:[^']|'')*'|[^\s#"'{}[\],&*!|>%@`][^#]*?)[ \t]*:(?=[ \t]|$)/;
 
-export function parseLine(text: string): ParsedLine {
+function parseLine(text: string): ParsedLine {
   let col = 0;
   while (text[col] === ' ') col++;
   if (col >= text.length || text[col] === '#') return { blank: true, entries: [], indent: col };
