@@ -50,21 +50,62 @@ export interface RssEntry extends IdleStreamsResult {
 
 const MEDIAN_OF_ROUNDS = 'median of rounds';
 
-export function judgeBars(gateways: readonly Target[], load: readonly LoadCellResult[], paced: PacedResult | undefined, rss: readonly RssEntry[]): BarResult[] {
+export function judgeBars(
+  gateways: readonly Target[],
+  load: readonly LoadCellResult[],
+  paced: PacedResult | undefined,
+  rss: readonly RssEntry[],
+): BarResult[] {
   const gw = gateways.find((g) => g.scenarioId === JUDGED_SCENARIO);
   if (!gw) return [];
   const bars: BarResult[] = [];
-  const bar = (id: string, description: string, value: number, limit: number, unit: BarResult['unit'], op: BarResult['op'], method: string, extraPass = true) =>
-    bars.push({ id, description, value, limit, unit, op, method, pass: extraPass && (op === '≥' ? value >= limit : value <= limit) });
+  const bar = (
+    id: string,
+    description: string,
+    value: number,
+    limit: number,
+    unit: BarResult['unit'],
+    op: BarResult['op'],
+    method: string,
+    extraPass = true,
+  ) =>
+    bars.push({
+      id,
+      description,
+      value,
+      limit,
+      unit,
+      op,
+      method,
+      pass: extraPass && (op === '≥' ? value >= limit : value <= limit),
+    });
 
   const cell = (connections: number) => load.find((c) => c.workload === 'json' && c.connections === connections);
   const row = (c: LoadCellResult | undefined, id: string) => c?.targets.find((t) => t.targetId === id);
   const at50 = cell(50);
   const [g50, floor50] = [row(at50, gw.id), row(at50, 'floor')];
-  if (g50 && floor50) bar('json-50c-floor-ratio', `JSON, 50 connections: req/s ≥ ${BARS.minJsonFloorRatioAt50}× the floor's`, g50.rps / floor50.rps, BARS.minJsonFloorRatioAt50, '×', '≥', MEDIAN_OF_ROUNDS);
+  if (g50 && floor50)
+    bar(
+      'json-50c-floor-ratio',
+      `JSON, 50 connections: req/s ≥ ${BARS.minJsonFloorRatioAt50}× the floor's`,
+      g50.rps / floor50.rps,
+      BARS.minJsonFloorRatioAt50,
+      '×',
+      '≥',
+      MEDIAN_OF_ROUNDS,
+    );
   const at1 = cell(1);
   const [g1, floor1, direct1] = [row(at1, gw.id), row(at1, 'floor'), row(at1, 'direct')];
-  if (g1 && direct1) bar('json-1c-added-p50', `JSON, 1 connection: added p50 ≤ ${BARS.maxAddedP50At1Ms} ms`, g1.p50Ms - direct1.p50Ms, BARS.maxAddedP50At1Ms, 'ms', '≤', MEDIAN_OF_ROUNDS);
+  if (g1 && direct1)
+    bar(
+      'json-1c-added-p50',
+      `JSON, 1 connection: added p50 ≤ ${BARS.maxAddedP50At1Ms} ms`,
+      g1.p50Ms - direct1.p50Ms,
+      BARS.maxAddedP50At1Ms,
+      'ms',
+      '≤',
+      MEDIAN_OF_ROUNDS,
+    );
   if (g1 && floor1 && direct1) {
     const floorAdded = floor1.p99Ms - direct1.p99Ms;
     bar(
@@ -75,7 +116,7 @@ export function judgeBars(gateways: readonly Target[], load: readonly LoadCellRe
       BARS.maxAddedP99At1FloorMultiple * floorAdded,
       'ms',
       '≤',
-      'median of the rounds\' p99',
+      "median of the rounds' p99",
     );
   }
 
@@ -86,7 +127,16 @@ export function judgeBars(gateways: readonly Target[], load: readonly LoadCellRe
     const method = idle.length === 1 ? 'one fresh process' : `median of ${idle.length} fresh processes`;
     // A stream that never opened costs no memory: the bar only counts with all of them open.
     const allOpen = idle.every((r) => r.open === r.requested);
-    bar('idle-rss', `${idle[0]!.requested.toLocaleString('en-US')} idle streams: RSS ≤ ${BARS.maxIdleRssBytes / 1e6} MB`, median(held) / 1e6, BARS.maxIdleRssBytes / 1e6, 'MB', '≤', method, allOpen);
+    bar(
+      'idle-rss',
+      `${idle[0]!.requested.toLocaleString('en-US')} idle streams: RSS ≤ ${BARS.maxIdleRssBytes / 1e6} MB`,
+      median(held) / 1e6,
+      BARS.maxIdleRssBytes / 1e6,
+      'MB',
+      '≤',
+      method,
+      allOpen,
+    );
   }
 
   if (paced) {
@@ -108,7 +158,16 @@ export function judgeBars(gateways: readonly Target[], load: readonly LoadCellRe
     const gt = paced.ttfb.find((t) => t.targetId === gw.id);
     const dt = paced.ttfb.find((t) => t.targetId === 'direct');
     if (gt && dt) {
-      bar('paced-1-added-ttfb-p99', `1 stream: added time to first delta p99 ≤ ${BARS.maxAddedTtfbP99At1Ms} ms`, gt.p99Ms - dt.p99Ms, BARS.maxAddedTtfbP99At1Ms, 'ms', '≤', `median of ${paced.ttfbRounds} rounds' p99`, gt.failed === 0);
+      bar(
+        'paced-1-added-ttfb-p99',
+        `1 stream: added time to first delta p99 ≤ ${BARS.maxAddedTtfbP99At1Ms} ms`,
+        gt.p99Ms - dt.p99Ms,
+        BARS.maxAddedTtfbP99At1Ms,
+        'ms',
+        '≤',
+        `median of ${paced.ttfbRounds} rounds' p99`,
+        gt.failed === 0,
+      );
     }
   }
   return bars;

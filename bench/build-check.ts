@@ -24,9 +24,14 @@ function newestMtimeMs(dir: string, depth = 0): number {
 /** A warning when src/ or bench/ changed after dist/ was built, else undefined. */
 export function staleBuildWarning(): string | undefined {
   try {
-    const built = Math.min(statSync(join(ROOT, 'dist/src/app.js')).mtimeMs, statSync(join(ROOT, 'dist/bench/main.js')).mtimeMs);
+    const built = Math.min(
+      statSync(join(ROOT, 'dist/src/app.js')).mtimeMs,
+      statSync(join(ROOT, 'dist/bench/main.js')).mtimeMs,
+    );
     const edited = Math.max(newestMtimeMs(join(ROOT, 'src')), newestMtimeMs(join(ROOT, 'bench')));
-    return edited > built ? 'src/ or bench/ changed after the last build: run `npm run build` first, or these numbers describe old code' : undefined;
+    return edited > built
+      ? 'src/ or bench/ changed after the last build: run `npm run build` first, or these numbers describe old code'
+      : undefined;
   } catch {
     return undefined;
   }
@@ -35,7 +40,13 @@ export function staleBuildWarning(): string | undefined {
 /** `abc1234` or `abc1234 + local changes in src/`; undefined outside a git checkout. */
 export function codeVersion(): string | undefined {
   try {
-    const git = (...args: string[]) => execFileSync('git', args, { cwd: ROOT, encoding: 'utf8', timeout: 5000, stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    const git = (...args: string[]) =>
+      execFileSync('git', args, {
+        cwd: ROOT,
+        encoding: 'utf8',
+        timeout: 5000,
+        stdio: ['ignore', 'pipe', 'ignore'],
+      }).trim();
     const commit = git('rev-parse', '--short', 'HEAD');
     return git('status', '--porcelain', '--', 'src') ? `${commit} + local changes in src/` : commit;
   } catch {

@@ -51,7 +51,9 @@ export async function measureIdleStreams(
     const deadline = Date.now() + OPEN_TIMEOUT_MS;
     for (let started = 0; started < count && Date.now() < deadline; started += BATCH) {
       const size = Math.min(BATCH, count - started);
-      const opened = await Promise.all(Array.from({ length: size }, () => openIdleStream(target, agent, requests, deadline - Date.now())));
+      const opened = await Promise.all(
+        Array.from({ length: size }, () => openIdleStream(target, agent, requests, deadline - Date.now())),
+      );
       open += opened.filter(Boolean).length;
     }
     await sleep(SETTLE_MS);
@@ -90,7 +92,12 @@ function closeAll(requests: ClientRequest[], agent: Agent): void {
 }
 
 /** Resolves true once the stream's first event arrived (the stream stays open), false on failure. */
-function openIdleStream(target: { url: string; headers: Readonly<Record<string, string>> }, agent: Agent, requests: ClientRequest[], timeoutMs: number): Promise<boolean> {
+function openIdleStream(
+  target: { url: string; headers: Readonly<Record<string, string>> },
+  agent: Agent,
+  requests: ClientRequest[],
+  timeoutMs: number,
+): Promise<boolean> {
   return new Promise((resolve) => {
     let settled = false;
     const settle = (ok: boolean) => {
@@ -101,7 +108,11 @@ function openIdleStream(target: { url: string; headers: Readonly<Record<string, 
     };
     const req = request(
       `${target.url}/v1/bench/idle-stream?hold_ms=${HOLD_MS}`,
-      { method: 'POST', agent, headers: { ...target.headers, 'content-type': 'application/json', accept: 'text/event-stream' } },
+      {
+        method: 'POST',
+        agent,
+        headers: { ...target.headers, 'content-type': 'application/json', accept: 'text/event-stream' },
+      },
       (res) => {
         if (res.statusCode !== 200) {
           res.resume();

@@ -46,7 +46,11 @@ export function requestFor(workload: Workload, headers: Readonly<Record<string, 
   return {
     method: 'POST',
     path: '/v1/chat/completions',
-    headers: { 'content-type': 'application/json', ...(workload === 'sse' ? { accept: 'text/event-stream' } : {}), ...headers },
+    headers: {
+      'content-type': 'application/json',
+      ...(workload === 'sse' ? { accept: 'text/event-stream' } : {}),
+      ...headers,
+    },
     body: JSON.stringify(body),
   };
 }
@@ -68,14 +72,24 @@ export async function runLoadCell(
   for (let round = 0; round < profile.rounds; round++) {
     for (const target of rotated(targets, round)) {
       const cpuBefore = await cpuTimeMs(target.pid);
-      const result = await driver.run(target.url, requestFor(workload, target.headers), connections, profile.runSeconds);
+      const result = await driver.run(
+        target.url,
+        requestFor(workload, target.headers),
+        connections,
+        profile.runSeconds,
+      );
       const cpuAfter = await cpuTimeMs(target.pid);
-      const cpuUsPerReq = cpuBefore !== undefined && cpuAfter !== undefined && result.okResponses > 0 ? ((cpuAfter - cpuBefore) * 1000) / result.okResponses : Number.NaN;
+      const cpuUsPerReq =
+        cpuBefore !== undefined && cpuAfter !== undefined && result.okResponses > 0
+          ? ((cpuAfter - cpuBefore) * 1000) / result.okResponses
+          : Number.NaN;
       runs.get(target.id)!.push({ ...result, cpuUsPerReq });
       const failures = result.errors + result.non2xx > 0 ? `, ${result.errors} errors, ${result.non2xx} non-2xx` : '';
-      progress(`${workload} ${connections}c round ${round + 1}/${profile.rounds} ${target.label}: ` +
-        `${Math.round(result.rps)} req/s, p50 ${result.p50Ms.toFixed(3)} ` +
-        `p99 ${result.p99Ms.toFixed(3)} ms${failures}`);
+      progress(
+        `${workload} ${connections}c round ${round + 1}/${profile.rounds} ${target.label}: ` +
+          `${Math.round(result.rps)} req/s, p50 ${result.p50Ms.toFixed(3)} ` +
+          `p99 ${result.p99Ms.toFixed(3)} ms${failures}`,
+      );
       await sleep(PAUSE_BETWEEN_RUNS_MS);
     }
   }
@@ -91,7 +105,8 @@ export async function runLoadCell(
         p50Ms: median(rounds.map((r) => r.p50Ms)),
         p99Ms: median(rounds.map((r) => r.p99Ms)),
         cpuUsPerReq: median(rounds.map((r) => r.cpuUsPerReq)),
-        rpsSpread: rounds.length > 1 ? (Math.max(...rounds.map((r) => r.rps)) - Math.min(...rounds.map((r) => r.rps))) / rps : 0,
+        rpsSpread:
+          rounds.length > 1 ? (Math.max(...rounds.map((r) => r.rps)) - Math.min(...rounds.map((r) => r.rps))) / rps : 0,
         errors: rounds.reduce((sum, r) => sum + r.errors, 0),
         non2xx: rounds.reduce((sum, r) => sum + r.non2xx, 0),
         rounds,
@@ -101,9 +116,15 @@ export async function runLoadCell(
 }
 
 /** Unmeasured JSON and SSE load on every target, before any suite (V8 compiles the hot paths). */
-export async function warmUpTargets(driver: LoadDriver, targets: readonly Target[], seconds: number, progress: (line: string) => void): Promise<void> {
+export async function warmUpTargets(
+  driver: LoadDriver,
+  targets: readonly Target[],
+  seconds: number,
+  progress: (line: string) => void,
+): Promise<void> {
   for (const target of targets) {
     progress(`JIT warm-up: ${target.label}`);
-    for (const workload of ['json', 'sse'] as const) await driver.run(target.url, requestFor(workload, target.headers), 50, seconds);
+    for (const workload of ['json', 'sse'] as const)
+      await driver.run(target.url, requestFor(workload, target.headers), 50, seconds);
   }
 }

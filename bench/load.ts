@@ -41,7 +41,8 @@ export function createLoadDriver(choice: Engine | 'auto'): LoadDriver {
     let stopCurrent: (() => void) | undefined;
     return {
       engine,
-      run: (baseUrl, request, connections, seconds) => runWrk(baseUrl, request, connections, seconds, (stop) => (stopCurrent = stop)),
+      run: (baseUrl, request, connections, seconds) =>
+        runWrk(baseUrl, request, connections, seconds, (stop) => (stopCurrent = stop)),
       stop: () => stopCurrent?.(),
     };
   }

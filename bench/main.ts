@@ -42,7 +42,10 @@ async function runCleanups(cleanups: ReadonlyArray<{ id: string; run: () => Prom
   for (const { id, run } of cleanups) {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`no answer within ${SCENARIO_CLEANUP_TIMEOUT_MS} ms`)), SCENARIO_CLEANUP_TIMEOUT_MS);
+      timer = setTimeout(
+        () => reject(new Error(`no answer within ${SCENARIO_CLEANUP_TIMEOUT_MS} ms`)),
+        SCENARIO_CLEANUP_TIMEOUT_MS,
+      );
     });
     try {
       await Promise.race([run(), timeout]);
@@ -73,16 +76,28 @@ async function startTargets(
   for (const scenario of selection.scenarios) {
     const dataDir = join(workDir, `data-${scenario.id}`);
     mkdirSync(dataDir, { recursive: true });
-    const extra = await scenario.prepare?.({ dataDir, runGatehouse: (args) => runGatehouse(args, dataDir, scenario.gatewayEnv) });
+    const extra = await scenario.prepare?.({
+      dataDir,
+      runGatehouse: (args) => runGatehouse(args, dataDir, scenario.gatewayEnv),
+    });
     if (extra?.cleanup) cleanups.push({ id: scenario.id, run: extra.cleanup });
     const gatewayEnv = { ...scenario.gatewayEnv, ...extra?.gatewayEnv };
     const headers = { ...scenario.requestHeaders, ...extra?.requestHeaders };
     const nodeArgs = options.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${resolve(options.cpuProfDir)}`] : [];
-    const startGateway = () => group.startGateway(`gateway ${scenario.id}`, { upstreamUrl: upstream.url, dataDir, env: gatewayEnv, nodeArgs });
+    const startGateway = () =>
+      group.startGateway(`gateway ${scenario.id}`, { upstreamUrl: upstream.url, dataDir, env: gatewayEnv, nodeArgs });
     const gateway = await startGateway();
     const id = `gateway:${scenario.id}`;
     starters.set(id, startGateway);
-    targets.push({ id, label: `gateway ${scenario.id}`, kind: 'gateway', url: gateway.url, pid: gateway.pid, headers, scenarioId: scenario.id });
+    targets.push({
+      id,
+      label: `gateway ${scenario.id}`,
+      kind: 'gateway',
+      url: gateway.url,
+      pid: gateway.pid,
+      headers,
+      scenarioId: scenario.id,
+    });
     progress(`started ${gateway.name} (pid ${gateway.pid}) at ${gateway.url}`);
     await extra?.check?.({ url: gateway.url, headers });
   }
@@ -103,18 +118,25 @@ const IDLE_RSS_WARMUP_SECONDS = 0.2;
 
 /** Calls at 10 connections, JSON then SSE, then a pause long enough for the gateway's usage writer to write them. */
 async function serveFor(driver: LoadDriver, target: Target, seconds: number): Promise<void> {
-  for (const workload of ['json', 'sse'] as const) await driver.run(target.url, requestFor(workload, target.headers), 10, seconds / 2);
+  for (const workload of ['json', 'sse'] as const)
+    await driver.run(target.url, requestFor(workload, target.headers), 10, seconds / 2);
   await new Promise((resolve) => setTimeout(resolve, 1500));
 }
 
-async function runSuites(options: BenchOptions, driver: LoadDriver, started: Started): Promise<Pick<BenchReport, 'load' | 'paced' | 'rss'>> {
+async function runSuites(
+  options: BenchOptions,
+  driver: LoadDriver,
+  started: Started,
+): Promise<Pick<BenchReport, 'load' | 'paced' | 'rss'>> {
   const { profile, suites } = options;
   const { targets } = started;
-  if (suites.has('json') || suites.has('sse') || suites.has('paced')) await warmUpTargets(driver, targets, profile.jitWarmupSeconds, progress);
+  if (suites.has('json') || suites.has('sse') || suites.has('paced'))
+    await warmUpTargets(driver, targets, profile.jitWarmupSeconds, progress);
   const load: LoadCellResult[] = [];
   for (const workload of ['json', 'sse'] as Workload[]) {
     if (!suites.has(workload)) continue;
-    for (const connections of profile.connections) load.push(await runLoadCell(driver, targets, workload, connections, profile, progress));
+    for (const connections of profile.connections)
+      load.push(await runLoadCell(driver, targets, workload, connections, profile, progress));
   }
   let paced: PacedResult | undefined;
   if (suites.has('paced')) paced = await runPacedSuite(targets, profile, progress);
@@ -129,20 +151,28 @@ async function runSuites(options: BenchOptions, driver: LoadDriver, started: Sta
       const copies = target.scenarioId === JUDGED_SCENARIO ? profile.idleRssProcesses : 1;
       for (let copy = 0; copy < copies; copy++) {
         const fresh = await started.startFresh(target);
-        progress(`idle streams: ${target.label} (fresh, pid ${fresh.pid}) serves calls for ${IDLE_RSS_WARMUP_SECONDS} s first`);
+        progress(
+          `idle streams: ${target.label} (fresh, pid ${fresh.pid}) serves calls for ${IDLE_RSS_WARMUP_SECONDS} s first`,
+        );
         await serveFor(driver, fresh, IDLE_RSS_WARMUP_SECONDS);
         subjects.push({ target: fresh, fresh: true });
       }
-      if (target.kind === 'gateway' && (suites.has('json') || suites.has('sse'))) subjects.push({ target, fresh: false });
+      if (target.kind === 'gateway' && (suites.has('json') || suites.has('sse')))
+        subjects.push({ target, fresh: false });
     }
     for (const { target, fresh } of subjects) {
       const state = fresh ? 'fresh, served' : 'after load';
       progress(`idle streams: opening ${profile.idleStreams} through ${target.label} (${state}, pid ${target.pid})`);
       const result = await measureIdleStreams(target, profile.idleStreams, { settle: fresh });
-      const settledNote = result.rssSettledBytes === undefined ? '' : `, settled ${(result.rssSettledBytes / 1e6).toFixed(1)} MB after ` +
+      const settledNote =
+        result.rssSettledBytes === undefined
+          ? ''
+          : `, settled ${(result.rssSettledBytes / 1e6).toFixed(1)} MB after ` +
             `${((result.settledAfterMs ?? 0) / 1000).toFixed(0)} s more`;
-      progress(`idle streams: ${result.open} open through ${target.label} (${state}), RSS ` +
-          `${((result.rssWithStreamsBytes ?? Number.NaN) / 1e6).toFixed(1)} MB 1 s after${settledNote}`);
+      progress(
+        `idle streams: ${result.open} open through ${target.label} (${state}), RSS ` +
+          `${((result.rssWithStreamsBytes ?? Number.NaN) / 1e6).toFixed(1)} MB 1 s after${settledNote}`,
+      );
       rss.push({ targetId: target.id, fresh, ...result });
     }
   }
@@ -241,7 +271,8 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   } finally {
     await cleanup();
-    if (options.cpuProfDir) progress(`gateway CPU profile(s) in ${resolve(options.cpuProfDir)} (open in Chrome DevTools or speedscope)`);
+    if (options.cpuProfDir)
+      progress(`gateway CPU profile(s) in ${resolve(options.cpuProfDir)} (open in Chrome DevTools or speedscope)`);
   }
 }
 

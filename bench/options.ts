@@ -76,7 +76,16 @@ const QUICK: Profile = {
   runSeconds: 1,
   warmupSeconds: 0.5,
   jitWarmupSeconds: 1,
-  paced: { ...FULL.paced, startStreams: 16, bisectSteps: 1, tries: 1, searchBudgetSeconds: 90, ttfbWarmup: 50, ttfbRounds: 3, ttfbPerRound: 100 },
+  paced: {
+    ...FULL.paced,
+    startStreams: 16,
+    bisectSteps: 1,
+    tries: 1,
+    searchBudgetSeconds: 90,
+    ttfbWarmup: 50,
+    ttfbRounds: 3,
+    ttfbPerRound: 100,
+  },
   idleRssProcesses: 1,
 };
 
@@ -143,14 +152,19 @@ export function parseOptions(argv: string[]): BenchOptions | 'help' {
   if (values.help) return 'help';
 
   const suites = new Set<Suite>();
-  for (const name of (values.only ?? DEFAULT_SUITES.join(',')).split(',').map((s) => s.trim()).filter(Boolean)) {
-    if (!(SUITES as readonly string[]).includes(name)) throw new UsageError(`--only: unknown suite "${name}" (expected ${SUITES.join(', ')})`);
+  for (const name of (values.only ?? DEFAULT_SUITES.join(','))
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
+    if (!(SUITES as readonly string[]).includes(name))
+      throw new UsageError(`--only: unknown suite "${name}" (expected ${SUITES.join(', ')})`);
     suites.add(name as Suite);
   }
   if (suites.size === 0) throw new UsageError('--only: name at least one suite');
 
   const engine = values.engine ?? 'auto';
-  if (engine !== 'auto' && engine !== 'autocannon' && engine !== 'wrk') throw new UsageError(`--engine: "${engine}" is not autocannon, wrk or auto`);
+  if (engine !== 'auto' && engine !== 'autocannon' && engine !== 'wrk')
+    throw new UsageError(`--engine: "${engine}" is not autocannon, wrk or auto`);
 
   const base = values.quick ? QUICK : FULL;
   const profile: Profile = {
@@ -165,12 +179,22 @@ export function parseOptions(argv: string[]): BenchOptions | 'help' {
     suites,
     jsonOut: values.json,
     engine,
-    scenarioIds: values.scenarios?.split(',').map((s) => s.trim()).filter(Boolean),
+    scenarioIds: values.scenarios
+      ?.split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
     cpuProfDir: values['cpu-prof'],
   };
 }
 
-function boundedNumber(flag: string, raw: string | undefined, fallback: number, min: number, max: number, integer: boolean): number {
+function boundedNumber(
+  flag: string,
+  raw: string | undefined,
+  fallback: number,
+  min: number,
+  max: number,
+  integer: boolean,
+): number {
   if (raw === undefined) return fallback;
   const n = Number(raw);
   if (!Number.isFinite(n) || n < min || n > max || (integer && !Number.isInteger(n))) {

@@ -33,7 +33,11 @@ export interface WaveResult {
   stalls: number;
 }
 
-const BODY = JSON.stringify({ model: 'bench-model', stream: true, messages: [{ role: 'user', content: 'Count to sixty-four.' }] });
+const BODY = JSON.stringify({
+  model: 'bench-model',
+  stream: true,
+  messages: [{ role: 'user', content: 'Count to sixty-four.' }],
+});
 /** Connections are opened this many at a time: one burst of 1,000 SYNs overflows the listen backlog. */
 const CONNECT_BATCH = 100;
 /** A stream gets this long beyond its paced length before it counts as stalled. */
@@ -58,7 +62,11 @@ function openStream(target: PacedTarget, shape: PacedShape, agent: Agent): Promi
     const startedAt = performance.now();
     const req = request(
       `${target.url}${path}`,
-      { method: 'POST', agent, headers: { ...target.headers, 'content-type': 'application/json', accept: 'text/event-stream' } },
+      {
+        method: 'POST',
+        agent,
+        headers: { ...target.headers, 'content-type': 'application/json', accept: 'text/event-stream' },
+      },
       (res) => {
         if (res.statusCode !== 200) {
           res.resume();
@@ -89,10 +97,13 @@ function openStream(target: PacedTarget, shape: PacedShape, agent: Agent): Promi
         res.on('error', () => finish(false));
       },
     );
-    const timer = setTimeout(() => {
-      req.destroy();
-      finish(false);
-    }, shape.deltas * shape.intervalMs + DEADLINE_SLACK_MS);
+    const timer = setTimeout(
+      () => {
+        req.destroy();
+        finish(false);
+      },
+      shape.deltas * shape.intervalMs + DEADLINE_SLACK_MS,
+    );
     req.on('error', () => finish(false));
     req.end(BODY);
   });
@@ -103,18 +114,28 @@ function openStream(target: PacedTarget, shape: PacedShape, agent: Agent): Promi
  * connections (in batches), then the measured wave starts its N streams spread evenly over one
  * interval, so deltas arrive at a steady rate rather than in bursts of N.
  */
-export async function runWave(target: PacedTarget, shape: PacedShape, streams: number, stallGapMs: number): Promise<WaveResult> {
+export async function runWave(
+  target: PacedTarget,
+  shape: PacedShape,
+  streams: number,
+  stallGapMs: number,
+): Promise<WaveResult> {
   const agent = new Agent({ keepAlive: true, maxSockets: Infinity, maxFreeSockets: Infinity });
   try {
     for (let opened = 0; opened < streams; opened += CONNECT_BATCH) {
       const size = Math.min(CONNECT_BATCH, streams - opened);
-      await Promise.all(Array.from({ length: size }, () => openStream(target, { deltas: 1, intervalMs: shape.intervalMs }, agent)));
+      await Promise.all(
+        Array.from({ length: size }, () => openStream(target, { deltas: 1, intervalMs: shape.intervalMs }, agent)),
+      );
     }
     const slots = Math.max(1, Math.floor(shape.intervalMs));
     const outcomes = await Promise.all(
       Array.from(
         { length: streams },
-        (_, i) => new Promise<StreamOutcome>((resolve) => setTimeout(() => resolve(openStream(target, shape, agent)), i % slots)),
+        (_, i) =>
+          new Promise<StreamOutcome>((resolve) =>
+            setTimeout(() => resolve(openStream(target, shape, agent)), i % slots),
+          ),
       ),
     );
     let gapCount = 0;
@@ -134,7 +155,11 @@ export async function runWave(target: PacedTarget, shape: PacedShape, streams: n
 }
 
 /** Time to first delta of `count` one-delta streams, one after another on one keep-alive connection. */
-export async function sequentialTtfb(target: PacedTarget, shape: PacedShape, count: number): Promise<{ ttfbMs: number[]; failed: number }> {
+export async function sequentialTtfb(
+  target: PacedTarget,
+  shape: PacedShape,
+  count: number,
+): Promise<{ ttfbMs: number[]; failed: number }> {
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
   const ttfbMs: number[] = [];
   let failed = 0;

@@ -97,10 +97,16 @@ class Search {
   }
 }
 
-export async function runPacedSuite(targets: readonly Target[], profile: Profile, progress: (line: string) => void): Promise<PacedResult> {
+export async function runPacedSuite(
+  targets: readonly Target[],
+  profile: Profile,
+  progress: (line: string) => void,
+): Promise<PacedResult> {
   const p = profile.paced;
   const shape: PacedShape = { deltas: p.deltas, intervalMs: p.intervalMs };
-  const searches = new Map(targets.map((t) => [t.id, new Search(p.startStreams, p.maxStreams, p.bisectSteps, p.tries)]));
+  const searches = new Map(
+    targets.map((t) => [t.id, new Search(p.startStreams, p.maxStreams, p.bisectSteps, p.tries)]),
+  );
   const deadline = performance.now() + p.searchBudgetSeconds * 1000;
   let turn = 0;
   while (performance.now() < deadline && [...searches.values()].some((s) => s.next !== undefined)) {
@@ -119,17 +125,27 @@ export async function runPacedSuite(targets: readonly Target[], profile: Profile
         pass: wave.stalls === 0 && p99GapMs < p.gapLimitMs,
       };
       search.record(trial);
-      progress(`paced ${target.label} N=${n}: gap p50 ${trial.p50GapMs.toFixed(1)} p99 ${p99GapMs.toFixed(1)} max ` +
-          `${trial.maxGapMs.toFixed(1)} ms, ${wave.stalls} stalled: ${trial.pass ? 'pass' : 'fail'}`);
+      progress(
+        `paced ${target.label} N=${n}: gap p50 ${trial.p50GapMs.toFixed(1)} p99 ${p99GapMs.toFixed(1)} max ` +
+          `${trial.maxGapMs.toFixed(1)} ms, ${wave.stalls} stalled: ${trial.pass ? 'pass' : 'fail'}`,
+      );
       await sleep(PAUSE_BETWEEN_TRIALS_MS);
     }
   }
   const results: PacedTargetResult[] = targets.map((target) => {
     const search = searches.get(target.id)!;
-    return { targetId: target.id, sustained: search.lo, capped: search.capped, cutShort: search.next !== undefined, trials: search.trials };
+    return {
+      targetId: target.id,
+      sustained: search.lo,
+      capped: search.capped,
+      cutShort: search.next !== undefined,
+      trials: search.trials,
+    };
   });
 
-  const rounds = new Map(targets.map((t) => [t.id, { p50: [] as number[], p99: [] as number[], samples: 0, failed: 0 }]));
+  const rounds = new Map(
+    targets.map((t) => [t.id, { p50: [] as number[], p99: [] as number[], samples: 0, failed: 0 }]),
+  );
   for (const target of targets) await sequentialTtfb(target, shape, p.ttfbWarmup);
   for (let round = 0; round < p.ttfbRounds; round++) {
     for (const target of rotated(targets, round)) {
@@ -145,7 +161,17 @@ export async function runPacedSuite(targets: readonly Target[], profile: Profile
     const s = rounds.get(target.id)!;
     return { targetId: target.id, samples: s.samples, failed: s.failed, p50Ms: median(s.p50), p99Ms: median(s.p99) };
   });
-  for (const t of ttfb) progress(`paced first delta, 1 stream, ${targets.find((x) => x.id === t.targetId)!.label}: p50 ` +
-        `${t.p50Ms.toFixed(3)} p99 ${t.p99Ms.toFixed(3)} ms (${t.samples} streams)`);
-  return { shape, gapLimitMs: p.gapLimitMs, stallGapMs: p.stallGapMs, targets: results, ttfbRounds: p.ttfbRounds, ttfb };
+  for (const t of ttfb)
+    progress(
+      `paced first delta, 1 stream, ${targets.find((x) => x.id === t.targetId)!.label}: p50 ` +
+        `${t.p50Ms.toFixed(3)} p99 ${t.p99Ms.toFixed(3)} ms (${t.samples} streams)`,
+    );
+  return {
+    shape,
+    gapLimitMs: p.gapLimitMs,
+    stallGapMs: p.stallGapMs,
+    targets: results,
+    ttfbRounds: p.ttfbRounds,
+    ttfb,
+  };
 }

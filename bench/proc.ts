@@ -39,7 +39,6 @@ export async function cpuTimeMs(pid: number): Promise<number | undefined> {
   }
 }
 
-
 /** Busy and total CPU time of the whole machine so far, in ms (all CPUs summed), from /proc/stat. */
 export async function machineCpuMs(): Promise<{ busyMs: number; totalMs: number } | undefined> {
   try {

@@ -52,13 +52,17 @@ export class ProcessGroup {
     });
     const tail = this.track(name, child);
     const port = await new Promise<number>((resolve, reject) => {
-      const timer = setTimeout(() => fail(new Error(`${name} did not start within ${START_TIMEOUT_MS} ms`)), START_TIMEOUT_MS);
+      const timer = setTimeout(
+        () => fail(new Error(`${name} did not start within ${START_TIMEOUT_MS} ms`)),
+        START_TIMEOUT_MS,
+      );
       const onMessage = (message: ListeningMessage) => {
         if (message?.type !== 'listening') return;
         cleanup();
         resolve(message.port);
       };
-      const onExit = (code: number | null) => fail(new Error(`${name} exited (code ${code}) before listening:\n${tail()}`));
+      const onExit = (code: number | null) =>
+        fail(new Error(`${name} exited (code ${code}) before listening:\n${tail()}`));
       const fail = (error: Error) => {
         cleanup();
         reject(error);
@@ -80,15 +84,27 @@ export class ProcessGroup {
     const env = gatehouseEnv(launch.dataDir, launch.env);
     const child = spawn(
       process.execPath,
-      [...launch.nodeArgs, GATEHOUSE_BIN, 'serve', '--port', String(port), '--host', '127.0.0.1', '--upstream', launch.upstreamUrl],
+      [
+        ...launch.nodeArgs,
+        GATEHOUSE_BIN,
+        'serve',
+        '--port',
+        String(port),
+        '--host',
+        '127.0.0.1',
+        '--upstream',
+        launch.upstreamUrl,
+      ],
       { stdio: ['ignore', 'ignore', 'pipe'], env },
     );
     const tail = this.track(name, child);
     const url = `http://127.0.0.1:${port}`;
     const deadline = Date.now() + START_TIMEOUT_MS;
     while (Date.now() < deadline) {
-      if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${name} exited (code ${child.exitCode}) during start:\n${tail()}`);
-      if ((await httpStatus(`${url}/healthz`).catch(() => 0)) === 200) return { name, pid: child.pid!, url, stderrTail: tail };
+      if (child.exitCode !== null || child.signalCode !== null)
+        throw new Error(`${name} exited (code ${child.exitCode}) during start:\n${tail()}`);
+      if ((await httpStatus(`${url}/healthz`).catch(() => 0)) === 200)
+        return { name, pid: child.pid!, url, stderrTail: tail };
       await sleep(50);
     }
     throw new Error(`${name} did not answer ${url}/healthz within ${START_TIMEOUT_MS} ms:\n${tail()}`);
@@ -118,12 +134,15 @@ export class ProcessGroup {
 
   /** Pids of the children still running. */
   pids(): number[] {
-    return [...this.children.keys()].filter((c) => c.exitCode === null && c.signalCode === null && c.pid !== undefined).map((c) => c.pid!);
+    return [...this.children.keys()]
+      .filter((c) => c.exitCode === null && c.signalCode === null && c.pid !== undefined)
+      .map((c) => c.pid!);
   }
 
   /** Last resort from the synchronous 'exit' hook: no waiting possible. */
   killAllNow(): void {
-    for (const child of this.children.keys()) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+    for (const child of this.children.keys())
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
   }
 
   private track(name: string, child: ChildProcess): () => string {
@@ -179,9 +198,14 @@ export function runGatehouse(
   timeoutMs = 20_000,
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, [GATEHOUSE_BIN, ...args], { env: gatehouseEnv(dataDir, extraEnv), timeout: timeoutMs, killSignal: 'SIGKILL' }, (error, stdout, stderr) => {
-      const code = error ? (typeof error.code === 'number' ? error.code : null) : 0;
-      resolve({ code, stdout, stderr });
-    });
+    execFile(
+      process.execPath,
+      [GATEHOUSE_BIN, ...args],
+      { env: gatehouseEnv(dataDir, extraEnv), timeout: timeoutMs, killSignal: 'SIGKILL' },
+      (error, stdout, stderr) => {
+        const code = error ? (typeof error.code === 'number' ? error.code : null) : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
   });
 }

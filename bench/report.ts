@@ -61,7 +61,8 @@ function barValue(bar: BarResult): string {
   }
 }
 
-const barLimit = (bar: BarResult) => `${bar.op} ${bar.unit === 'ms' ? bar.limit.toFixed(3) : bar.limit}${bar.unit === '×' ? '×' : ` ${bar.unit}`}`;
+const barLimit = (bar: BarResult) =>
+  `${bar.op} ${bar.unit === 'ms' ? bar.limit.toFixed(3) : bar.limit}${bar.unit === '×' ? '×' : ` ${bar.unit}`}`;
 const barMarker = (bar: BarResult) => `${bar.pass ? 'PASS' : 'FAIL'} (${barValue(bar)} vs ${barLimit(bar)})`;
 
 /**
@@ -91,25 +92,42 @@ export function renderReport(report: BenchReport): string {
   const lines: string[] = [];
   const p = meta.profile;
   lines.push(`Gatehouse benchmark, ${meta.startedAt}, code ${meta.code ?? 'unknown'}`);
-  lines.push(`node ${meta.node}, ${meta.platform}, ${meta.cpuCount} × ${meta.cpuModel}; load generator: ` +
-      `${meta.engine} (in ${meta.engine === 'autocannon' ? 'the bench process' : 'its own process'})`);
-  lines.push(`other work on the machine: ${pct(meta.busyBeforeStart ?? Number.NaN)} CPU busy before start, ` +
+  lines.push(
+    `node ${meta.node}, ${meta.platform}, ${meta.cpuCount} × ${meta.cpuModel}; load generator: ` +
+      `${meta.engine} (in ${meta.engine === 'autocannon' ? 'the bench process' : 'its own process'})`,
+  );
+  lines.push(
+    `other work on the machine: ${pct(meta.busyBeforeStart ?? Number.NaN)} CPU busy before start, ` +
       `${pct(meta.foreignCpuShare ?? Number.NaN)} of all CPU used by other processes during the ` +
-      `run${meta.quick ? '; --quick: one short round each, numbers are rough' : ''}`);
-  lines.push(`Method: separate processes on 127.0.0.1; targets alternate within each round (order rotated); load: ` +
-      `medians of ${p.rounds} round${p.rounds > 1 ? 's' : ''}.`);
+      `run${meta.quick ? '; --quick: one short round each, numbers are rough' : ''}`,
+  );
+  lines.push(
+    `Method: separate processes on 127.0.0.1; targets alternate within each round (order rotated); load: ` +
+      `medians of ${p.rounds} round${p.rounds > 1 ? 's' : ''}.`,
+  );
   lines.push('"added" = target − direct (the upstream without a proxy), from the same run.');
-  lines.push('Gateway scenarios (one process each: node bin/gatehouse serve, no runtime flags or tuning variables; ' +
-      'bench/scenarios.ts):');
-  const idWidth = Math.max(0, ...meta.scenarios.map((s) => s.id.length), ...meta.skippedScenarios.map((s) => s.id.length));
-  for (const s of meta.scenarios) lines.push(`  ${s.id.padEnd(idWidth)}  ${s.title}${s.id === JUDGED_SCENARIO ? '  <- the bars judge this one' : ''}`);
+  lines.push(
+    'Gateway scenarios (one process each: node bin/gatehouse serve, no runtime flags or tuning variables; ' +
+      'bench/scenarios.ts):',
+  );
+  const idWidth = Math.max(
+    0,
+    ...meta.scenarios.map((s) => s.id.length),
+    ...meta.skippedScenarios.map((s) => s.id.length),
+  );
+  for (const s of meta.scenarios)
+    lines.push(
+      `  ${s.id.padEnd(idWidth)}  ${s.title}${s.id === JUDGED_SCENARIO ? '  <- the bars judge this one' : ''}`,
+    );
   for (const s of meta.skippedScenarios) lines.push(`  ${s.id.padEnd(idWidth)}  SKIPPED: ${s.reason}`);
 
   for (const cell of report.load) {
     lines.push('');
-    lines.push(`${cell.workload === 'json' ? 'JSON chat completion' : 'SSE chat completion (5 events + [DONE])'}, ` +
+    lines.push(
+      `${cell.workload === 'json' ? 'JSON chat completion' : 'SSE chat completion (5 events + [DONE])'}, ` +
         `${cell.connections} connection${cell.connections > 1 ? 's' : ''}: ${p.rounds} × ${p.runSeconds} s ` +
-        `after ${p.warmupSeconds} s warm-up`);
+        `after ${p.warmupSeconds} s warm-up`,
+    );
     const direct = cell.targets.find((t) => t.targetId === 'direct');
     const floor = cell.targets.find((t) => t.targetId === 'floor');
     const judgedCell = cell.workload === 'json' && cell.targets.some((t) => t.targetId === judgedId);
@@ -117,7 +135,14 @@ export function renderReport(report: BenchReport): string {
       const isDirect = t.targetId === 'direct';
       const bars =
         judgedCell && t.targetId === judgedId
-          ? (cell.connections === 50 ? [marker(report.bars, 'json-50c-floor-ratio')] : cell.connections === 1 ? [marker(report.bars, 'json-1c-added-p50'), marker(report.bars, 'json-1c-added-p99')] : []).filter(Boolean).join('; ')
+          ? (cell.connections === 50
+              ? [marker(report.bars, 'json-50c-floor-ratio')]
+              : cell.connections === 1
+                ? [marker(report.bars, 'json-1c-added-p50'), marker(report.bars, 'json-1c-added-p99')]
+                : []
+            )
+              .filter(Boolean)
+              .join('; ')
           : '';
       const problems = t.errors + t.non2xx > 0 ? ` [${t.errors} errors, ${t.non2xx} non-2xx]` : '';
       return [
@@ -134,19 +159,41 @@ export function renderReport(report: BenchReport): string {
         `${bars}${problems}`,
       ];
     });
-    lines.push(...table(['  target', 'req/s', 'spread', 'vs floor', 'p50 ms', 'p99 ms', 'added p50', 'added p99', 'CPU µs/req', 'CPU vs floor'], rows));
+    lines.push(
+      ...table(
+        [
+          '  target',
+          'req/s',
+          'spread',
+          'vs floor',
+          'p50 ms',
+          'p99 ms',
+          'added p50',
+          'added p99',
+          'CPU µs/req',
+          'CPU vs floor',
+        ],
+        rows,
+      ),
+    );
   }
 
   const paced = report.paced;
   if (paced) {
     const floor = paced.targets.find((t) => t.targetId === 'floor');
     lines.push('');
-    lines.push(`Paced streams: N concurrent streams of ${paced.shape.deltas} deltas ${paced.shape.intervalMs} ms ` +
-        `apart; the largest N whose p99 inter-delta gap`);
-    lines.push(`stays under ${paced.gapLimitMs} ms with no stall (a stream incomplete or with a gap ≥ ` +
-        `${paced.stallGapMs} ms). N doubles from ${p.paced.startStreams} (cap ${p.paced.maxStreams}),`);
-    lines.push(`then bisects ${p.paced.bisectSteps}×${p.paced.tries > 1 ? '; a failing N is tried twice' : ''}. ` +
-        `Trials: N:p99 gap ms, /K st = K streams stalled, ✓ pass, ✗ fail.`);
+    lines.push(
+      `Paced streams: N concurrent streams of ${paced.shape.deltas} deltas ${paced.shape.intervalMs} ms ` +
+        `apart; the largest N whose p99 inter-delta gap`,
+    );
+    lines.push(
+      `stays under ${paced.gapLimitMs} ms with no stall (a stream incomplete or with a gap ≥ ` +
+        `${paced.stallGapMs} ms). N doubles from ${p.paced.startStreams} (cap ${p.paced.maxStreams}),`,
+    );
+    lines.push(
+      `then bisects ${p.paced.bisectSteps}×${p.paced.tries > 1 ? '; a failing N is tried twice' : ''}. ` +
+        `Trials: N:p99 gap ms, /K st = K streams stalled, ✓ pass, ✗ fail.`,
+    );
     const rows = paced.targets.map((t) => {
       const at = t.trials.filter((x) => x.pass && x.streams === t.sustained).at(-1);
       return [
@@ -160,14 +207,20 @@ export function renderReport(report: BenchReport): string {
     lines.push(...table(['  target', 'sustained N', 'vs floor', 'p99 gap at N'], rows));
     const width = Math.max(...paced.targets.map((t) => label(t.targetId).length));
     for (const t of paced.targets) {
-      const trials = t.trials.map((x) => `${x.streams}:${ms1(x.p99GapMs)}${x.stalls ? `/${x.stalls}st` : ''}${x.pass ? '✓' : '✗'}`);
+      const trials = t.trials.map(
+        (x) => `${x.streams}:${ms1(x.p99GapMs)}${x.stalls ? `/${x.stalls}st` : ''}${x.pass ? '✓' : '✗'}`,
+      );
       lines.push(`  trials ${label(t.targetId).padEnd(width)}  ${trials.join(' ')}`);
     }
     lines.push('');
-    lines.push('Time to first delta, 1 stream at a time on one keep-alive connection (the upstream sends the first ' +
-        'delta with the');
-    lines.push(`headers): ${paced.ttfbRounds} rounds of ${p.paced.ttfbPerRound} streams per target; medians of the ` +
-        `rounds' p50 and p99`);
+    lines.push(
+      'Time to first delta, 1 stream at a time on one keep-alive connection (the upstream sends the first ' +
+        'delta with the',
+    );
+    lines.push(
+      `headers): ${paced.ttfbRounds} rounds of ${p.paced.ttfbPerRound} streams per target; medians of the ` +
+        `rounds' p50 and p99`,
+    );
     const direct = paced.ttfb.find((t) => t.targetId === 'direct');
     const ttfbRows = paced.ttfb.map((t) => {
       const isDirect = t.targetId === 'direct';
@@ -186,41 +239,81 @@ export function renderReport(report: BenchReport): string {
 
   if (report.rss.length > 0) {
     lines.push('');
-    lines.push('Idle streams held open through each proxy (upstream sends headers + one event, then nothing); RSS ' +
-        'from /proc/PID/status.');
-    lines.push('"fresh, served": started anew, then 0.2 s of calls (JSON, SSE) before the streams. "1 s after": RSS ' +
-        '1 s after the last');
-    lines.push('stream opened; "settled": 20 s later (V8 collects the garbage of opening them once the process goes quiet).');
+    lines.push(
+      'Idle streams held open through each proxy (upstream sends headers + one event, then nothing); RSS ' +
+        'from /proc/PID/status.',
+    );
+    lines.push(
+      '"fresh, served": started anew, then 0.2 s of calls (JSON, SSE) before the streams. "1 s after": RSS ' +
+        '1 s after the last',
+    );
+    lines.push(
+      'stream opened; "settled": 20 s later (V8 collects the garbage of opening them once the process goes quiet).',
+    );
     // The bar's marker goes on the last of a target's fresh rows (the bar takes their median).
-    const lastFresh = new Map(report.rss.map((r, i) => [r.targetId, r.fresh ? i : -1] as const).filter(([, i]) => i >= 0));
+    const lastFresh = new Map(
+      report.rss.map((r, i) => [r.targetId, r.fresh ? i : -1] as const).filter(([, i]) => i >= 0),
+    );
     const rows = report.rss.map((r, i) => [
       `  ${label(r.targetId)} (${r.fresh ? 'fresh, served' : 'after load'})`,
       `${r.open}/${r.requested}`,
       mb(r.rssBeforeBytes),
       mb(r.rssWithStreamsBytes),
       mb(r.anonWithStreamsBytes),
-      r.rssSettledBytes === undefined ? '—' : `${mb(r.rssSettledBytes)} (+${((r.settledAfterMs ?? 0) / 1000).toFixed(0)} s)`,
+      r.rssSettledBytes === undefined
+        ? '—'
+        : `${mb(r.rssSettledBytes)} (+${((r.settledAfterMs ?? 0) / 1000).toFixed(0)} s)`,
       mb(r.rssAfterCloseBytes),
-      r.rssBeforeBytes !== undefined && r.rssWithStreamsBytes !== undefined && r.open > 0 ? `${((r.rssWithStreamsBytes - r.rssBeforeBytes) / r.open / 1024).toFixed(1)} KiB` : '—',
+      r.rssBeforeBytes !== undefined && r.rssWithStreamsBytes !== undefined && r.open > 0
+        ? `${((r.rssWithStreamsBytes - r.rssBeforeBytes) / r.open / 1024).toFixed(1)} KiB`
+        : '—',
       r.targetId === judgedId && r.fresh && lastFresh.get(r.targetId) === i ? marker(report.bars, 'idle-rss') : '',
     ]);
-    lines.push(...table(['  target', 'open', 'RSS before', 'RSS 1 s after', 'of which anon', 'RSS settled', 'RSS after close', 'per stream'], rows));
+    lines.push(
+      ...table(
+        [
+          '  target',
+          'open',
+          'RSS before',
+          'RSS 1 s after',
+          'of which anon',
+          'RSS settled',
+          'RSS after close',
+          'per stream',
+        ],
+        rows,
+      ),
+    );
   }
 
   lines.push('');
   const passed = report.bars.filter((b) => b.pass).length;
-  lines.push(`Bars (scenario ${JUDGED_SCENARIO} against the floor and direct, same run): ${passed} of ` +
-      `${report.bars.length} pass`);
-  if (report.bars.length === 0) lines.push(`  (none: scenario ${JUDGED_SCENARIO} did not run, or the suites that feed them were left out)`);
-  else lines.push(...table(['  bar', 'value', 'limit', 'result', 'from'], report.bars.map((b) => [`  ${b.description}`, barValue(b), barLimit(b), b.pass ? 'PASS' : 'FAIL', b.method])));
+  lines.push(
+    `Bars (scenario ${JUDGED_SCENARIO} against the floor and direct, same run): ${passed} of ` +
+      `${report.bars.length} pass`,
+  );
+  if (report.bars.length === 0)
+    lines.push(`  (none: scenario ${JUDGED_SCENARIO} did not run, or the suites that feed them were left out)`);
+  else
+    lines.push(
+      ...table(
+        ['  bar', 'value', 'limit', 'result', 'from'],
+        report.bars.map((b) => [`  ${b.description}`, barValue(b), barLimit(b), b.pass ? 'PASS' : 'FAIL', b.method]),
+      ),
+    );
 
   const reasons: string[] = [];
-  if ((meta.busyBeforeStart ?? 0) > 0.1) reasons.push(`the machine was ${pct(meta.busyBeforeStart!)} busy before the bench started`);
-  if ((meta.foreignCpuShare ?? 0) > 0.1) reasons.push(`other processes took ${pct(meta.foreignCpuShare!)} of the CPU during the run`);
-  if (report.load.some((c) => c.targets.some((t) => t.rpsSpread > 0.15))) reasons.push('some req/s medians come from rounds more than 15% apart (spread column)');
+  if ((meta.busyBeforeStart ?? 0) > 0.1)
+    reasons.push(`the machine was ${pct(meta.busyBeforeStart!)} busy before the bench started`);
+  if ((meta.foreignCpuShare ?? 0) > 0.1)
+    reasons.push(`other processes took ${pct(meta.foreignCpuShare!)} of the CPU during the run`);
+  if (report.load.some((c) => c.targets.some((t) => t.rpsSpread > 0.15)))
+    reasons.push('some req/s medians come from rounds more than 15% apart (spread column)');
   if (reasons.length > 0) {
     lines.push('');
-    lines.push(`Note: ${reasons.join('; ')}. Numbers are noisy: trust ratios and CPU µs/req more than req/s, and rerun.`);
+    lines.push(
+      `Note: ${reasons.join('; ')}. Numbers are noisy: trust ratios and CPU µs/req more than req/s, and rerun.`,
+    );
   }
   return `${lines.join('\n')}\n`;
 }

@@ -65,13 +65,17 @@ const benchDatabaseUrl = () => process.env[BENCH_DATABASE_URL_ENV]?.trim() || DE
 async function requireKey({ runGatehouse }: ScenarioContext): Promise<PreparedScenario> {
   const created = await runGatehouse(['keys', 'create', '--name', 'bench', '--quiet']);
   const key = created.stdout.trim();
-  if (created.code !== 0 || key === '' || /\s/.test(key)) throw new Error(`gatehouse keys create failed (exit ${created.code}): ${created.stderr || created.stdout}`);
+  if (created.code !== 0 || key === '' || /\s/.test(key))
+    throw new Error(`gatehouse keys create failed (exit ${created.code}): ${created.stderr || created.stdout}`);
   return {
     requestHeaders: { authorization: `Bearer ${key}` },
     // Without the key the gateway must refuse, or the scenario measures open mode.
     async check({ url }) {
       const status = await postStatus(`${url}/v1/chat/completions`);
-      if (status !== 401) throw new Error(`a request without the key answered ${status}, expected 401 (is the key in the gateway's store?)`);
+      if (status !== 401)
+        throw new Error(
+          `a request without the key answered ${status}, expected 401 (is the key in the gateway's store?)`,
+        );
     },
   };
 }
@@ -129,11 +133,17 @@ const scenarios: readonly Scenario[] = [
         async check(gateway) {
           await keyed.check?.(gateway);
           const { rows } = await withPostgres(url, (client) =>
-            client.query<{ n: string }>('SELECT count(*) AS n FROM information_schema.tables WHERE table_schema = $1', [schema]),
+            client.query<{ n: string }>('SELECT count(*) AS n FROM information_schema.tables WHERE table_schema = $1', [
+              schema,
+            ]),
           );
-          if (Number(rows[0]?.n ?? 0) === 0) throw new Error(`postgres: the gateway created no tables in schema ${schema} at ${describeUrl(url)}`);
+          if (Number(rows[0]?.n ?? 0) === 0)
+            throw new Error(`postgres: the gateway created no tables in schema ${schema} at ${describeUrl(url)}`);
         },
-        cleanup: () => withPostgres(url, (client) => client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)).then(() => undefined),
+        cleanup: () =>
+          withPostgres(url, (client) => client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`)).then(
+            () => undefined,
+          ),
       };
     },
   },

@@ -12,7 +12,10 @@ export function percentile(samples: ArrayLike<number>, p: number): number {
 
 /** The median of per-round values, ignoring NaN (a failed round); NaN when nothing is left. */
 export function median(values: readonly number[]): number {
-  return percentile(values.filter((v) => !Number.isNaN(v)), 50);
+  return percentile(
+    values.filter((v) => !Number.isNaN(v)),
+    50,
+  );
 }
 
 /** A growable sample buffer that stops recording past `max` samples (bounded memory). */

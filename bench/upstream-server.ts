@@ -21,7 +21,9 @@ const CHAT_JSON = Buffer.from(
     object: 'chat.completion',
     created: 1_700_000_000,
     model: 'bench-model',
-    choices: [{ index: 0, message: { role: 'assistant', content: 'Hello! How can I help you today?' }, finish_reason: 'stop' }],
+    choices: [
+      { index: 0, message: { role: 'assistant', content: 'Hello! How can I help you today?' }, finish_reason: 'stop' },
+    ],
     usage: { prompt_tokens: 9, completion_tokens: 9, total_tokens: 18 },
   }),
 );
@@ -110,7 +112,9 @@ function handle(req: IncomingMessage, res: ServerResponse, body: Buffer): void {
   if (req.method === 'POST' && url.pathname === '/v1/chat/completions') return chatCompletions(body, res);
   if (req.method === 'POST' && url.pathname === '/v1/bench/timed-stream') return timedStream(url.searchParams, res);
   if (req.method === 'POST' && url.pathname === '/v1/bench/idle-stream') return idleStream(url.searchParams, res);
-  const notFound = Buffer.from(JSON.stringify({ error: { message: `no bench route for ${req.method} ${url.pathname}`, type: 'not_found_error' } }));
+  const notFound = Buffer.from(
+    JSON.stringify({ error: { message: `no bench route for ${req.method} ${url.pathname}`, type: 'not_found_error' } }),
+  );
   res.writeHead(404, { 'content-type': 'application/json', 'content-length': notFound.length });
   res.end(notFound);
 }

@@ -31,7 +31,8 @@ function luaString(text: string): string {
 
 function luaScript(request: LoadRequest): string {
   const lines = [`wrk.method = ${luaString(request.method)}`, `wrk.body = ${luaString(request.body)}`];
-  for (const [name, value] of Object.entries(request.headers)) lines.push(`wrk.headers[ ${luaString(name)} ] = ${luaString(value)}`); // spaces: `[[[` would open a long string
+  for (const [name, value] of Object.entries(request.headers))
+    lines.push(`wrk.headers[ ${luaString(name)} ] = ${luaString(value)}`); // spaces: `[[[` would open a long string
   return `${lines.join('\n')}\n`;
 }
 
@@ -70,7 +71,15 @@ export function runWrk(
   const script = join(dir, 'request.lua');
   writeFileSync(script, luaScript(request));
   // wrk takes whole seconds; one thread, since the servers need the other core.
-  const args = ['-t1', `-c${connections}`, `-d${Math.max(1, Math.round(seconds))}s`, '--latency', '-s', script, baseUrl + request.path];
+  const args = [
+    '-t1',
+    `-c${connections}`,
+    `-d${Math.max(1, Math.round(seconds))}s`,
+    '--latency',
+    '-s',
+    script,
+    baseUrl + request.path,
+  ];
   return new Promise<LoadRunResult>((resolve, reject) => {
     const child = spawn('wrk', args, { stdio: ['ignore', 'pipe', 'pipe'] });
     let output = '';
@@ -87,7 +96,8 @@ export function runWrk(
       clearTimeout(killer);
       rmSync(dir, { recursive: true, force: true });
       const result = parseWrkOutput(output);
-      if (code !== 0 || Number.isNaN(result.rps)) reject(new Error(`wrk failed (exit ${code}):\n${output.slice(-2000)}`));
+      if (code !== 0 || Number.isNaN(result.rps))
+        reject(new Error(`wrk failed (exit ${code}):\n${output.slice(-2000)}`));
       else resolve(result);
     });
   });

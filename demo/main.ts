@@ -55,6 +55,8 @@ async function demo(): Promise<void> {
 }
 
 demo().catch((error: unknown) => {
-  process.stderr.write(`demo: ${error instanceof SettingsError ? error.message : String((error as Error)?.stack ?? error)}\n`);
+  process.stderr.write(
+    `demo: ${error instanceof SettingsError ? error.message : String((error as Error)?.stack ?? error)}\n`,
+  );
   process.exit(1);
 });

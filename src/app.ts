@@ -22,14 +22,25 @@ import { createUsageAccounting, type UsageAccounting, type UsageAccountingOption
 
 /** Fastify's compiler factories when a route declares a schema: there must be none (see buildApp). */
 function refuseRouteSchemas(): never {
-  throw new Error('Gatehouse routes declare no Fastify schemas: validate the body in the handler and throw a GatewayError (src/core/errors.ts).');
+  throw new Error(
+    'Gatehouse routes declare no Fastify schemas: validate the body in the handler and throw a GatewayError (src/core/errors.ts).',
+  );
 }
 
 /** Open mode: no key records, everyone may call. For tests and tools without a store. */
-export const NO_KEYS: KeyVerifier & KeyUseRecorder = { hasAnyKeys: () => false, verify: () => undefined, markUsed: () => undefined };
+export const NO_KEYS: KeyVerifier & KeyUseRecorder = {
+  hasAnyKeys: () => false,
+  verify: () => undefined,
+  markUsed: () => undefined,
+};
 
 function bodyTooLarge(limit: number): GatewayError {
-  const size = limit % (1024 * 1024) === 0 ? `${limit / (1024 * 1024)} MiB` : limit % 1024 === 0 ? `${limit / 1024} KiB` : `${limit} bytes`;
+  const size =
+    limit % (1024 * 1024) === 0
+      ? `${limit / (1024 * 1024)} MiB`
+      : limit % 1024 === 0
+        ? `${limit / 1024} KiB`
+        : `${limit} bytes`;
   return new GatewayError('body_too_large', { message: `The request body exceeds this route's limit of ${size}.` });
 }
 
@@ -69,7 +80,8 @@ export async function buildApp(input: BuildAppInput): Promise<App> {
       idleTimeoutMs: settings.idleTimeoutMs,
       connections: settings.upstreamConnections,
     });
-  const usage = input.usage ?? createUsageAccounting({ ...input.usageOptions, settings, store: input.admin?.store, logger });
+  const usage =
+    input.usage ?? createUsageAccounting({ ...input.usageOptions, settings, store: input.admin?.store, logger });
   // With GATEHOUSE_REDIS_URL: the first calls already count in Redis (waits ~1 s at most when it is down).
   await usage.ready();
   const deps: RouteDeps = {
@@ -77,7 +89,9 @@ export async function buildApp(input: BuildAppInput): Promise<App> {
     usage,
     forwarder,
     keys: input.keys ?? input.admin?.index ?? NO_KEYS,
-    listModels: input.listModels ?? (() => Promise.reject(Object.assign(new Error('no model lister configured'), { kind: 'unreachable' }))),
+    listModels:
+      input.listModels ??
+      (() => Promise.reject(Object.assign(new Error('no model lister configured'), { kind: 'unreachable' }))),
   };
 
   let inFlight = 0;
@@ -123,9 +137,11 @@ export async function buildApp(input: BuildAppInput): Promise<App> {
     const format = wireFormatForPath(request.url);
     let gatewayError: GatewayError;
     if (isGatewayError(error)) gatewayError = error;
-    else if (error.validation) gatewayError = new GatewayError('validation_failed', { message: error.message, details: error.validation });
+    else if (error.validation)
+      gatewayError = new GatewayError('validation_failed', { message: error.message, details: error.validation });
     else if (error.statusCode === 413) gatewayError = bodyTooLarge(request.routeOptions.bodyLimit);
-    else if (error.statusCode === 415) gatewayError = new GatewayError('unsupported_media_type', { message: error.message });
+    else if (error.statusCode === 415)
+      gatewayError = new GatewayError('unsupported_media_type', { message: error.message });
     else if (error.statusCode === 400) gatewayError = new GatewayError('bad_request', { message: error.message });
     else {
       request.log.error({ err: error }, 'unexpected error');
@@ -134,14 +150,22 @@ export async function buildApp(input: BuildAppInput): Promise<App> {
     void reply.code(gatewayError.status).headers(gatewayError.headers).send(errorBody(gatewayError, format));
   });
   fastify.setNotFoundHandler((request, reply) => {
-    const error = new GatewayError('not_found', { message: `No route for ${request.method} ${request.url.split('?')[0]}.` });
+    const error = new GatewayError('not_found', {
+      message: `No route for ${request.method} ${request.url.split('?')[0]}.`,
+    });
     void reply.code(404).send(errorBody(error, wireFormatForPath(request.url)));
   });
   const accessLog = createAccessLog(logger);
   fastify.addHook('onResponse', (request, reply, done) => {
     const url = request.url;
     const q = url.indexOf('?');
-    accessLog({ req_id: request.id, method: request.method, path: q < 0 ? url : url.slice(0, q), status: reply.statusCode, ms: Math.round(reply.elapsedTime * 100) / 100 });
+    accessLog({
+      req_id: request.id,
+      method: request.method,
+      path: q < 0 ? url : url.slice(0, q),
+      status: reply.statusCode,
+      ms: Math.round(reply.elapsedTime * 100) / 100,
+    });
     done();
   });
 

@@ -11,18 +11,36 @@ const MAX_WAITING_BYTES = 8 * 1024 * 1024;
  * out together in the next one, and pino writes what still waits synchronously at process exit.
  * `tee` (the dashboard's log ring) gets every line stdout gets.
  */
-export function createLogger(level: string, destination?: pino.DestinationStream, tee?: pino.DestinationStream): Logger {
+export function createLogger(
+  level: string,
+  destination?: pino.DestinationStream,
+  tee?: pino.DestinationStream,
+): Logger {
   const out = destination ?? pino.destination({ dest: 1, sync: false, maxLength: MAX_WAITING_BYTES });
-  const streams = tee ? pino.multistream([{ level: 'trace', stream: out }, { level: 'trace', stream: tee }]) : out;
+  const streams = tee
+    ? pino.multistream([
+        { level: 'trace', stream: out },
+        { level: 'trace', stream: tee },
+      ])
+    : out;
   return pino(
     {
       level,
       base: undefined,
       redact: {
         paths: [
-          'req.headers.authorization', 'req.headers["x-api-key"]', 'req.headers["api-key"]', 'req.headers.cookie',
-          'headers.authorization', 'headers["x-api-key"]', 'headers["api-key"]', 'headers.cookie',
-          'password', 'secret', 'token', 'apiKey',
+          'req.headers.authorization',
+          'req.headers["x-api-key"]',
+          'req.headers["api-key"]',
+          'req.headers.cookie',
+          'headers.authorization',
+          'headers["x-api-key"]',
+          'headers["api-key"]',
+          'headers.cookie',
+          'password',
+          'secret',
+          'token',
+          'apiKey',
         ],
         censor: '[REDACTED]',
       },

@@ -27,14 +27,32 @@ export async function startGateway(settings: Readonly<Settings>): Promise<Runnin
   // Where, never how: the URL may carry a password, so only host/database/schema are logged.
   const location = describeStoreLocation(settings);
   const applied = store.migrationsApplied.length > 0 ? `, applied ${store.migrationsApplied.length} migration(s)` : '';
-  logger.info({ store: store.kind, location, migrations_applied: store.migrationsApplied }, `store: ${location}${applied}`);
+  logger.info(
+    { store: store.kind, location, migrations_applied: store.migrationsApplied },
+    `store: ${location}${applied}`,
+  );
   const { setupToken } = await prepareAdminAccess({ store, adminPassword: settings.adminPassword, logger });
-  const index = await KeyIndex.open(store, { onError: (error, during) => logger.error({ err: error }, `key index ${during} failed`) });
-  const upstream = createLlamaSwapClient({ baseUrl: settings.upstreamUrl, apiKey: settings.upstreamApiKey, timeoutMs: 10_000 });
-  const configEditor = new ConfigEditor({ configFile: settings.inferenceConfigFile, schemaSource: settings.inferenceConfigSchema, dataDir: settings.dataDir, proxyLog: upstream, logger });
+  const index = await KeyIndex.open(store, {
+    onError: (error, during) => logger.error({ err: error }, `key index ${during} failed`),
+  });
+  const upstream = createLlamaSwapClient({
+    baseUrl: settings.upstreamUrl,
+    apiKey: settings.upstreamApiKey,
+    timeoutMs: 10_000,
+  });
+  const configEditor = new ConfigEditor({
+    configFile: settings.inferenceConfigFile,
+    schemaSource: settings.inferenceConfigSchema,
+    dataDir: settings.dataDir,
+    proxyLog: upstream,
+    logger,
+  });
   const configTarget = await configEditor.target();
   if (configTarget.enabled) {
-    logger.info({ path: configTarget.path, realPath: configTarget.realPath }, `config editor on: ${configTarget.realPath}`);
+    logger.info(
+      { path: configTarget.path, realPath: configTarget.realPath },
+      `config editor on: ${configTarget.realPath}`,
+    );
     configEditor.start();
   } else {
     logger.info({ config_editor: 'off' }, configTarget.reason);
@@ -50,7 +68,10 @@ export async function startGateway(settings: Readonly<Settings>): Promise<Runnin
     closeables: [configEditor, index, store, upstream],
   });
   const url = await app.listen(settings.port, settings.host);
-  logger.info({ url, upstream: settings.upstreamUrl.origin, store: store.kind }, `Gatehouse listening on ${url}, forwarding /v1 to ${settings.upstreamUrl.origin}`);
+  logger.info(
+    { url, upstream: settings.upstreamUrl.origin, store: store.kind },
+    `Gatehouse listening on ${url}, forwarding /v1 to ${settings.upstreamUrl.origin}`,
+  );
   logAuthMode(logger, index, settings.host);
   logUsageMode(logger, app, index, settings);
   logLimitsMode(logger, settings);
@@ -60,30 +81,52 @@ export async function startGateway(settings: Readonly<Settings>): Promise<Runnin
 
 function logAuthMode(logger: Logger, index: KeyIndex, host: string): void {
   if (index.hasAnyKeys()) {
-    logger.info({ auth: 'protected', keys: index.size }, `API is PROTECTED: every /v1 call needs one of the ${index.size} API key(s).`);
+    logger.info(
+      { auth: 'protected', keys: index.size },
+      `API is PROTECTED: every /v1 call needs one of the ${index.size} API key(s).`,
+    );
     return;
   }
   const loopback = host === '127.0.0.1' || host === '::1' || host === 'localhost' || host.startsWith('127.');
-  const message = 'API is OPEN: no API keys exist, so /v1 accepts calls without a key. Create one with `./bin/gatehouse keys create --name <name>` to protect it.';
+  const message =
+    'API is OPEN: no API keys exist, so /v1 accepts calls without a key. Create one with `./bin/gatehouse keys create --name <name>` to protect it.';
   if (loopback) logger.info({ auth: 'open' }, message);
-  else logger.warn({ auth: 'open', host }, `${message} WARNING: listening on ${host}, so anyone on the network can use your models.`);
+  else
+    logger.warn(
+      { auth: 'open', host },
+      `${message} WARNING: listening on ${host}, so anyone on the network can use your models.`,
+    );
 }
 
 function logUsageMode(logger: Logger, app: App, index: KeyIndex, settings: Readonly<Settings>): void {
-  const capture = settings.usageCaptureBytes > 0 ? `first ${settings.usageCaptureBytes} bytes of bodies kept` : 'bodies not kept';
+  const capture =
+    settings.usageCaptureBytes > 0 ? `first ${settings.usageCaptureBytes} bytes of bodies kept` : 'bodies not kept';
   const retentionDays = Math.round((settings.usageRetentionMs / 86_400_000) * 100) / 100;
   if (app.usage.recording) {
-    logger.info({ usage: 'recording', retention_days: retentionDays, capture_bytes: settings.usageCaptureBytes }, `Usage: every /v1 call is recorded (kept ${retentionDays} days, ${capture}); metrics at /metrics${settings.metricsToken ? ' (Bearer token required)' : ''}.`);
+    logger.info(
+      { usage: 'recording', retention_days: retentionDays, capture_bytes: settings.usageCaptureBytes },
+      `Usage: every /v1 call is recorded (kept ${retentionDays} days, ${capture}); metrics at /metrics${settings.metricsToken ? ' (Bearer token required)' : ''}.`,
+    );
     return;
   }
-  logger.info({ usage: 'off' }, 'Usage: recording is OFF (GATEHOUSE_USAGE_RECORDING=false): no request log, no token counts.');
-  if (index.anyKeyHasTpmLimit()) logger.warn({ usage: 'off' }, 'Some API keys have a tokens-per-minute limit, which cannot be enforced while usage recording is off.');
+  logger.info(
+    { usage: 'off' },
+    'Usage: recording is OFF (GATEHOUSE_USAGE_RECORDING=false): no request log, no token counts.',
+  );
+  if (index.anyKeyHasTpmLimit())
+    logger.warn(
+      { usage: 'off' },
+      'Some API keys have a tokens-per-minute limit, which cannot be enforced while usage recording is off.',
+    );
 }
 
 /** With Redis the limit store logs its own state (connected, unreachable, back). */
 function logLimitsMode(logger: Logger, settings: Readonly<Settings>): void {
   if (settings.redisUrl !== undefined || settings.databaseUrl === undefined) return;
-  logger.info({ limits: 'replica' }, 'Limits: per-key rpm/tpm/concurrency limits are counted by each replica on its own (N replicas allow up to N times a limit); set GATEHOUSE_REDIS_URL to share them.');
+  logger.info(
+    { limits: 'replica' },
+    'Limits: per-key rpm/tpm/concurrency limits are counted by each replica on its own (N replicas allow up to N times a limit); set GATEHOUSE_REDIS_URL to share them.',
+  );
 }
 
 /**
@@ -100,10 +143,16 @@ export async function serve(settings: Readonly<Settings>): Promise<void> {
     }
     stopping = true;
     const inFlight = gateway.app.inFlight();
-    gateway.logger.info({ signal, in_flight: inFlight, grace_ms: settings.shutdownGraceMs }, 'shutting down: no new connections; letting in-flight requests finish');
+    gateway.logger.info(
+      { signal, in_flight: inFlight, grace_ms: settings.shutdownGraceMs },
+      'shutting down: no new connections; letting in-flight requests finish',
+    );
     gateway.stop().then(
       ({ drained }) => {
-        gateway.logger.info({ drained }, drained ? 'shutdown complete' : 'grace period over: remaining connections closed');
+        gateway.logger.info(
+          { drained },
+          drained ? 'shutdown complete' : 'grace period over: remaining connections closed',
+        );
         process.exit(0);
       },
       (error: unknown) => {

@@ -80,13 +80,20 @@ interface SettingSpec<K extends keyof Settings> {
 
 const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 const SIZE_UNITS: Record<string, number> = {
-  b: 1, kb: 1000, kib: 1024, mb: 1000 ** 2, mib: 1024 ** 2, gb: 1000 ** 3, gib: 1024 ** 3,
+  b: 1,
+  kb: 1000,
+  kib: 1024,
+  mb: 1000 ** 2,
+  mib: 1024 ** 2,
+  gb: 1000 ** 3,
+  gib: 1024 ** 3,
 };
 
 /** `"30s"`, `"500ms"`, `"10m"`. A bare number is refused: units are never guessed. */
 export const parseDuration: Parser<number> = (raw, name) => {
   const match = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)$/i.exec(raw.trim());
-  if (!match) throw new SettingsError(`${name}: "${raw}" is not a duration; use a number with a unit, e.g. 500ms, 30s, 10m, 1h`);
+  if (!match)
+    throw new SettingsError(`${name}: "${raw}" is not a duration; use a number with a unit, e.g. 500ms, 30s, 10m, 1h`);
   return Math.round(Number(match[1]) * DURATION_UNITS[match[2]!.toLowerCase()]!);
 };
 
@@ -94,13 +101,15 @@ export const parseDuration: Parser<number> = (raw, name) => {
 export const parseSize: Parser<number> = (raw, name) => {
   const match = /^(\d+(?:\.\d+)?)\s*([a-z]*)$/i.exec(raw.trim());
   const unit = SIZE_UNITS[(match?.[2] || 'b').toLowerCase()];
-  if (!match || unit === undefined) throw new SettingsError(`${name}: "${raw}" is not a size; use e.g. 50MiB, 10MB or a number of bytes`);
+  if (!match || unit === undefined)
+    throw new SettingsError(`${name}: "${raw}" is not a size; use e.g. 50MiB, 10MB or a number of bytes`);
   return Math.floor(Number(match[1]) * unit);
 };
 
 const parsePort: Parser<number> = (raw, name) => {
   const port = Number(raw);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new SettingsError(`${name}: "${raw}" is not a TCP port (0-65535)`);
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    throw new SettingsError(`${name}: "${raw}" is not a TCP port (0-65535)`);
   return port;
 };
 
@@ -111,7 +120,8 @@ const parseUrl: Parser<URL> = (raw, name) => {
   } catch {
     throw new SettingsError(`${name}: "${raw}" is not a URL (expected e.g. http://127.0.0.1:8080)`);
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new SettingsError(`${name}: only http:// and https:// are supported`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new SettingsError(`${name}: only http:// and https:// are supported`);
   return url;
 };
 
@@ -123,7 +133,10 @@ const parseConnections: Parser<number> = (raw, name) => {
 const parseString: Parser<string> = (raw) => raw;
 const parseOptional: Parser<string | undefined> = (raw) => (raw === '' ? undefined : raw);
 const parseProxyList: Parser<readonly string[]> = (raw, name) => {
-  const entries = raw.split(',').map((s) => s.trim()).filter(Boolean);
+  const entries = raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   try {
     parseTrustedProxies(entries);
   } catch (error) {
@@ -136,7 +149,8 @@ const parseAdminPassword: Parser<string | undefined> = (raw, name) => {
   if (raw === '') return undefined;
   if (isTooLong(raw)) throw new SettingsError(`${name}: must be at most ${MAX_PASSWORD_LENGTH} characters`);
   const length = countCharacters(raw);
-  if (length < MIN_PASSWORD_LENGTH) throw new SettingsError(`${name}: must be at least ${MIN_PASSWORD_LENGTH} characters (it has ${length})`);
+  if (length < MIN_PASSWORD_LENGTH)
+    throw new SettingsError(`${name}: must be at least ${MIN_PASSWORD_LENGTH} characters (it has ${length})`);
   return raw;
 };
 /** Sessions never outlive 30 days (`auth/admin-sessions.ts`), so a longer idle TTL would be a lie. */
@@ -155,7 +169,8 @@ const parseSchemaSource: Parser<string | undefined> = (raw, name) => {
     } catch {
       throw new SettingsError(`${name}: "${raw}" is not a URL`);
     }
-    if (!['http:', 'https:', 'file:'].includes(url.protocol)) throw new SettingsError(`${name}: use a file path or an http(s):// (or file://) URL`);
+    if (!['http:', 'https:', 'file:'].includes(url.protocol))
+      throw new SettingsError(`${name}: use a file path or an http(s):// (or file://) URL`);
   }
   return raw;
 };
@@ -172,7 +187,8 @@ const parseRetention: Parser<number> = (raw, name) => {
 };
 const parseCaptureSize: Parser<number> = (raw, name) => {
   const bytes = parseSize(raw, name);
-  if (bytes > 1024 * 1024) throw new SettingsError(`${name}: "${raw}" is over the 1MiB cap (every captured call is stored)`);
+  if (bytes > 1024 * 1024)
+    throw new SettingsError(`${name}: "${raw}" is over the 1MiB cap (every captured call is stored)`);
   return bytes;
 };
 /** Never echoes the value: the URL may carry a password. */
@@ -182,15 +198,23 @@ const parseDatabaseUrl: Parser<string | undefined> = (raw, name) => {
   try {
     url = new URL(raw.trim());
   } catch {
-    throw new SettingsError(`${name}: not a URL; expected postgres://user:password@host:5432/database (percent-encode special characters in the password)`);
+    throw new SettingsError(
+      `${name}: not a URL; expected postgres://user:password@host:5432/database (percent-encode special characters in the password)`,
+    );
   }
-  if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') throw new SettingsError(`${name}: only postgres:// and postgresql:// URLs are supported (got ${url.protocol}//...)`);
+  if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:')
+    throw new SettingsError(
+      `${name}: only postgres:// and postgresql:// URLs are supported (got ${url.protocol}//...)`,
+    );
   return raw.trim();
 };
 /** Interpolated into DDL and LISTEN channel names, so only a plain lowercase identifier. */
 const parseDatabaseSchema: Parser<string | undefined> = (raw, name) => {
   if (raw.trim() === '') return undefined;
-  if (!/^[a-z_][a-z0-9_]{0,39}$/.test(raw)) throw new SettingsError(`${name}: "${raw}" must be lowercase letters, digits and _ (at most 40 characters, not starting with a digit)`);
+  if (!/^[a-z_][a-z0-9_]{0,39}$/.test(raw))
+    throw new SettingsError(
+      `${name}: "${raw}" must be lowercase letters, digits and _ (at most 40 characters, not starting with a digit)`,
+    );
   return raw;
 };
 /**
@@ -206,15 +230,22 @@ const parsePublicUrl: Parser<string | undefined> = (raw, name) => {
   try {
     url = new URL(value);
   } catch {
-    throw new SettingsError(`${name}: "${raw}" is not a URL; expected e.g. https://llm.example.com or http://192.168.1.5:3000`);
+    throw new SettingsError(
+      `${name}: "${raw}" is not a URL; expected e.g. https://llm.example.com or http://192.168.1.5:3000`,
+    );
   }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new SettingsError(`${name}: only http:// and https:// are supported`);
-  if (url.username !== '' || url.password !== '') throw new SettingsError(`${name}: must not contain a user or password`);
-  if (url.search !== '' || url.hash !== '' || /[?#]/.test(value)) throw new SettingsError(`${name}: must not have a query or fragment`);
+  if (url.protocol !== 'http:' && url.protocol !== 'https:')
+    throw new SettingsError(`${name}: only http:// and https:// are supported`);
+  if (url.username !== '' || url.password !== '')
+    throw new SettingsError(`${name}: must not contain a user or password`);
+  if (url.search !== '' || url.hash !== '' || /[?#]/.test(value))
+    throw new SettingsError(`${name}: must not have a query or fragment`);
   const path = url.pathname.replace(/\/+$/, '');
   if (/\/v1$/i.test(path)) {
-    throw new SettingsError(`${name}: "${raw}" ends in /v1; give the address without it (the Endpoints page adds /v1 for ` +
-        `OpenAI-style clients)`);
+    throw new SettingsError(
+      `${name}: "${raw}" ends in /v1; give the address without it (the Endpoints page adds /v1 for ` +
+        `OpenAI-style clients)`,
+    );
   }
   return `${url.origin}${path}`;
 };
@@ -226,31 +257,45 @@ const parseRedisUrl: Parser<string | undefined> = (raw, name) => {
   try {
     url = new URL(value);
   } catch {
-    throw new SettingsError(`${name}: not a URL; expected redis://[:password@]host:6379[/db] (percent-encode special characters in the password)`);
+    throw new SettingsError(
+      `${name}: not a URL; expected redis://[:password@]host:6379[/db] (percent-encode special characters in the password)`,
+    );
   }
-  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:') throw new SettingsError(`${name}: only redis:// and rediss:// (TLS) URLs are supported (got ${url.protocol}//...)`);
+  if (url.protocol !== 'redis:' && url.protocol !== 'rediss:')
+    throw new SettingsError(`${name}: only redis:// and rediss:// (TLS) URLs are supported (got ${url.protocol}//...)`);
   if (url.hostname === '') throw new SettingsError(`${name}: the URL has no host`);
-  if (!/^\/?\d*$/.test(url.pathname)) throw new SettingsError(`${name}: the path must be a database number (redis://host:6379/0)`);
+  if (!/^\/?\d*$/.test(url.pathname))
+    throw new SettingsError(`${name}: the path must be a database number (redis://host:6379/0)`);
   return value;
 };
 /** Keys are `<prefix>limits:{<key id>}:...`; printable ASCII without spaces keeps them readable in redis-cli. */
 const parseRedisPrefix: Parser<string> = (raw, name) => {
-  if (!/^[\x21-\x7e]{0,64}$/.test(raw)) throw new SettingsError(`${name}: "${raw}" must be at most 64 printable ASCII characters without spaces`);
+  if (!/^[\x21-\x7e]{0,64}$/.test(raw))
+    throw new SettingsError(`${name}: "${raw}" must be at most 64 printable ASCII characters without spaces`);
   return raw;
 };
 /** `*`, or a comma-separated list of origins (`https://app.example.com`); normalised as browsers send them. */
 const parseCorsOrigins: Parser<'*' | readonly string[]> = (raw, name) => {
   if (raw.trim() === '*') return '*';
   const origins: string[] = [];
-  for (const entry of raw.split(',').map((s) => s.trim()).filter(Boolean)) {
+  for (const entry of raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     let url: URL | undefined;
     try {
       url = new URL(entry);
     } catch {
       url = undefined;
     }
-    if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.origin !== entry.replace(/\/+$/, '').toLowerCase()) {
-      throw new SettingsError(`${name}: "${entry}" is not an origin; use * or scheme://host[:port] without a path, e.g. https://app.example.com`);
+    if (
+      !url ||
+      (url.protocol !== 'http:' && url.protocol !== 'https:') ||
+      url.origin !== entry.replace(/\/+$/, '').toLowerCase()
+    ) {
+      throw new SettingsError(
+        `${name}: "${entry}" is not an origin; use * or scheme://host[:port] without a path, e.g. https://app.example.com`,
+      );
     }
     origins.push(url.origin);
   }
@@ -264,52 +309,262 @@ const parseLogLevel: Parser<Settings['logLevel']> = (raw, name) => {
 };
 
 export const SETTINGS: ReadonlyArray<SettingSpec<keyof Settings>> = [
-  { key: 'host', env: 'HOST', flag: '--host', default: '0.0.0.0', parse: parseString, description: 'Address the gateway listens on.' },
-  { key: 'port', env: 'PORT', flag: '--port', default: '3000', parse: parsePort, description: 'TCP port the gateway listens on (0 picks a free one).' },
-  { key: 'upstreamUrl', env: 'GATEHOUSE_UPSTREAM_URL', flag: '--upstream', default: 'http://127.0.0.1:8080', parse: parseUrl, description: "llama-swap's base URL." },
-  { key: 'upstreamApiKey', env: 'GATEHOUSE_UPSTREAM_API_KEY', default: undefined, parse: parseOptional, secret: true, description: 'Sent to llama-swap as `Authorization: Bearer` when llama-swap has `apiKeys` set. Client credentials ' +
-        'are never forwarded.' },
-  { key: 'connectTimeoutMs', env: 'GATEHOUSE_CONNECT_TIMEOUT', default: '10s', parse: parseDuration, description: 'Time allowed to open a connection to llama-swap (then 504; a refused connection is 502 at once).' },
-  { key: 'headersTimeoutMs', env: 'GATEHOUSE_HEADERS_TIMEOUT', default: '10m', parse: parseDuration, description: "Time allowed until llama-swap's response headers arrive (then 504). Large models take minutes to load." },
-  { key: 'idleTimeoutMs', env: 'GATEHOUSE_IDLE_TIMEOUT', default: '5m', parse: parseDuration, description: 'Longest silence allowed inside a streamed response body (then one terminal error event).' },
-  { key: 'upstreamConnections', env: 'GATEHOUSE_UPSTREAM_CONNECTIONS', default: '1024', parse: parseConnections, description: 'Most connections open to llama-swap at once. Every stream holds one for its whole life; calls ' +
-        'beyond wait for a free one.' },
-  { key: 'bodyTimeoutMs', env: 'GATEHOUSE_BODY_TIMEOUT', flag: '--body-timeout', default: '60s', parse: parseDuration, description: 'Longest pause between two bytes of a request body; then 408. Bodies are received whole before ' +
-        'anything is forwarded.' },
-  { key: 'bodyLimitBytes', env: 'GATEHOUSE_BODY_LIMIT', flag: '--body-limit', default: '50MiB', parse: parseSize, description: 'Largest request body accepted (then 413), counted as it arrives.' },
-  { key: 'shutdownGraceMs', env: 'GATEHOUSE_SHUTDOWN_GRACE', default: '30s', parse: parseDuration, description: 'On SIGTERM/SIGINT, how long in-flight requests and streams may run before the process exits.' },
-  { key: 'logLevel', env: 'GATEHOUSE_LOG_LEVEL', flag: '--log-level', default: 'info', parse: parseLogLevel, description: 'pino log level: fatal, error, warn, info, debug, trace, silent.' },
-  { key: 'dataDir', env: 'GATEHOUSE_DATA_DIR', flag: '--data-dir', default: './data', parse: parseString, description: 'Directory for the embedded SQLite store (created if missing).' },
-  { key: 'databaseUrl', env: 'GATEHOUSE_DATABASE_URL', default: undefined, parse: parseDatabaseUrl, secret: true, description: 'PostgreSQL connection URL (`postgres://user:password@host:5432/db`); set, keys, sessions and usage live there and several replicas can share them. Unset: the SQLite file in the data dir. Only host and database are ever logged. `GATEHOUSE_DATABASE_URL_FILE` reads it from a file instead.' },
-  { key: 'databaseSchema', env: 'GATEHOUSE_DATABASE_SCHEMA', default: undefined, parse: parseDatabaseSchema, description: 'PostgreSQL schema for the tables (created if missing), to share one database with other ' +
-        'applications. Unset: `public`. Needs `GATEHOUSE_DATABASE_URL`.' },
-  { key: 'adminToken', env: 'GATEHOUSE_ADMIN_TOKEN', default: undefined, parse: parseOptional, secret: true, description: 'Bearer token for scripts calling the admin API (`/api/*`). Unset: no token access.' },
-  { key: 'adminPassword', env: 'GATEHOUSE_ADMIN_PASSWORD', default: undefined, parse: parseAdminPassword, secret: true, description: 'Sets the dashboard admin password at start (at least 12 characters), for containers; no setup link ' +
-        'is printed and the password cannot be changed from the dashboard. `GATEHOUSE_ADMIN_PASSWORD_FILE` ' +
-        'reads it from a file instead.' },
-  { key: 'trustedProxies', env: 'GATEHOUSE_TRUSTED_PROXIES', default: '', parse: parseProxyList, description: 'Comma-separated IP addresses/CIDRs of reverse proxies whose `X-Forwarded-For`, `-Proto` and `-Host` ' +
-        'are believed (client address for the login rate limit, HTTPS for the `Secure` cookie, origin check, ' +
-        'and the `X-Forwarded-Proto`/`-For` passed on to llama-swap). Unset: none.' },
-  { key: 'corsOrigins', env: 'GATEHOUSE_CORS_ORIGINS', default: '*', parse: parseCorsOrigins, description: 'Web origins whose pages may call `/v1` from a browser (CORS): `*` for any, or a comma-separated list of origins (`https://app.example.com,http://localhost:5173`). API keys are bearer tokens, not cookies, so `*` gives a page nothing without a key. `/api/*` never answers another origin.' },
-  { key: 'readyTimeoutMs', env: 'GATEHOUSE_READY_TIMEOUT', default: '2s', parse: parseDuration, description: "How long `GET /readyz` waits for llama-swap's `/health` before answering 503." },
-  { key: 'sessionTtlMs', env: 'GATEHOUSE_SESSION_TTL', default: '7d', parse: parseSessionTtl, description: 'A dashboard session ends after this long without a request (sliding; 5m to 30d). Whatever the ' +
-        'activity, a session ends 30 days after sign-in.' },
-  { key: 'usageRecording', env: 'GATEHOUSE_USAGE_RECORDING', default: 'true', parse: parseBoolean, description: 'Record every /v1 call (time, key, model, tokens, latency...) in the request log. `false`: no record ' +
-        'is written and responses are not tapped for tokens (metrics still count calls and latency; TPM ' +
-        'limits cannot be enforced).' },
-  { key: 'usageRetentionMs', env: 'GATEHOUSE_USAGE_RETENTION', default: '30d', parse: parseRetention, description: 'How long usage records are kept (pruned hourly, in small batches). At least 1h.' },
-  { key: 'usageCaptureBytes', env: 'GATEHOUSE_USAGE_CAPTURE_BYTES', default: '0', parse: parseCaptureSize, description: 'Keep the first N bytes of every request and response body in the request log (JSON and text only), ' +
-        'e.g. `16KiB`; at most `1MiB`. `0`: bodies are never stored.' },
-  { key: 'metricsToken', env: 'GATEHOUSE_METRICS_TOKEN', default: undefined, parse: parseOptional, secret: true, description: '`GET /metrics` requires `Authorization: Bearer <token>` (else 401). Unset: /metrics is open.' },
-  { key: 'publicUrl', env: 'GATEHOUSE_PUBLIC_URL', default: undefined, parse: parsePublicUrl, description: 'The address clients reach Gatehouse at (e.g. `https://llm.example.com`, or with a path prefix a reverse proxy strips), shown on the Endpoints page. Unset: the address the browser used for the dashboard.' },
-  { key: 'redisUrl', env: 'GATEHOUSE_REDIS_URL', default: undefined, parse: parseRedisUrl, secret: true, description: 'Redis URL (`redis://:password@host:6379/0`, `rediss://` for TLS); set, per-key rpm/tpm/concurrency limits are counted in Redis and shared by every replica. Unset: each replica counts its own. Only host, port and database are ever logged. `GATEHOUSE_REDIS_URL_FILE` reads it from a file instead.' },
-  { key: 'redisPrefix', env: 'GATEHOUSE_REDIS_PREFIX', default: 'gatehouse:', parse: parseRedisPrefix, description: 'Prefix of every Redis key Gatehouse writes, to share one Redis with other applications or installations.' },
-  { key: 'inferenceConfigFile', env: 'INFERENCE_CONFIG_FILE', default: undefined, parse: parseOptional, description: "Absolute path of llama-swap's config.yaml (its -config file), to edit it from the dashboard. Unset, " +
-        "relative, missing or a directory: the config editor is off and says why. A symlink is followed; its " +
-        "target is written." },
-  { key: 'inferenceConfigSchema', env: 'INFERENCE_CONFIG_SCHEMA', default: undefined, parse: parseSchemaSource, description: "llama-swap's config-schema.json for the config editor: a file path or an http(s) URL. Unset: the " +
-        "config file's `# yaml-language-server: $schema=` line, else llama-swap's published schema " +
-        "(downloaded with a 10 s timeout, cached in the data dir for offline use)." },
+  {
+    key: 'host',
+    env: 'HOST',
+    flag: '--host',
+    default: '0.0.0.0',
+    parse: parseString,
+    description: 'Address the gateway listens on.',
+  },
+  {
+    key: 'port',
+    env: 'PORT',
+    flag: '--port',
+    default: '3000',
+    parse: parsePort,
+    description: 'TCP port the gateway listens on (0 picks a free one).',
+  },
+  {
+    key: 'upstreamUrl',
+    env: 'GATEHOUSE_UPSTREAM_URL',
+    flag: '--upstream',
+    default: 'http://127.0.0.1:8080',
+    parse: parseUrl,
+    description: "llama-swap's base URL.",
+  },
+  {
+    key: 'upstreamApiKey',
+    env: 'GATEHOUSE_UPSTREAM_API_KEY',
+    default: undefined,
+    parse: parseOptional,
+    secret: true,
+    description:
+      'Sent to llama-swap as `Authorization: Bearer` when llama-swap has `apiKeys` set. Client credentials ' +
+      'are never forwarded.',
+  },
+  {
+    key: 'connectTimeoutMs',
+    env: 'GATEHOUSE_CONNECT_TIMEOUT',
+    default: '10s',
+    parse: parseDuration,
+    description: 'Time allowed to open a connection to llama-swap (then 504; a refused connection is 502 at once).',
+  },
+  {
+    key: 'headersTimeoutMs',
+    env: 'GATEHOUSE_HEADERS_TIMEOUT',
+    default: '10m',
+    parse: parseDuration,
+    description:
+      "Time allowed until llama-swap's response headers arrive (then 504). Large models take minutes to load.",
+  },
+  {
+    key: 'idleTimeoutMs',
+    env: 'GATEHOUSE_IDLE_TIMEOUT',
+    default: '5m',
+    parse: parseDuration,
+    description: 'Longest silence allowed inside a streamed response body (then one terminal error event).',
+  },
+  {
+    key: 'upstreamConnections',
+    env: 'GATEHOUSE_UPSTREAM_CONNECTIONS',
+    default: '1024',
+    parse: parseConnections,
+    description:
+      'Most connections open to llama-swap at once. Every stream holds one for its whole life; calls ' +
+      'beyond wait for a free one.',
+  },
+  {
+    key: 'bodyTimeoutMs',
+    env: 'GATEHOUSE_BODY_TIMEOUT',
+    flag: '--body-timeout',
+    default: '60s',
+    parse: parseDuration,
+    description:
+      'Longest pause between two bytes of a request body; then 408. Bodies are received whole before ' +
+      'anything is forwarded.',
+  },
+  {
+    key: 'bodyLimitBytes',
+    env: 'GATEHOUSE_BODY_LIMIT',
+    flag: '--body-limit',
+    default: '50MiB',
+    parse: parseSize,
+    description: 'Largest request body accepted (then 413), counted as it arrives.',
+  },
+  {
+    key: 'shutdownGraceMs',
+    env: 'GATEHOUSE_SHUTDOWN_GRACE',
+    default: '30s',
+    parse: parseDuration,
+    description: 'On SIGTERM/SIGINT, how long in-flight requests and streams may run before the process exits.',
+  },
+  {
+    key: 'logLevel',
+    env: 'GATEHOUSE_LOG_LEVEL',
+    flag: '--log-level',
+    default: 'info',
+    parse: parseLogLevel,
+    description: 'pino log level: fatal, error, warn, info, debug, trace, silent.',
+  },
+  {
+    key: 'dataDir',
+    env: 'GATEHOUSE_DATA_DIR',
+    flag: '--data-dir',
+    default: './data',
+    parse: parseString,
+    description: 'Directory for the embedded SQLite store (created if missing).',
+  },
+  {
+    key: 'databaseUrl',
+    env: 'GATEHOUSE_DATABASE_URL',
+    default: undefined,
+    parse: parseDatabaseUrl,
+    secret: true,
+    description:
+      'PostgreSQL connection URL (`postgres://user:password@host:5432/db`); set, keys, sessions and usage live there and several replicas can share them. Unset: the SQLite file in the data dir. Only host and database are ever logged. `GATEHOUSE_DATABASE_URL_FILE` reads it from a file instead.',
+  },
+  {
+    key: 'databaseSchema',
+    env: 'GATEHOUSE_DATABASE_SCHEMA',
+    default: undefined,
+    parse: parseDatabaseSchema,
+    description:
+      'PostgreSQL schema for the tables (created if missing), to share one database with other ' +
+      'applications. Unset: `public`. Needs `GATEHOUSE_DATABASE_URL`.',
+  },
+  {
+    key: 'adminToken',
+    env: 'GATEHOUSE_ADMIN_TOKEN',
+    default: undefined,
+    parse: parseOptional,
+    secret: true,
+    description: 'Bearer token for scripts calling the admin API (`/api/*`). Unset: no token access.',
+  },
+  {
+    key: 'adminPassword',
+    env: 'GATEHOUSE_ADMIN_PASSWORD',
+    default: undefined,
+    parse: parseAdminPassword,
+    secret: true,
+    description:
+      'Sets the dashboard admin password at start (at least 12 characters), for containers; no setup link ' +
+      'is printed and the password cannot be changed from the dashboard. `GATEHOUSE_ADMIN_PASSWORD_FILE` ' +
+      'reads it from a file instead.',
+  },
+  {
+    key: 'trustedProxies',
+    env: 'GATEHOUSE_TRUSTED_PROXIES',
+    default: '',
+    parse: parseProxyList,
+    description:
+      'Comma-separated IP addresses/CIDRs of reverse proxies whose `X-Forwarded-For`, `-Proto` and `-Host` ' +
+      'are believed (client address for the login rate limit, HTTPS for the `Secure` cookie, origin check, ' +
+      'and the `X-Forwarded-Proto`/`-For` passed on to llama-swap). Unset: none.',
+  },
+  {
+    key: 'corsOrigins',
+    env: 'GATEHOUSE_CORS_ORIGINS',
+    default: '*',
+    parse: parseCorsOrigins,
+    description:
+      'Web origins whose pages may call `/v1` from a browser (CORS): `*` for any, or a comma-separated list of origins (`https://app.example.com,http://localhost:5173`). API keys are bearer tokens, not cookies, so `*` gives a page nothing without a key. `/api/*` never answers another origin.',
+  },
+  {
+    key: 'readyTimeoutMs',
+    env: 'GATEHOUSE_READY_TIMEOUT',
+    default: '2s',
+    parse: parseDuration,
+    description: "How long `GET /readyz` waits for llama-swap's `/health` before answering 503.",
+  },
+  {
+    key: 'sessionTtlMs',
+    env: 'GATEHOUSE_SESSION_TTL',
+    default: '7d',
+    parse: parseSessionTtl,
+    description:
+      'A dashboard session ends after this long without a request (sliding; 5m to 30d). Whatever the ' +
+      'activity, a session ends 30 days after sign-in.',
+  },
+  {
+    key: 'usageRecording',
+    env: 'GATEHOUSE_USAGE_RECORDING',
+    default: 'true',
+    parse: parseBoolean,
+    description:
+      'Record every /v1 call (time, key, model, tokens, latency...) in the request log. `false`: no record ' +
+      'is written and responses are not tapped for tokens (metrics still count calls and latency; TPM ' +
+      'limits cannot be enforced).',
+  },
+  {
+    key: 'usageRetentionMs',
+    env: 'GATEHOUSE_USAGE_RETENTION',
+    default: '30d',
+    parse: parseRetention,
+    description: 'How long usage records are kept (pruned hourly, in small batches). At least 1h.',
+  },
+  {
+    key: 'usageCaptureBytes',
+    env: 'GATEHOUSE_USAGE_CAPTURE_BYTES',
+    default: '0',
+    parse: parseCaptureSize,
+    description:
+      'Keep the first N bytes of every request and response body in the request log (JSON and text only), ' +
+      'e.g. `16KiB`; at most `1MiB`. `0`: bodies are never stored.',
+  },
+  {
+    key: 'metricsToken',
+    env: 'GATEHOUSE_METRICS_TOKEN',
+    default: undefined,
+    parse: parseOptional,
+    secret: true,
+    description: '`GET /metrics` requires `Authorization: Bearer <token>` (else 401). Unset: /metrics is open.',
+  },
+  {
+    key: 'publicUrl',
+    env: 'GATEHOUSE_PUBLIC_URL',
+    default: undefined,
+    parse: parsePublicUrl,
+    description:
+      'The address clients reach Gatehouse at (e.g. `https://llm.example.com`, or with a path prefix a reverse proxy strips), shown on the Endpoints page. Unset: the address the browser used for the dashboard.',
+  },
+  {
+    key: 'redisUrl',
+    env: 'GATEHOUSE_REDIS_URL',
+    default: undefined,
+    parse: parseRedisUrl,
+    secret: true,
+    description:
+      'Redis URL (`redis://:password@host:6379/0`, `rediss://` for TLS); set, per-key rpm/tpm/concurrency limits are counted in Redis and shared by every replica. Unset: each replica counts its own. Only host, port and database are ever logged. `GATEHOUSE_REDIS_URL_FILE` reads it from a file instead.',
+  },
+  {
+    key: 'redisPrefix',
+    env: 'GATEHOUSE_REDIS_PREFIX',
+    default: 'gatehouse:',
+    parse: parseRedisPrefix,
+    description:
+      'Prefix of every Redis key Gatehouse writes, to share one Redis with other applications or installations.',
+  },
+  {
+    key: 'inferenceConfigFile',
+    env: 'INFERENCE_CONFIG_FILE',
+    default: undefined,
+    parse: parseOptional,
+    description:
+      "Absolute path of llama-swap's config.yaml (its -config file), to edit it from the dashboard. Unset, " +
+      'relative, missing or a directory: the config editor is off and says why. A symlink is followed; its ' +
+      'target is written.',
+  },
+  {
+    key: 'inferenceConfigSchema',
+    env: 'INFERENCE_CONFIG_SCHEMA',
+    default: undefined,
+    parse: parseSchemaSource,
+    description:
+      "llama-swap's config-schema.json for the config editor: a file path or an http(s) URL. Unset: the " +
+      "config file's `# yaml-language-server: $schema=` line, else llama-swap's published schema " +
+      '(downloaded with a 10 s timeout, cached in the data dir for offline use).',
+  },
 ];
 
 /** Settings names that point at a file holding the value (`X_FILE=/run/secrets/x`). */
@@ -325,7 +580,11 @@ export type FlagValues = Partial<Record<string, string>>;
  * Builds settings from the environment and CLI flags (flags win). Throws `SettingsError`
  * listing every invalid value at once, so an operator fixes them in one go.
  */
-export function loadSettings(env: NodeJS.ProcessEnv = process.env, flags: FlagValues = {}, cwd = process.cwd()): Readonly<Settings> {
+export function loadSettings(
+  env: NodeJS.ProcessEnv = process.env,
+  flags: FlagValues = {},
+  cwd = process.cwd(),
+): Readonly<Settings> {
   const out: Partial<Record<keyof Settings, unknown>> = {};
   const problems: string[] = [];
   for (const spec of SETTINGS) {
@@ -355,15 +614,22 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env, flags: FlagVa
     }
   }
   // A schema without a URL would silently mean SQLite: most likely the URL was forgotten.
-  if (out.databaseSchema !== undefined && out.databaseUrl === undefined && !problems.some((p) => p.startsWith('GATEHOUSE_DATABASE_URL'))) {
-    problems.push('GATEHOUSE_DATABASE_SCHEMA is set but GATEHOUSE_DATABASE_URL is not; the schema applies to PostgreSQL only');
+  if (
+    out.databaseSchema !== undefined &&
+    out.databaseUrl === undefined &&
+    !problems.some((p) => p.startsWith('GATEHOUSE_DATABASE_URL'))
+  ) {
+    problems.push(
+      'GATEHOUSE_DATABASE_SCHEMA is set but GATEHOUSE_DATABASE_URL is not; the schema applies to PostgreSQL only',
+    );
   }
   if (problems.length > 0) throw new SettingsError(`Invalid settings:\n  - ${problems.join('\n  - ')}`);
   const settings = out as Settings;
   settings.dataDir = isAbsolute(settings.dataDir) ? settings.dataDir : resolve(cwd, settings.dataDir);
   // INFERENCE_CONFIG_FILE stays as set: a relative value must reach the editor so it can say why it is off.
   const schema = settings.inferenceConfigSchema;
-  if (schema !== undefined && !/^[a-z][a-z0-9+.-]+:/i.test(schema) && !isAbsolute(schema)) settings.inferenceConfigSchema = resolve(cwd, schema);
+  if (schema !== undefined && !/^[a-z][a-z0-9+.-]+:/i.test(schema) && !isAbsolute(schema))
+    settings.inferenceConfigSchema = resolve(cwd, schema);
   return Object.freeze(settings);
 }
 

@@ -17,14 +17,21 @@ export interface AdminBootstrap {
   setupToken: string | undefined;
 }
 
-export async function prepareAdminAccess(input: { store: Store; adminPassword: string | undefined; logger: Logger }): Promise<AdminBootstrap> {
+export async function prepareAdminAccess(input: {
+  store: Store;
+  adminPassword: string | undefined;
+  logger: Logger;
+}): Promise<AdminBootstrap> {
   const { store, adminPassword, logger } = input;
   const account = new AdminAccount(store.meta);
   if (adminPassword !== undefined) {
     await account.clearSetupToken();
     if (await account.applyPassword(adminPassword)) {
       const ended = await store.sessions.deleteAllExcept(null);
-      logger.info({ admin: 'password_from_settings', sessions_ended: ended }, 'Admin password set from GATEHOUSE_ADMIN_PASSWORD; existing dashboard sessions were signed out.');
+      logger.info(
+        { admin: 'password_from_settings', sessions_ended: ended },
+        'Admin password set from GATEHOUSE_ADMIN_PASSWORD; existing dashboard sessions were signed out.',
+      );
     }
     return { setupToken: undefined };
   }

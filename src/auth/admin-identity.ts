@@ -20,7 +20,10 @@ export interface AdminIdentifier {
   identify(request: FastifyRequest): Promise<AdminIdentity | undefined>;
 }
 
-export function createAdminIdentifier(options: { sessions: AdminSessions; adminToken: string | undefined }): AdminIdentifier {
+export function createAdminIdentifier(options: {
+  sessions: AdminSessions;
+  adminToken: string | undefined;
+}): AdminIdentifier {
   const { sessions } = options;
   // Compare digests: always equal length, so neither the content nor the length of a guess
   // changes how long the comparison takes.

@@ -22,7 +22,10 @@ export function adminSession(identifier: AdminIdentifier) {
   return async function adminSessionHook(request: FastifyRequest, _reply: FastifyReply): Promise<void> {
     const identity = await identifier.identify(request);
     if (!identity) {
-      throw new GatewayError('admin_unauthorized', { message: `Admin authentication required. ${hint}`, headers: { 'www-authenticate': 'Bearer realm="gatehouse-admin"' } });
+      throw new GatewayError('admin_unauthorized', {
+        message: `Admin authentication required. ${hint}`,
+        headers: { 'www-authenticate': 'Bearer realm="gatehouse-admin"' },
+      });
     }
     request.adminIdentity = identity;
   };

@@ -139,7 +139,11 @@ export function newKeyRecord(input: NewKeyInput, nowMs: number): { record: KeyRe
       revokedAt: null,
       models: [...new Set(input.models ?? [])],
       note: input.note ?? '',
-      limits: { rpm: input.limits?.rpm ?? null, tpm: input.limits?.tpm ?? null, concurrent: input.limits?.concurrent ?? null },
+      limits: {
+        rpm: input.limits?.rpm ?? null,
+        tpm: input.limits?.tpm ?? null,
+        concurrent: input.limits?.concurrent ?? null,
+      },
     },
   };
 }

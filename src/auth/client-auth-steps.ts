@@ -40,14 +40,23 @@ export function modelAllowList(catalog: () => Promise<ModelCatalog | undefined>)
     // llama-swap routes on the path with each segment unescaped (Go's ServeMux); `/v1/%6dodels`
     // is its model list. The gateway decides on the path as sent, so it must be plain.
     if (!isPlainPath(ctx.request.path)) {
-      throw new GatewayError('model_required', { message: 'This API key may only use some models, and a path with percent-escapes, empty or dot segments cannot be read with certainty.' });
+      throw new GatewayError('model_required', {
+        message:
+          'This API key may only use some models, and a path with percent-escapes, empty or dot segments cannot be read with certainty.',
+      });
     }
     const reading = ctx.decided.modelReading ?? { status: 'absent' };
     if (reading.status === 'uncertain') {
-      throw new GatewayError('model_required', { message: `This API key may only use some models, and the model of this call cannot be read with certainty: ${reading.reason}.`, param: 'model' });
+      throw new GatewayError('model_required', {
+        message: `This API key may only use some models, and the model of this call cannot be read with certainty: ${reading.reason}.`,
+        param: 'model',
+      });
     }
     if (reading.status === 'absent') {
-      throw new GatewayError('model_required', { message: 'This API key may only use some models, so every call must name one ("model").', param: 'model' });
+      throw new GatewayError('model_required', {
+        message: 'This API key may only use some models, so every call must name one ("model").',
+        param: 'model',
+      });
     }
     const model = reading.model;
     return catalog().then((known) => {

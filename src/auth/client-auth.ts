@@ -8,10 +8,7 @@ import type { KeyVerifier } from './key-index.js';
 
 export type ClientAuthErrorCode = 'missing_api_key' | 'invalid_api_key' | 'revoked_api_key' | 'expired_api_key';
 
-export type ClientAuthResult =
-  | { mode: 'open' }
-  | { mode: 'key'; key: KeyRecord }
-  | { error: ClientAuthErrorCode };
+export type ClientAuthResult = { mode: 'open' } | { mode: 'key'; key: KeyRecord } | { error: ClientAuthErrorCode };
 
 export type IncomingHeaders = Readonly<Record<string, string | string[] | undefined>>;
 

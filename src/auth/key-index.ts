@@ -43,7 +43,8 @@ export class KeyIndex implements KeyVerifier {
     this.#now = options.now ?? Date.now;
     this.#onError =
       options.onError ??
-      ((error, during) => process.emitWarning(`key index ${during} failed: ${error instanceof Error ? error.message : String(error)}`));
+      ((error, during) =>
+        process.emitWarning(`key index ${during} failed: ${error instanceof Error ? error.message : String(error)}`));
   }
 
   /** Loads every key, then follows the store's change notifications until `close()`. */
@@ -83,10 +84,12 @@ export class KeyIndex implements KeyVerifier {
    * that stays; resolves once the index reflects the store as of this call.
    */
   reload(): Promise<void> {
-    const next = this.#reloading.catch(() => {}).then(async () => {
-      const keys = await this.#store.keys.list();
-      this.#byHash = new Map(keys.map((key) => [key.hash, key]));
-    });
+    const next = this.#reloading
+      .catch(() => {})
+      .then(async () => {
+        const keys = await this.#store.keys.list();
+        this.#byHash = new Map(keys.map((key) => [key.hash, key]));
+      });
     this.#reloading = next;
     return next;
   }
@@ -99,17 +102,19 @@ export class KeyIndex implements KeyVerifier {
 
   /** Writes collected last-use times now. On failure they are kept for the next attempt. */
   flush(): Promise<void> {
-    const next = this.#flushing.catch(() => {}).then(async () => {
-      if (this.#pendingUse.size === 0) return;
-      const batch = this.#pendingUse;
-      this.#pendingUse = new Map();
-      try {
-        await this.#store.keys.touchLastUsed(batch);
-      } catch (error) {
-        for (const [id, at] of batch) this.markUsed(id, at);
-        throw error;
-      }
-    });
+    const next = this.#flushing
+      .catch(() => {})
+      .then(async () => {
+        if (this.#pendingUse.size === 0) return;
+        const batch = this.#pendingUse;
+        this.#pendingUse = new Map();
+        try {
+          await this.#store.keys.touchLastUsed(batch);
+        } catch (error) {
+          for (const [id, at] of batch) this.markUsed(id, at);
+          throw error;
+        }
+      });
     this.#flushing = next;
     return next;
   }

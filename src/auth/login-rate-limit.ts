@@ -44,7 +44,8 @@ export interface LoginRateLimit {
 
 export function loginRateLimit(options: LoginRateLimitOptions): LoginRateLimit {
   const { maxFailures, windowMs, clientAddress } = options;
-  if (!Number.isInteger(maxFailures) || maxFailures < 1) throw new RangeError('loginRateLimit: maxFailures must be a whole number >= 1');
+  if (!Number.isInteger(maxFailures) || maxFailures < 1)
+    throw new RangeError('loginRateLimit: maxFailures must be a whole number >= 1');
   if (!(windowMs > 0)) throw new RangeError('loginRateLimit: windowMs must be > 0');
   if (typeof clientAddress !== 'function') throw new TypeError('loginRateLimit: clientAddress is required');
   const now = options.now ?? Date.now;

@@ -15,7 +15,9 @@ export function metricsToken(token: string | undefined) {
     const header = request.headers.authorization;
     const match = typeof header === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
     if (match === null || !timingSafeEqual(digest(match[1]!), expected)) {
-      throw new GatewayError('metrics_unauthorized', { headers: { 'www-authenticate': 'Bearer realm="gatehouse-metrics"' } });
+      throw new GatewayError('metrics_unauthorized', {
+        headers: { 'www-authenticate': 'Bearer realm="gatehouse-metrics"' },
+      });
     }
   };
 }

@@ -31,7 +31,11 @@ export function isPattern(entry: string): boolean {
   return entry.includes('*');
 }
 
-export function modelCovered(allowed: readonly string[], requested: string, catalog: ModelCatalog | undefined): boolean {
+export function modelCovered(
+  allowed: readonly string[],
+  requested: string,
+  catalog: ModelCatalog | undefined,
+): boolean {
   if (allowed.length === 0) return true;
   // An active profile may send the name elsewhere; then the name on the list is not enough.
   const pinned = catalog?.pinned(requested);
@@ -53,7 +57,13 @@ const globCache = new Map<string, RegExp>();
 function globToRegExp(glob: string): RegExp {
   let re = globCache.get(glob);
   if (!re) {
-    re = new RegExp(`^${glob.split('*').map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`, 's');
+    re = new RegExp(
+      `^${glob
+        .split('*')
+        .map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'))
+        .join('.*')}$`,
+      's',
+    );
     if (globCache.size > 1000) globCache.clear();
     globCache.set(glob, re);
   }
@@ -64,7 +74,10 @@ function globToRegExp(glob: string): RegExp {
  * Builds the catalog from llama-swap's `GET /v1/models` entries (their `meta.llamaswap`) and the
  * pins of its active profile (`GET /api/profiles`).
  */
-export function catalogFromList(models: readonly ListedModel[], pins: Readonly<Record<string, string>> = {}): ModelCatalog {
+export function catalogFromList(
+  models: readonly ListedModel[],
+  pins: Readonly<Record<string, string>> = {},
+): ModelCatalog {
   const kinds = new Map<string, string>();
   const aliasOf = new Map<string, string>();
   const peersByModel = new Map<string, string[]>();
@@ -76,7 +89,8 @@ export function catalogFromList(models: readonly ListedModel[], pins: Readonly<R
       continue;
     }
     kinds.set(m.id, type);
-    if (Array.isArray(info.aliases)) for (const a of info.aliases) if (typeof a === 'string') aliasOf.set(a.trim(), m.id);
+    if (Array.isArray(info.aliases))
+      for (const a of info.aliases) if (typeof a === 'string') aliasOf.set(a.trim(), m.id);
     if (type === 'peer' && typeof info.peerID === 'string' && m.id.startsWith(`${info.peerID}/`)) {
       const bare = m.id.slice(info.peerID.length + 1);
       peersByModel.set(bare, [...(peersByModel.get(bare) ?? []), m.id]);

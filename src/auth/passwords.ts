@@ -56,7 +56,10 @@ export function countCharacters(text: string): number {
   return count;
 }
 
-export async function hashPassword(password: string, cost: Readonly<ScryptCost> = DEFAULT_SCRYPT_COST): Promise<string> {
+export async function hashPassword(
+  password: string,
+  cost: Readonly<ScryptCost> = DEFAULT_SCRYPT_COST,
+): Promise<string> {
   const salt = randomBytes(SALT_BYTES);
   const hash = await derive(password, salt, HASH_BYTES, cost);
   return ['scrypt', cost.N, cost.r, cost.p, salt.toString('base64url'), hash.toString('base64url')].join('$');
@@ -83,11 +86,19 @@ function parseStoredHash(stored: string): { cost: ScryptCost; salt: Buffer; hash
   const valid =
     parts.length === 6 &&
     scheme === 'scrypt' &&
-    Number.isInteger(cost.N) && cost.N >= 2 ** 10 && cost.N <= 2 ** 20 && (cost.N & (cost.N - 1)) === 0 &&
-    Number.isInteger(cost.r) && cost.r >= 1 && cost.r <= 32 &&
-    Number.isInteger(cost.p) && cost.p >= 1 && cost.p <= 16 &&
+    Number.isInteger(cost.N) &&
+    cost.N >= 2 ** 10 &&
+    cost.N <= 2 ** 20 &&
+    (cost.N & (cost.N - 1)) === 0 &&
+    Number.isInteger(cost.r) &&
+    cost.r >= 1 &&
+    cost.r <= 32 &&
+    Number.isInteger(cost.p) &&
+    cost.p >= 1 &&
+    cost.p <= 16 &&
     saltBytes.length >= 8 &&
-    hashBytes.length >= 16 && hashBytes.length <= 64;
+    hashBytes.length >= 16 &&
+    hashBytes.length <= 64;
   if (!valid) throw new Error('the stored admin password hash is not in the scrypt$N$r$p$salt$hash form');
   return { cost, salt: saltBytes, hash: hashBytes };
 }

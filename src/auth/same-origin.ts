@@ -36,7 +36,7 @@ export function sameOrigin(trust: ProxyTrust) {
       message:
         `Cross-site request refused: Origin ${JSON.stringify(origin)} is not this gateway's origin (${own ?? 'unknown: no Host header'}). ` +
         'Behind a TLS-terminating reverse proxy, list it in GATEHOUSE_TRUSTED_PROXIES so its X-Forwarded-Proto is believed.',
-      details: [{ path: '/headers/origin', message: `must be ${own ?? 'this gateway\'s origin'}` }],
+      details: [{ path: '/headers/origin', message: `must be ${own ?? "this gateway's origin"}` }],
     });
   };
 }

@@ -12,7 +12,8 @@ import { GatewayError } from '../core/errors.js';
 export const SETUP_DONE_MESSAGE = 'An admin password already exists: sign in instead.';
 
 export function setupPending(account: { hasPassword(): Promise<boolean> }) {
-  if (typeof account?.hasPassword !== 'function') throw new TypeError('setupPending: an account with hasPassword() is required');
+  if (typeof account?.hasPassword !== 'function')
+    throw new TypeError('setupPending: an account with hasPassword() is required');
   let done = false;
   return async function setupPendingHook(_request: FastifyRequest, _reply: FastifyReply): Promise<void> {
     if (!done) done = await account.hasPassword();

@@ -26,7 +26,12 @@ With GATEHOUSE_DATABASE_URL set (PostgreSQL), use pg_dump instead.
 export async function runBackupCommand(argv: string[], io: BackupCliIo, settings: StoreSettings): Promise<number> {
   let positionals: string[];
   try {
-    const parsed = parseArgs({ args: argv, options: { help: { type: 'boolean', short: 'h' } }, allowPositionals: true, strict: true });
+    const parsed = parseArgs({
+      args: argv,
+      options: { help: { type: 'boolean', short: 'h' } },
+      allowPositionals: true,
+      strict: true,
+    });
     if (parsed.values.help) {
       io.stdout.write(HELP);
       return 0;

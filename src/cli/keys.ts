@@ -18,7 +18,14 @@ import {
   type NewKeyInput,
 } from '../auth/api-keys.js';
 import { parseDuration } from '../settings.js';
-import { AmbiguousKeyReferenceError, openStore, type KeyLimits, type KeyRecord, type Store, type StoreSettings } from '../store/store.js';
+import {
+  AmbiguousKeyReferenceError,
+  openStore,
+  type KeyLimits,
+  type KeyRecord,
+  type Store,
+  type StoreSettings,
+} from '../store/store.js';
 
 export interface KeysCliIo {
   stdout: NodeJS.WritableStream;
@@ -71,7 +78,12 @@ const COMMAND_OPTIONS = {
     help: { type: 'boolean', short: 'h' },
   },
   list: { json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
-  limits: { rpm: { type: 'string' }, tpm: { type: 'string' }, concurrent: { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+  limits: {
+    rpm: { type: 'string' },
+    tpm: { type: 'string' },
+    concurrent: { type: 'string' },
+    help: { type: 'boolean', short: 'h' },
+  },
   revoke: { help: { type: 'boolean', short: 'h' } },
   delete: { yes: { type: 'boolean', short: 'y' }, help: { type: 'boolean', short: 'h' } },
 } as const satisfies Record<string, ParseArgsConfig['options']>;
@@ -79,11 +91,7 @@ const COMMAND_OPTIONS = {
 type Command = keyof typeof COMMAND_OPTIONS;
 
 /** Runs `gatehouse keys <argv...>` (argv is what follows `keys`) and returns the exit code. */
-export async function runKeysCommand(
-  argv: string[],
-  io: KeysCliIo,
-  settings: StoreSettings,
-): Promise<number> {
+export async function runKeysCommand(argv: string[], io: KeysCliIo, settings: StoreSettings): Promise<number> {
   const [command, ...rest] = argv;
   if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
     (command === undefined ? io.stderr : io.stdout).write(HELP);
@@ -129,7 +137,12 @@ interface Parsed {
 
 function parseCommand(command: Command, args: string[]): Parsed {
   try {
-    const { values, positionals } = parseArgs({ args, options: COMMAND_OPTIONS[command], allowPositionals: true, strict: true });
+    const { values, positionals } = parseArgs({
+      args,
+      options: COMMAND_OPTIONS[command],
+      allowPositionals: true,
+      strict: true,
+    });
     return { values: values as Parsed['values'], positionals };
   } catch (error) {
     throw new UsageError((error as Error).message);
@@ -174,7 +187,10 @@ function createInput(values: Parsed['values'], nowMs: number): NewKeyInput {
   if (name.length > 100) throw new UsageError('--name must be at most 100 characters');
   const input: NewKeyInput = { name, limits: {} };
   if (typeof values.models === 'string') {
-    input.models = values.models.split(',').map((m) => m.trim()).filter(Boolean);
+    input.models = values.models
+      .split(',')
+      .map((m) => m.trim())
+      .filter(Boolean);
   }
   if (typeof values.expires === 'string') input.expiresAt = parseExpires(values.expires, nowMs);
   if (typeof values.note === 'string') input.note = values.note;
@@ -189,7 +205,8 @@ function createInput(values: Parsed['values'], nowMs: number): NewKeyInput {
 function parseLimit(limit: keyof KeyLimits, raw: string, noneAllowed: boolean): number | null {
   if (noneAllowed && raw === 'none') return null;
   const n = Number(raw);
-  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(n) || n < 1) throw new UsageError(`--${limit} must be a whole number >= 1${noneAllowed ? ' or "none"' : ''}`);
+  if (!/^\d+$/.test(raw) || !Number.isSafeInteger(n) || n < 1)
+    throw new UsageError(`--${limit} must be a whole number >= 1${noneAllowed ? ' or "none"' : ''}`);
   return n;
 }
 
@@ -199,7 +216,8 @@ function limitsPatch(values: Parsed['values']): Partial<KeyLimits> {
     const raw = values[limit];
     if (typeof raw === 'string') patch[limit] = parseLimit(limit, raw, true);
   }
-  if (Object.keys(patch).length === 0) throw new UsageError('give at least one of --rpm, --tpm, --concurrent (a number, or "none")');
+  if (Object.keys(patch).length === 0)
+    throw new UsageError('give at least one of --rpm, --tpm, --concurrent (a number, or "none")');
   return patch;
 }
 
@@ -222,12 +240,21 @@ function parseExpires(raw: string, nowMs: number): number {
   } else {
     at = parseIsoTimestamp(raw);
   }
-  if (at === undefined) throw new UsageError(`--expires "${raw}" is neither a duration (30d, 12h, 90m) nor an ISO date (2030-01-31, 2030-01-31T12:00Z)`);
+  if (at === undefined)
+    throw new UsageError(
+      `--expires "${raw}" is neither a duration (30d, 12h, 90m) nor an ISO date (2030-01-31, 2030-01-31T12:00Z)`,
+    );
   if (at <= nowMs) throw new UsageError(`--expires "${raw}" is in the past`);
   return at;
 }
 
-async function createKey(store: Store, input: NewKeyInput, quiet: boolean, io: KeysCliIo, nowMs: number): Promise<void> {
+async function createKey(
+  store: Store,
+  input: NewKeyInput,
+  quiet: boolean,
+  io: KeysCliIo,
+  nowMs: number,
+): Promise<void> {
   const { record, secret } = newKeyRecord(input, nowMs);
   await store.keys.create(record);
   if (quiet) {
@@ -252,7 +279,9 @@ async function createKey(store: Store, input: NewKeyInput, quiet: boolean, io: K
 }
 
 function limitsLines(view: KeyView): string[] {
-  const parts = (['rpm', 'tpm', 'concurrent'] as const).filter((k) => view.limits[k] !== null).map((k) => `${k} ${view.limits[k]}`);
+  const parts = (['rpm', 'tpm', 'concurrent'] as const)
+    .filter((k) => view.limits[k] !== null)
+    .map((k) => `${k} ${view.limits[k]}`);
   return parts.length ? [`  limits   ${parts.join(', ')}`] : [];
 }
 
@@ -264,8 +293,10 @@ async function listKeys(store: Store, json: boolean, io: KeysCliIo): Promise<voi
     return;
   }
   if (views.length === 0) {
-    io.stdout.write('No API keys: the API is open, every client is let in without a key.\nCreate one with: gatehouse ' +
-        'keys create --name NAME\n');
+    io.stdout.write(
+      'No API keys: the API is open, every client is let in without a key.\nCreate one with: gatehouse ' +
+        'keys create --name NAME\n',
+    );
     return;
   }
   const header = ['ID', 'PREFIX', 'NAME', 'STATUS', 'CREATED', 'LAST USED', 'EXPIRES', 'MODELS'];
@@ -304,15 +335,20 @@ async function deleteKey(store: Store, reference: string, yes: boolean, io: Keys
   }
   if (!yes) {
     if (!io.isTTY || !io.stdin) {
-      throw new Refused(`Not deleting ${describe(key)}: not on a terminal, so nobody can confirm. Add --yes to delete it.`);
+      throw new Refused(
+        `Not deleting ${describe(key)}: not on a terminal, so nobody can confirm. Add --yes to delete it.`,
+      );
     }
     const answer = await ask(io, `Delete ${describe(key)}${isLast ? ' and open the API' : ''}? [y/N] `);
     if (!/^y(es)?$/i.test(answer.trim())) throw new Refused('Not deleted.');
   }
   await store.keys.delete(key.id);
   const remaining = await store.keys.count();
-  io.stdout.write(`Deleted ${describe(key)}. ${remaining} key${remaining === 1 ? '' : 's'} remain${remaining === 1 ? 's' : ''}.\n`);
-  if (remaining === 0) io.stderr.write('Warning: no API keys remain: the API is now open, every client is let in without a key.\n');
+  io.stdout.write(
+    `Deleted ${describe(key)}. ${remaining} key${remaining === 1 ? '' : 's'} remain${remaining === 1 ? 's' : ''}.\n`,
+  );
+  if (remaining === 0)
+    io.stderr.write('Warning: no API keys remain: the API is now open, every client is let in without a key.\n');
 }
 
 async function resolveKey(store: Store, reference: string): Promise<KeyRecord> {
@@ -362,5 +398,14 @@ function truncate(text: string, max: number): string {
 
 function formatTable(rows: string[][]): string {
   const widths = rows[0]!.map((_, col) => Math.max(...rows.map((row) => row[col]!.length)));
-  return rows.map((row) => row.map((cell, col) => cell.padEnd(widths[col]!)).join('  ').trimEnd()).join('\n') + '\n';
+  return (
+    rows
+      .map((row) =>
+        row
+          .map((cell, col) => cell.padEnd(widths[col]!))
+          .join('  ')
+          .trimEnd(),
+      )
+      .join('\n') + '\n'
+  );
 }

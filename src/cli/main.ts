@@ -14,7 +14,9 @@ Commands:
   backup <file>         copy the SQLite store to <file> while the server runs; see: gatehouse backup --help
 
 Options for serve:
-${SETTINGS.filter((s) => s.flag).map((s) => `  ${`${s.flag} <value>`.padEnd(22)}${s.description} (env ${s.env}, default ${s.default ?? 'unset'})`).join('\n')}
+${SETTINGS.filter((s) => s.flag)
+  .map((s) => `  ${`${s.flag} <value>`.padEnd(22)}${s.description} (env ${s.env}, default ${s.default ?? 'unset'})`)
+  .join('\n')}
 `;
 
 export async function main(argv: string[]): Promise<number> {
@@ -30,11 +32,19 @@ export async function main(argv: string[]): Promise<number> {
       case 'keys': {
         const { runKeysCommand } = await import('./keys.js');
         const settings = loadSettings(process.env, {});
-        return await runKeysCommand(rest, { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin, isTTY: Boolean(process.stdin.isTTY) }, settings);
+        return await runKeysCommand(
+          rest,
+          { stdout: process.stdout, stderr: process.stderr, stdin: process.stdin, isTTY: Boolean(process.stdin.isTTY) },
+          settings,
+        );
       }
       case 'backup': {
         const { runBackupCommand } = await import('./backup.js');
-        return await runBackupCommand(rest, { stdout: process.stdout, stderr: process.stderr }, loadSettings(process.env, {}));
+        return await runBackupCommand(
+          rest,
+          { stdout: process.stdout, stderr: process.stderr },
+          loadSettings(process.env, {}),
+        );
       }
       case undefined:
       case '-h':

@@ -65,7 +65,7 @@ export type SaveResult = ConfigSaved;
 
 export const RELOAD_NOTICE =
   'llama-swap reloads a changed config by stopping every running model (in-flight requests are cut); ' +
-    'models start again on their next request.';
+  'models start again on their next request.';
 
 interface LastSave {
   savedAt: Date;
@@ -126,8 +126,12 @@ export class ConfigEditor {
       lossless: snapshot.lossless,
       writable: readOnly === undefined,
       readOnlyReason: readOnly ?? null,
-      warnings: snapshot.lossless ? [] : ['The file is not valid UTF-8; invalid bytes are shown as U+FFFD and saving replaces them with ' +
-              'it (llama-swap needs UTF-8 anyway).'],
+      warnings: snapshot.lossless
+        ? []
+        : [
+            'The file is not valid UTF-8; invalid bytes are shown as U+FFFD and saving replaces them with ' +
+              'it (llama-swap needs UTF-8 anyway).',
+          ],
       schema: { ...schemaView(schema), document: schema.available ? schema.document : null },
     };
   }
@@ -139,14 +143,23 @@ export class ConfigEditor {
     const result = validateConfigText(text, schema.available ? schema.validate : undefined);
     const errors = [...result.errors];
     if (!schema.available) errors.push(unavailableIssue(schema.reason));
-    return { valid: errors.length === 0, errors, warnings: withSchemaWarning(result.warnings, schema), schema: schemaView(schema) };
+    return {
+      valid: errors.length === 0,
+      errors,
+      warnings: withSchemaWarning(result.warnings, schema),
+      schema: schemaView(schema),
+    };
   }
 
   /** Re-prints the text (the only operation allowed to change comments or key order); never saves. */
   async format(text: string): Promise<{ text: string; changed: boolean }> {
     const [, { formatConfigText }] = await loadYamlTools();
     const result = formatConfigText(text);
-    if (!result.ok) throw new GatewayError('config_invalid', { message: 'The text is not valid YAML, so it cannot be formatted.', details: { errors: result.errors, warnings: [] } });
+    if (!result.ok)
+      throw new GatewayError('config_invalid', {
+        message: 'The text is not valid YAML, so it cannot be formatted.',
+        details: { errors: result.errors, warnings: [] },
+      });
     return { text: result.text, changed: result.text !== text };
   }
 
@@ -160,11 +173,16 @@ export class ConfigEditor {
     if (!target.enabled) throw new GatewayError('config_disabled', { message: target.reason });
     const expected = parseVersion(version);
     if (!expected) {
-      throw new GatewayError('validation_failed', { details: [{ path: '/version', message: 'must be the version string returned by GET /api/config (or by the last save)' }] });
+      throw new GatewayError('validation_failed', {
+        details: [
+          { path: '/version', message: 'must be the version string returned by GET /api/config (or by the last save)' },
+        ],
+      });
     }
     // Fetching a schema may take seconds: before taking the lock.
     const schema = await this.schemaFor(text, target.path);
-    if (!schema.available) throw new GatewayError('schema_unavailable', { message: schema.reason, details: { schema: schemaView(schema) } });
+    if (!schema.available)
+      throw new GatewayError('schema_unavailable', { message: schema.reason, details: { schema: schemaView(schema) } });
     return this.exclusive(() => this.saveLocked(target, text, expected, schema));
   }
 
@@ -174,10 +192,22 @@ export class ConfigEditor {
    */
   async reloadStatus(since?: Date, waitMs = 0): Promise<ReloadStatus> {
     const last = this.lastSave;
-    if (!last) return { state: 'unknown', message: 'No config has been saved from Gatehouse since it started.', savedAt: null, settledAt: null };
+    if (!last)
+      return {
+        state: 'unknown',
+        message: 'No config has been saved from Gatehouse since it started.',
+        savedAt: null,
+        settledAt: null,
+      };
     if (since && last.savedAt.getTime() < since.getTime()) {
-      return { state: 'unknown', message: `No config was saved at or after ${since.toISOString()}; the last save was at ` +
-          `${last.savedAt.toISOString()}.`, savedAt: null, settledAt: null };
+      return {
+        state: 'unknown',
+        message:
+          `No config was saved at or after ${since.toISOString()}; the last save was at ` +
+          `${last.savedAt.toISOString()}.`,
+        savedAt: null,
+        settledAt: null,
+      };
     }
     if (!last.watcher) return last.status;
     return last.watcher.waitSettled(waitMs);
@@ -185,14 +215,25 @@ export class ConfigEditor {
 
   // ---- internals --------------------------------------------------------------------------
 
-  private async saveLocked(target: Extract<ConfigTarget, { enabled: true }>, text: string, expected: FileVersion, schema: Extract<SchemaLookup, { available: true }>): Promise<SaveResult> {
+  private async saveLocked(
+    target: Extract<ConfigTarget, { enabled: true }>,
+    text: string,
+    expected: FileVersion,
+    schema: Extract<SchemaLookup, { available: true }>,
+  ): Promise<SaveResult> {
     const current = await readSnapshot(target.realPath);
     const changed = versionDifferences(expected, current.version);
     if (changed.length > 0) {
       throw new GatewayError('config_conflict', {
-        message: `${target.path} changed on disk since it was loaded (${changed.join(', ')} differ); nothing was ` +
+        message:
+          `${target.path} changed on disk since it was loaded (${changed.join(', ')} differ); nothing was ` +
           `written. Reload it, re-apply your edit, and save again.`,
-        details: { changed, currentVersion: formatVersion(current.version), currentText: current.text, modifiedAt: isoFromNs(current.version.mtimeNs) },
+        details: {
+          changed,
+          currentVersion: formatVersion(current.version),
+          currentText: current.text,
+          modifiedAt: isoFromNs(current.version.mtimeNs),
+        },
       });
     }
     const [{ validateConfigText }] = await loadYamlTools();
@@ -206,7 +247,13 @@ export class ConfigEditor {
       });
     }
     const bytes = Buffer.from(text, 'utf8');
-    const base = { saved: true as const, path: target.path, realPath: target.realPath, warnings, schema: schemaView(schema) };
+    const base = {
+      saved: true as const,
+      path: target.path,
+      realPath: target.realPath,
+      warnings,
+      schema: schemaView(schema),
+    };
     if (bytes.equals(current.bytes)) {
       return {
         ...base,
@@ -216,13 +263,20 @@ export class ConfigEditor {
         modifiedAt: isoFromNs(current.version.mtimeNs),
         method: 'unchanged',
         notices: ['The text equals the file: nothing was written, so llama-swap does not reload.'],
-        reload: { state: 'unknown', message: 'Nothing was written, so llama-swap has nothing to reload.', savedAt: null, settledAt: null },
+        reload: {
+          state: 'unknown',
+          message: 'Nothing was written, so llama-swap has nothing to reload.',
+          savedAt: null,
+          settledAt: null,
+        },
       };
     }
     const readOnly = await readOnlyReason(target.realPath, current.mode);
     if (readOnly) throw new GatewayError('config_read_only', { message: readOnly });
 
-    const watcher = this.options.proxyLog ? await ReloadWatcher.arm({ source: this.options.proxyLog, now: this.now, ...this.options.reloadWatch }) : undefined;
+    const watcher = this.options.proxyLog
+      ? await ReloadWatcher.arm({ source: this.options.proxyLog, now: this.now, ...this.options.reloadWatch })
+      : undefined;
     let written: WriteResult;
     watcher?.writing();
     try {
@@ -230,11 +284,29 @@ export class ConfigEditor {
     } catch (error) {
       watcher?.cancel();
       if (error instanceof FileWriteError) {
-        if (error.outcome === 'damaged') this.options.logger?.warn({ path: target.realPath, err: error.message, restore: error.restoreFailure, oldCopy: error.oldCopyPath ?? null }, 'llama-swap config may be damaged: restoring it after a failed save failed');
+        if (error.outcome === 'damaged')
+          this.options.logger?.warn(
+            {
+              path: target.realPath,
+              err: error.message,
+              restore: error.restoreFailure,
+              oldCopy: error.oldCopyPath ?? null,
+            },
+            'llama-swap config may be damaged: restoring it after a failed save failed',
+          );
         const left = whatTheFileHas(error, target.realPath);
-        if (error.readOnly) throw new GatewayError('config_read_only', { message: `${error.message}. Give Gatehouse write access to the file (and its directory, for an atomic ` +
-              `replace). ${left}`, cause: error });
-        throw new GatewayError('config_write_failed', { message: `${error.message}. ${left}`, details: { code: error.code ?? null, file: error.outcome, oldCopyPath: error.oldCopyPath ?? null }, cause: error });
+        if (error.readOnly)
+          throw new GatewayError('config_read_only', {
+            message:
+              `${error.message}. Give Gatehouse write access to the file (and its directory, for an atomic ` +
+              `replace). ${left}`,
+            cause: error,
+          });
+        throw new GatewayError('config_write_failed', {
+          message: `${error.message}. ${left}`,
+          details: { code: error.code ?? null, file: error.outcome, oldCopyPath: error.oldCopyPath ?? null },
+          cause: error,
+        });
       }
       throw error;
     }
@@ -254,11 +326,16 @@ export class ConfigEditor {
     this.lastSave = { savedAt, watcher, status };
     const notices = [RELOAD_NOTICE];
     if (written.method === 'in-place') {
-      notices.push(`The file was written in place, not replaced atomically ` +
+      notices.push(
+        `The file was written in place, not replaced atomically ` +
           `(${written.fallbackReason ?? 'rename impossible'}); llama-swap may briefly have seen a partial ` +
-          `file.`);
+          `file.`,
+      );
     }
-    this.options.logger?.info({ path: target.realPath, bytes: bytes.length, method: written.method }, 'llama-swap config saved');
+    this.options.logger?.info(
+      { path: target.realPath, bytes: bytes.length, method: written.method },
+      'llama-swap config saved',
+    );
     return {
       ...base,
       changed: true,
@@ -285,16 +362,47 @@ export class ConfigEditor {
 
 function schemaView(lookup: SchemaLookup): SchemaView {
   if (lookup.available) return { available: true, ...lookup.info, reason: null };
-  return { available: false, source: lookup.wanted, origin: lookup.origin, fetchedAt: null, fromCache: false, warning: null, reason: lookup.reason };
+  return {
+    available: false,
+    source: lookup.wanted,
+    origin: lookup.origin,
+    fetchedAt: null,
+    fromCache: false,
+    warning: null,
+    reason: lookup.reason,
+  };
 }
 
 function withSchemaWarning(warnings: ConfigIssue[], schema: SchemaLookup): ConfigIssue[] {
   if (!schema.available || !schema.info.warning) return warnings;
-  return [{ kind: 'schema', message: schema.info.warning, path: '', line: null, column: null, endLine: null, endColumn: null, from: null, to: null }, ...warnings];
+  return [
+    {
+      kind: 'schema',
+      message: schema.info.warning,
+      path: '',
+      line: null,
+      column: null,
+      endLine: null,
+      endColumn: null,
+      from: null,
+      to: null,
+    },
+    ...warnings,
+  ];
 }
 
 function unavailableIssue(reason: string): ConfigIssue {
-  return { kind: 'schema_unavailable', message: reason, path: '', line: null, column: null, endLine: null, endColumn: null, from: null, to: null };
+  return {
+    kind: 'schema_unavailable',
+    message: reason,
+    path: '',
+    line: null,
+    column: null,
+    endLine: null,
+    endColumn: null,
+    from: null,
+    to: null,
+  };
 }
 
 function isoFromNs(ns: bigint): string {
@@ -307,12 +415,14 @@ function whatTheFileHas(error: FileWriteError, realPath: string): string {
     case 'untouched':
       return 'The file still has its previous contents.';
     case 'restored':
-      return 'The previous contents were put back, so the file is byte for byte as it was; its modification time ' +
-        'changed, so llama-swap may reload it (which restarts every model).';
+      return (
+        'The previous contents were put back, so the file is byte for byte as it was; its modification time ' +
+        'changed, so llama-swap may reload it (which restarts every model).'
+      );
     case 'damaged':
       return (
         `Writing the previous contents back failed too (${error.restoreFailure ?? 'unknown error'}), so ` +
-          `the file may be damaged: ` +
+        `the file may be damaged: ` +
         (error.oldCopyPath !== undefined
           ? `a copy of the previous contents is at ${error.oldCopyPath}; copy it over ${realPath}.`
           : `no copy of the previous contents could be kept; restore ${realPath} from a backup.`)

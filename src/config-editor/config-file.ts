@@ -17,7 +17,11 @@ import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { InPlaceWriteError, overwriteInPlace, writeAll, type InPlaceOutcome } from './in-place-write.js';
 
 export type ConfigTarget =
-  | { enabled: true; /** as configured (may be a symlink) */ path: string; /** what gets read and written */ realPath: string }
+  | {
+      enabled: true;
+      /** as configured (may be a symlink) */ path: string;
+      /** what gets read and written */ realPath: string;
+    }
   | { enabled: false; path: string | null; reason: string };
 
 const CONFIG_FILE_SETTING = 'INFERENCE_CONFIG_FILE';
@@ -27,10 +31,15 @@ const CONFIG_FILE_SETTING = 'INFERENCE_CONFIG_FILE';
  * symlink) takes effect without a restart; changing the setting itself needs one.
  */
 export async function resolveConfigTarget(configured: string | undefined, cwd = process.cwd()): Promise<ConfigTarget> {
-  const set = `Set ${CONFIG_FILE_SETTING} to the absolute path of the config.yaml llama-swap is started with (its ` +
+  const set =
+    `Set ${CONFIG_FILE_SETTING} to the absolute path of the config.yaml llama-swap is started with (its ` +
     `-config flag), e.g. ${CONFIG_FILE_SETTING}=/etc/llama-swap/config.yaml, and restart Gatehouse.`;
   if (configured === undefined || configured.trim() === '') {
-    return { enabled: false, path: null, reason: `The config editor is off: ${CONFIG_FILE_SETTING} is not set. ${set}` };
+    return {
+      enabled: false,
+      path: null,
+      reason: `The config editor is off: ${CONFIG_FILE_SETTING} is not set. ${set}`,
+    };
   }
   if (!isAbsolute(configured)) {
     return {
@@ -39,7 +48,7 @@ export async function resolveConfigTarget(configured: string | undefined, cwd = 
       reason:
         `The config editor is off: ${CONFIG_FILE_SETTING} is "${configured}", a relative path. ` +
         `Set it to an absolute path (from Gatehouse's working directory that would be ` +
-          `${resolve(cwd, configured)}) and restart Gatehouse.`,
+        `${resolve(cwd, configured)}) and restart Gatehouse.`,
     };
   }
   let realPath: string;
@@ -50,15 +59,24 @@ export async function resolveConfigTarget(configured: string | undefined, cwd = 
     if (code === 'ENOENT' || code === 'ENOTDIR') {
       const link = await fsp.readlink(configured).catch(() => undefined);
       const what = link === undefined ? 'does not exist' : `is a symlink to ${link}, which does not exist`;
-      return { enabled: false, path: configured, reason: `The config editor is off: ${CONFIG_FILE_SETTING}=${configured} ${what}. ${set}` };
+      return {
+        enabled: false,
+        path: configured,
+        reason: `The config editor is off: ${CONFIG_FILE_SETTING}=${configured} ${what}. ${set}`,
+      };
     }
     if (code === 'ELOOP') {
-      return { enabled: false, path: configured, reason: `The config editor is off: ${CONFIG_FILE_SETTING}=${configured} is a symlink loop. ${set}` };
+      return {
+        enabled: false,
+        path: configured,
+        reason: `The config editor is off: ${CONFIG_FILE_SETTING}=${configured} is a symlink loop. ${set}`,
+      };
     }
     return {
       enabled: false,
       path: configured,
-      reason: `The config editor is off: ${CONFIG_FILE_SETTING}=${configured} cannot be resolved ` +
+      reason:
+        `The config editor is off: ${CONFIG_FILE_SETTING}=${configured} cannot be resolved ` +
         `(${describeError(error)}). Give Gatehouse's user access to it, or ` +
         `${set.charAt(0).toLowerCase()}${set.slice(1)}`,
     };
@@ -70,18 +88,27 @@ export async function resolveConfigTarget(configured: string | undefined, cwd = 
       path: configured,
       reason:
         `The config editor is off: ${CONFIG_FILE_SETTING}=${configured} is a directory. Set it to the ` +
-          `config file itself (e.g. ${join(configured, 'config.yaml')}); ` +
+        `config file itself (e.g. ${join(configured, 'config.yaml')}); ` +
         'a -config-dir directory of fragments cannot be edited here.',
     };
   }
   if (!stats.isFile()) {
-    return { enabled: false, path: configured, reason: `The config editor is off: ${CONFIG_FILE_SETTING}=${configured} is not a regular file. ${set}` };
+    return {
+      enabled: false,
+      path: configured,
+      reason: `The config editor is off: ${CONFIG_FILE_SETTING}=${configured} is not a regular file. ${set}`,
+    };
   }
   try {
     await fsp.access(realPath, fsConstants.R_OK);
   } catch (error) {
-    return { enabled: false, path: configured, reason: `The config editor is off: Gatehouse may not read ${realPath} (${describeError(error)}). Give ` +
-        `Gatehouse's user read and write access to it.` };
+    return {
+      enabled: false,
+      path: configured,
+      reason:
+        `The config editor is off: Gatehouse may not read ${realPath} (${describeError(error)}). Give ` +
+        `Gatehouse's user read and write access to it.`,
+    };
   }
   return { enabled: true, path: configured, realPath };
 }
@@ -149,7 +176,8 @@ export async function readSnapshot(realPath: string): Promise<ConfigSnapshot> {
       const before = await handle.stat({ bigint: true });
       const bytes = await handle.readFile();
       const after = await handle.stat({ bigint: true });
-      const settled = before.mtimeNs === after.mtimeNs && before.size === after.size && Number(after.size) === bytes.length;
+      const settled =
+        before.mtimeNs === after.mtimeNs && before.size === after.size && Number(after.size) === bytes.length;
       if (settled || attempt >= 4) {
         const { text, lossless } = decodeUtf8(bytes);
         return {
@@ -232,7 +260,12 @@ const READ_ONLY_CODES = new Set(['EACCES', 'EPERM', 'EROFS']);
  * the version of what was written, taken from the written descriptor (not by reading the path
  * again, which could pick up someone else's write).
  */
-export async function replaceFileBytes(realPath: string, bytes: Buffer, original: Pick<ConfigSnapshot, 'mode' | 'uid' | 'gid'>, ops: FileOps = REAL_FILE_OPS): Promise<WriteResult> {
+export async function replaceFileBytes(
+  realPath: string,
+  bytes: Buffer,
+  original: Pick<ConfigSnapshot, 'mode' | 'uid' | 'gid'>,
+  ops: FileOps = REAL_FILE_OPS,
+): Promise<WriteResult> {
   const temp = tempNameFor(realPath);
   let fallbackReason: string;
   let created = false;
@@ -260,7 +293,12 @@ export async function replaceFileBytes(realPath: string, bytes: Buffer, original
     if (created) await ops.unlink(temp).catch(() => undefined);
     const code = errnoCode(error);
     if (code === undefined || !FALLBACK_CODES.has(code)) {
-      throw new FileWriteError(`Could not write ${realPath}: ${describeError(error)}`, code, code !== undefined && READ_ONLY_CODES.has(code), { cause: error });
+      throw new FileWriteError(
+        `Could not write ${realPath}: ${describeError(error)}`,
+        code,
+        code !== undefined && READ_ONLY_CODES.has(code),
+        { cause: error },
+      );
     }
     fallbackReason = `atomic replace failed (${describeError(error)}); wrote the file in place`;
   }
@@ -275,7 +313,12 @@ async function writeInPlace(realPath: string, bytes: Buffer, ops: FileOps): Prom
     handle = await ops.open(realPath, fsConstants.O_RDWR);
   } catch (error) {
     const code = errnoCode(error);
-    throw new FileWriteError(`Could not open ${realPath} for writing: ${describeError(error)}`, code, code !== undefined && READ_ONLY_CODES.has(code), { cause: error });
+    throw new FileWriteError(
+      `Could not open ${realPath} for writing: ${describeError(error)}`,
+      code,
+      code !== undefined && READ_ONLY_CODES.has(code),
+      { cause: error },
+    );
   }
   try {
     await overwriteInPlace(handle, bytes);
@@ -286,11 +329,21 @@ async function writeInPlace(realPath: string, bytes: Buffer, ops: FileOps): Prom
     const message = `Writing ${realPath} in place failed: ${describeError(cause)}`;
     const readOnly = code !== undefined && READ_ONLY_CODES.has(code);
     if (!(error instanceof InPlaceWriteError) || error.outcome !== 'damaged') {
-      throw new FileWriteError(message, code, readOnly, { cause, outcome: error instanceof InPlaceWriteError ? error.outcome : 'untouched' });
+      throw new FileWriteError(message, code, readOnly, {
+        cause,
+        outcome: error instanceof InPlaceWriteError ? error.outcome : 'untouched',
+      });
     }
     const copy = await keepOldCopy(realPath, error.oldBytes);
-    const restoreFailure = describeError(error.restoreError) + (copy.failure === undefined ? '' : `; keeping a copy failed too: ${copy.failure}`);
-    throw new FileWriteError(message, code, readOnly, { cause, outcome: 'damaged', oldCopyPath: copy.path, restoreFailure });
+    const restoreFailure =
+      describeError(error.restoreError) +
+      (copy.failure === undefined ? '' : `; keeping a copy failed too: ${copy.failure}`);
+    throw new FileWriteError(message, code, readOnly, {
+      cause,
+      outcome: 'damaged',
+      oldCopyPath: copy.path,
+      restoreFailure,
+    });
   } finally {
     await handle.close();
   }
@@ -336,14 +389,18 @@ async function syncDirectory(dir: string): Promise<void> {
 export async function readOnlyReason(realPath: string, mode: number): Promise<string | undefined> {
   const octal = `0${mode.toString(8).padStart(3, '0')}`;
   if ((mode & 0o222) === 0) {
-    return `The config file ${realPath} is read-only (mode ${octal}). Make it writable for Gatehouse (e.g. chmod ` +
-      `u+w ${realPath}) to save from the dashboard; nothing was written.`;
+    return (
+      `The config file ${realPath} is read-only (mode ${octal}). Make it writable for Gatehouse (e.g. chmod ` +
+      `u+w ${realPath}) to save from the dashboard; nothing was written.`
+    );
   }
   try {
     await fsp.access(realPath, fsConstants.W_OK);
   } catch (error) {
-    return `The config file ${realPath} is not writable by Gatehouse (${describeError(error)}, mode ${octal}). ` +
-      `Give Gatehouse's user write access to it; nothing was written.`;
+    return (
+      `The config file ${realPath} is not writable by Gatehouse (${describeError(error)}, mode ${octal}). ` +
+      `Give Gatehouse's user write access to it; nothing was written.`
+    );
   }
   return undefined;
 }

@@ -44,7 +44,10 @@ export function loaderChecks(config: unknown): LoaderFinding[] {
       const owner = aliasOwner.get(alias);
       if (owner !== undefined) {
         const where = owner === id ? 'listed twice for this model' : `also an alias of model "${owner}"`;
-        add(`${base}/aliases/${i}`, `Alias "${alias}" is ${where}: ${REFUSES} (duplicate alias ${alias} found in model: ${id}).`);
+        add(
+          `${base}/aliases/${i}`,
+          `Alias "${alias}" is ${where}: ${REFUSES} (duplicate alias ${alias} found in model: ${id}).`,
+        );
       } else {
         aliasOwner.set(alias, id);
       }
@@ -57,10 +60,25 @@ export function loaderChecks(config: unknown): LoaderFinding[] {
       const path = `/models/${ptr(id)}/filters/setParamsByID/${ptr(key)}`;
       const aliasOf = aliasOwner.get(key);
       const otherById = byIdOwner.get(key);
-      if (modelIds.has(key) && key !== id) add(path, `setParamsByID key "${key}" is the ID of model "${key}"; these keys become aliases, so ${REFUSES}.`, 'key');
-      else if (aliasOf !== undefined && aliasOf !== id) add(path, `setParamsByID key "${key}" is already an alias of model "${aliasOf}"; these keys become ` +
-            `aliases, so ${REFUSES}.`, 'key');
-      else if (otherById !== undefined && otherById !== id) add(path, `setParamsByID key "${key}" is also used by model "${otherById}"; these keys become aliases, so ${REFUSES}.`, 'key');
+      if (modelIds.has(key) && key !== id)
+        add(
+          path,
+          `setParamsByID key "${key}" is the ID of model "${key}"; these keys become aliases, so ${REFUSES}.`,
+          'key',
+        );
+      else if (aliasOf !== undefined && aliasOf !== id)
+        add(
+          path,
+          `setParamsByID key "${key}" is already an alias of model "${aliasOf}"; these keys become ` +
+            `aliases, so ${REFUSES}.`,
+          'key',
+        );
+      else if (otherById !== undefined && otherById !== id)
+        add(
+          path,
+          `setParamsByID key "${key}" is also used by model "${otherById}"; these keys become aliases, so ${REFUSES}.`,
+          'key',
+        );
       else byIdOwner.set(key, id);
     }
   }
@@ -84,8 +102,10 @@ export function loaderChecks(config: unknown): LoaderFinding[] {
       if (typeof value !== 'string') continue;
       for (const ref of placeholders(value)) {
         if (ref === 'PID') {
-          if (field !== 'cmdStop') add(`${base}/${field}`, `\${PID} is only available in cmdStop; in ${field} ${REFUSES}.`);
-        } else if (!knownPlaceholder(ref, macros)) add(`${base}/${field}`, `\${${ref}} is not a declared macro (global or of this model): ${REFUSES}.`);
+          if (field !== 'cmdStop')
+            add(`${base}/${field}`, `\${PID} is only available in cmdStop; in ${field} ${REFUSES}.`);
+        } else if (!knownPlaceholder(ref, macros))
+          add(`${base}/${field}`, `\${${ref}} is not a declared macro (global or of this model): ${REFUSES}.`);
       }
     }
 
@@ -94,7 +114,10 @@ export function loaderChecks(config: unknown): LoaderFinding[] {
       const cmdUsesPort = expand(model.cmd, macros).includes('${PORT}');
       if (!cmdUsesPort) {
         if (model.proxy === undefined) {
-          add(`${base}/cmd`, `cmd does not use \${PORT} and proxy is not set: the default proxy (http://localhost:\${PORT}) needs \${PORT} in cmd, so ${REFUSES}. Set proxy to the address the server listens on, or pass --port \${PORT}.`);
+          add(
+            `${base}/cmd`,
+            `cmd does not use \${PORT} and proxy is not set: the default proxy (http://localhost:\${PORT}) needs \${PORT} in cmd, so ${REFUSES}. Set proxy to the address the server listens on, or pass --port \${PORT}.`,
+          );
         } else if (typeof model.proxy === 'string' && expand(model.proxy, macros).includes('${PORT}')) {
           add(`${base}/proxy`, `proxy uses \${PORT} but cmd does not: ${REFUSES}.`);
         }
@@ -122,7 +145,11 @@ export function loaderChecks(config: unknown): LoaderFinding[] {
   const routing = isObj(config.routing) ? config.routing : undefined;
   const router = routing && isObj(routing.router) ? routing.router : undefined;
   if (router && (config.groups !== undefined || config.matrix !== undefined)) {
-    add('/routing/router', `routing.router cannot be combined with the legacy top-level groups/matrix keys: ${REFUSES}.`, 'key');
+    add(
+      '/routing/router',
+      `routing.router cannot be combined with the legacy top-level groups/matrix keys: ${REFUSES}.`,
+      'key',
+    );
   }
   checkGroups(config.groups, '/groups', modelIds, add);
   const routerSettings = router && isObj(router.settings) ? router.settings : undefined;
@@ -131,7 +158,8 @@ export function loaderChecks(config: unknown): LoaderFinding[] {
   // apiKeys: no spaces (empty keys are a schema error).
   if (Array.isArray(config.apiKeys)) {
     config.apiKeys.forEach((key, i) => {
-      if (typeof key === 'string' && /\s/.test(key)) add(`/apiKeys/${i}`, `API keys cannot contain spaces: ${REFUSES}.`);
+      if (typeof key === 'string' && /\s/.test(key))
+        add(`/apiKeys/${i}`, `API keys cannot contain spaces: ${REFUSES}.`);
     });
   }
 
@@ -141,7 +169,11 @@ export function loaderChecks(config: unknown): LoaderFinding[] {
     upstream.ignorePaths.forEach((pattern, i) => {
       if (typeof pattern !== 'string') return;
       const problem = re2Problem(pattern);
-      if (problem) add(`/upstream/ignorePaths/${i}`, `Not an RE2 regular expression (${problem}); Go's regexp rejects it, so ${REFUSES}.`);
+      if (problem)
+        add(
+          `/upstream/ignorePaths/${i}`,
+          `Not an RE2 regular expression (${problem}); Go's regexp rejects it, so ${REFUSES}.`,
+        );
     });
   }
 
@@ -151,11 +183,20 @@ export function loaderChecks(config: unknown): LoaderFinding[] {
   const resolves = (t: string) => isLocal(t) || peerModels.has(t) || t in selectors;
   for (const [sid, selector] of Object.entries(selectors)) {
     if (!isObj(selector) || !Array.isArray(selector.targets)) continue;
-    if (modelIds.has(sid) || aliasOwner.has(sid)) add(`/selectors/${ptr(sid)}`, `Selector "${sid}" has the name of a model or alias: ${REFUSES}.`, 'key');
+    if (modelIds.has(sid) || aliasOwner.has(sid))
+      add(`/selectors/${ptr(sid)}`, `Selector "${sid}" has the name of a model or alias: ${REFUSES}.`, 'key');
     selector.targets.forEach((target, i) => {
       if (typeof target !== 'string' || target === '') return;
-      if (target in selectors) add(`/selectors/${ptr(sid)}/targets/${i}`, `Target "${target}" is a selector; selectors cannot target selectors, so ${REFUSES}.`);
-      else if (!isLocal(target) && !peerModels.has(target)) add(`/selectors/${ptr(sid)}/targets/${i}`, `Target "${target}" is not a model, alias or peer model: ${REFUSES}.`);
+      if (target in selectors)
+        add(
+          `/selectors/${ptr(sid)}/targets/${i}`,
+          `Target "${target}" is a selector; selectors cannot target selectors, so ${REFUSES}.`,
+        );
+      else if (!isLocal(target) && !peerModels.has(target))
+        add(
+          `/selectors/${ptr(sid)}/targets/${i}`,
+          `Target "${target}" is not a model, alias or peer model: ${REFUSES}.`,
+        );
     });
   }
   const profiles = isObj(config.profiles) ? config.profiles : {};
@@ -164,7 +205,10 @@ export function loaderChecks(config: unknown): LoaderFinding[] {
     for (const [pin, target] of Object.entries(profile.pins)) {
       if (typeof target !== 'string' || target === '') continue;
       if (!resolves(target)) {
-        add(`/profiles/${ptr(name)}/pins/${ptr(pin)}`, `Profile target "${target}" is not a model, alias, peer model or selector: ${REFUSES}.`);
+        add(
+          `/profiles/${ptr(name)}/pins/${ptr(pin)}`,
+          `Profile target "${target}" is not a model, alias, peer model or selector: ${REFUSES}.`,
+        );
       }
     }
   }
@@ -172,13 +216,22 @@ export function loaderChecks(config: unknown): LoaderFinding[] {
   return out;
 }
 
-function checkMacros(macros: Obj, base: string, outer: ReadonlySet<string>, add: (path: string, message: string, at?: 'key' | 'value') => void): void {
+function checkMacros(
+  macros: Obj,
+  base: string,
+  outer: ReadonlySet<string>,
+  add: (path: string, message: string, at?: 'key' | 'value') => void,
+): void {
   const names = Object.keys(macros);
   const declared = new Set(outer);
   for (const name of names) {
     const path = `${base}/${ptr(name)}`;
     if (!MACRO_NAME.test(name) || name.length >= 64) {
-      add(path, `Macro name "${name}" must match ^[a-zA-Z0-9_-]+$ and be shorter than 64 characters: ${REFUSES}.`, 'key');
+      add(
+        path,
+        `Macro name "${name}" must match ^[a-zA-Z0-9_-]+$ and be shorter than 64 characters: ${REFUSES}.`,
+        'key',
+      );
     } else if (RESERVED_MACROS.has(name)) {
       add(path, `"${name}" is reserved and cannot be a macro name: ${REFUSES}.`, 'key');
     }
@@ -187,8 +240,12 @@ function checkMacros(macros: Obj, base: string, outer: ReadonlySet<string>, add:
       for (const ref of placeholders(value)) {
         if (ref === name) add(path, `Macro "${name}" refers to itself: ${REFUSES}.`);
         else if (RESERVED_MACROS.has(ref) || ref.startsWith('env.') || declared.has(ref)) continue;
-        else if (names.includes(ref)) add(path, `Macro "${name}" uses \${${ref}}, which is declared after it; a macro may only use macros ` +
-              `declared before it, so ${REFUSES}.`);
+        else if (names.includes(ref))
+          add(
+            path,
+            `Macro "${name}" uses \${${ref}}, which is declared after it; a macro may only use macros ` +
+              `declared before it, so ${REFUSES}.`,
+          );
         else add(path, `Macro "${name}" uses \${${ref}}, which is not a declared macro: ${REFUSES}.`);
       }
     }
@@ -196,7 +253,12 @@ function checkMacros(macros: Obj, base: string, outer: ReadonlySet<string>, add:
   }
 }
 
-function checkGroups(raw: unknown, base: string, modelIds: ReadonlySet<string>, add: (path: string, message: string) => void): void {
+function checkGroups(
+  raw: unknown,
+  base: string,
+  modelIds: ReadonlySet<string>,
+  add: (path: string, message: string) => void,
+): void {
   if (!isObj(raw)) return;
   const memberOf = new Map<string, string>();
   for (const [gid, group] of Object.entries(raw)) {
@@ -206,9 +268,14 @@ function checkGroups(raw: unknown, base: string, modelIds: ReadonlySet<string>, 
       if (typeof member !== 'string') return;
       const path = `${base}/${ptr(gid)}/members/${i}`;
       if (seen.has(member)) add(path, `"${member}" is listed twice in group "${gid}": ${REFUSES}.`);
-      else if (memberOf.has(member)) add(path, `"${member}" is also a member of group "${memberOf.get(member)}"; a model can be in one group ` +
-            `only, so ${REFUSES}.`);
-      else if (!modelIds.has(member)) add(path, `Group member "${member}" is not a model ID defined under models: ${REFUSES}.`);
+      else if (memberOf.has(member))
+        add(
+          path,
+          `"${member}" is also a member of group "${memberOf.get(member)}"; a model can be in one group ` +
+            `only, so ${REFUSES}.`,
+        );
+      else if (!modelIds.has(member))
+        add(path, `Group member "${member}" is not a model ID defined under models: ${REFUSES}.`);
       seen.add(member);
       if (!memberOf.has(member)) memberOf.set(member, gid);
     });

@@ -20,7 +20,10 @@ export interface ProxyLogStream extends AsyncIterable<string> {
 
 /** The one thing needed from the llama-swap client (`LlamaSwapClient.logStream`). */
 export interface ProxyLogSource {
-  logStream(source: 'proxy', options: { noHistory?: boolean; signal?: AbortSignal; timeoutMs?: number }): Promise<ProxyLogStream>;
+  logStream(
+    source: 'proxy',
+    options: { noHistory?: boolean; signal?: AbortSignal; timeoutMs?: number },
+  ): Promise<ProxyLogStream>;
 }
 
 export interface ReloadWatcherOptions {
@@ -66,7 +69,12 @@ export class ReloadWatcher {
     this.startTimeoutMs = options.startTimeoutMs ?? 15_000;
     this.finishTimeoutMs = options.finishTimeoutMs ?? 75_000;
     this.connectTimeoutMs = options.connectTimeoutMs ?? 3_000;
-    this.current = { state: 'pending', message: 'Waiting for llama-swap to notice the change (it checks the file every 2 s).', savedAt: null, settledAt: null };
+    this.current = {
+      state: 'pending',
+      message: 'Waiting for llama-swap to notice the change (it checks the file every 2 s).',
+      savedAt: null,
+      settledAt: null,
+    };
   }
 
   /**
@@ -76,11 +84,18 @@ export class ReloadWatcher {
   static async arm(options: ReloadWatcherOptions): Promise<ReloadWatcher> {
     const watcher = new ReloadWatcher(options.source, options);
     try {
-      const stream = await options.source.logStream('proxy', { noHistory: true, signal: watcher.abort.signal, timeoutMs: watcher.connectTimeoutMs });
+      const stream = await options.source.logStream('proxy', {
+        noHistory: true,
+        signal: watcher.abort.signal,
+        timeoutMs: watcher.connectTimeoutMs,
+      });
       void watcher.run(stream);
     } catch (error) {
-      watcher.finish('unknown', `Could not watch llama-swap's proxy log (${describeError(error)}), so the outcome of the reload is ` +
-          `unknown; look for "configuration reloaded" in llama-swap's log.`);
+      watcher.finish(
+        'unknown',
+        `Could not watch llama-swap's proxy log (${describeError(error)}), so the outcome of the reload is ` +
+          `unknown; look for "configuration reloaded" in llama-swap's log.`,
+      );
     }
     return watcher;
   }
@@ -127,7 +142,8 @@ export class ReloadWatcher {
   close(): void {
     clearTimeout(this.timer);
     this.abort.abort();
-    if (this.current.state === 'pending') this.finish('unknown', 'A newer save replaced this one before llama-swap reported on it.');
+    if (this.current.state === 'pending')
+      this.finish('unknown', 'A newer save replaced this one before llama-swap reported on it.');
   }
 
   // ---- internals --------------------------------------------------------------------------
@@ -139,7 +155,10 @@ export class ReloadWatcher {
     while (!this.abort.signal.aborted && this.current.state === 'pending') {
       try {
         if (!stream) {
-          stream = await this.source.logStream('proxy', { signal: this.abort.signal, timeoutMs: this.connectTimeoutMs });
+          stream = await this.source.logStream('proxy', {
+            signal: this.abort.signal,
+            timeoutMs: this.connectTimeoutMs,
+          });
           replaying = true;
         }
         retryMs = 250;
@@ -216,16 +235,30 @@ export class ReloadWatcher {
     let match: RegExpExecArray | null;
     if (START.test(line)) {
       this.reloading = true;
-      this.current = { ...this.current, message: 'llama-swap is reloading the config: it stops every running model first.' };
-      this.arm(this.finishTimeoutMs, () => this.finish('unknown', `llama-swap started reloading but reported no outcome within ` +
-            `${Math.round(this.finishTimeoutMs / 1000)} s; check its log.`));
+      this.current = {
+        ...this.current,
+        message: 'llama-swap is reloading the config: it stops every running model first.',
+      };
+      this.arm(this.finishTimeoutMs, () =>
+        this.finish(
+          'unknown',
+          `llama-swap started reloading but reported no outcome within ` +
+            `${Math.round(this.finishTimeoutMs / 1000)} s; check its log.`,
+        ),
+      );
     } else if (RELOADED.test(line)) {
-      this.finish('reloaded', 'llama-swap reloaded the config. Every model was stopped and loads again on its next request.');
+      this.finish(
+        'reloaded',
+        'llama-swap reloaded the config. Every model was stopped and loads again on its next request.',
+      );
     } else if ((match = FAILED_LOAD.exec(line))) {
       this.finish('failed', `llama-swap refused the saved config and keeps running the previous one: ${match[1]}`);
     } else if ((match = FAILED_BUILD.exec(line))) {
       const why = match[1] ? `: ${match[1]}` : '';
-      this.finish('failed', `llama-swap could not build a server from the saved config and keeps running the previous one${why}.`);
+      this.finish(
+        'failed',
+        `llama-swap could not build a server from the saved config and keeps running the previous one${why}.`,
+      );
     }
   }
 

@@ -15,7 +15,8 @@ import type { Ajv as AjvClass, ValidateFunction } from 'ajv';
 import { describeError, sha256Hex } from './config-file.js';
 
 /** llama-swap's own schema, as its example config's modeline names it. */
-export const LLAMA_SWAP_SCHEMA_URL = 'https://raw.githubusercontent.com/mostlygeek/llama-swap/refs/heads/main/config-schema.json';
+export const LLAMA_SWAP_SCHEMA_URL =
+  'https://raw.githubusercontent.com/mostlygeek/llama-swap/refs/heads/main/config-schema.json';
 const SCHEMA_SETTING = 'INFERENCE_CONFIG_SCHEMA';
 
 export type SchemaOrigin = 'setting' | 'modeline' | 'default';
@@ -77,7 +78,14 @@ export function compileConfigSchema(document: Record<string, unknown>): Validate
   // `verbose` only adds the failing sub-schema to errors, for readable `not` messages.
   // Required at the first compile, not at start: see loadYamlTools in config-editor.ts.
   const { Ajv } = createRequire(import.meta.url)('ajv') as { Ajv: typeof AjvClass };
-  const ajv = new Ajv({ validateSchema: false, formats: { uri: true }, allErrors: true, strict: false, logger: false, verbose: true });
+  const ajv = new Ajv({
+    validateSchema: false,
+    formats: { uri: true },
+    allErrors: true,
+    strict: false,
+    logger: false,
+    verbose: true,
+  });
   return ajv.compile(document);
 }
 
@@ -122,9 +130,11 @@ export class SchemaProvider {
 
   /** Which schema a config text asks for: the setting, else its modeline, else llama-swap's. */
   wanted(text: string | undefined, configDir: string | undefined): SchemaWanted {
-    if (this.configured !== undefined) return { source: normaliseSource(this.configured, process.cwd()), origin: 'setting' };
+    if (this.configured !== undefined)
+      return { source: normaliseSource(this.configured, process.cwd()), origin: 'setting' };
     const modeline = text === undefined ? undefined : modelineSchema(text);
-    if (modeline !== undefined) return { source: normaliseSource(modeline, configDir ?? process.cwd()), origin: 'modeline' };
+    if (modeline !== undefined)
+      return { source: normaliseSource(modeline, configDir ?? process.cwd()), origin: 'modeline' };
     return { source: this.defaultUrl, origin: 'default' };
   }
 
@@ -132,9 +142,12 @@ export class SchemaProvider {
   start(): void {
     const primary = this.wanted(undefined, undefined);
     if (isRemote(primary.source)) void this.refreshInBackground(primary.source);
-    this.timer = setInterval(() => {
-      for (const url of this.remote.keys()) void this.refreshInBackground(url);
-    }, Math.min(this.refreshIntervalMs, 2_147_000_000));
+    this.timer = setInterval(
+      () => {
+        for (const url of this.remote.keys()) void this.refreshInBackground(url);
+      },
+      Math.min(this.refreshIntervalMs, 2_147_000_000),
+    );
     this.timer.unref();
   }
 
@@ -158,7 +171,12 @@ export class SchemaProvider {
         loaded = { ...this.parse(path, text, stats.mtime.toISOString()), stamp };
         this.local.set(path, loaded);
       }
-      return { available: true, info: { source: path, origin: wanted.origin, fetchedAt: loaded.fetchedAt, fromCache: false, warning: null }, document: loaded.document, validate: loaded.validate };
+      return {
+        available: true,
+        info: { source: path, origin: wanted.origin, fetchedAt: loaded.fetchedAt, fromCache: false, warning: null },
+        document: loaded.document,
+        validate: loaded.validate,
+      };
     } catch (error) {
       return this.fallback(wanted, `could not read ${path}: ${describeError(error)}`);
     }
@@ -176,15 +194,35 @@ export class SchemaProvider {
     }
     if (entry) {
       if (this.now() - Date.parse(entry.fetchedAt) > this.refreshIntervalMs) void this.refreshInBackground(url);
-      const stale = entry.fromCache && this.failures.has(url) ? `Could not refresh it from ${url} (${this.failures.get(url)!.message}); using the copy ` +
-            `downloaded at ${entry.fetchedAt}.` : null;
-      return { available: true, info: { source: url, origin: wanted.origin, fetchedAt: entry.fetchedAt, fromCache: entry.fromCache, warning: stale }, document: entry.document, validate: entry.validate };
+      const stale =
+        entry.fromCache && this.failures.has(url)
+          ? `Could not refresh it from ${url} (${this.failures.get(url)!.message}); using the copy ` +
+            `downloaded at ${entry.fetchedAt}.`
+          : null;
+      return {
+        available: true,
+        info: {
+          source: url,
+          origin: wanted.origin,
+          fetchedAt: entry.fetchedAt,
+          fromCache: entry.fromCache,
+          warning: stale,
+        },
+        document: entry.document,
+        validate: entry.validate,
+      };
     }
     const recent = this.failures.get(url);
-    if (recent && this.now() - recent.at < this.retryAfterMs) return this.fallback(wanted, `could not download ${url}: ${recent.message}`);
+    if (recent && this.now() - recent.at < this.retryAfterMs)
+      return this.fallback(wanted, `could not download ${url}: ${recent.message}`);
     try {
       const loaded = await this.download(url);
-      return { available: true, info: { source: url, origin: wanted.origin, fetchedAt: loaded.fetchedAt, fromCache: false, warning: null }, document: loaded.document, validate: loaded.validate };
+      return {
+        available: true,
+        info: { source: url, origin: wanted.origin, fetchedAt: loaded.fetchedAt, fromCache: false, warning: null },
+        document: loaded.document,
+        validate: loaded.validate,
+      };
     } catch (error) {
       return this.fallback(wanted, `could not download ${url}: ${describeError(error)}`);
     }
@@ -201,7 +239,8 @@ export class SchemaProvider {
           origin: wanted.origin,
           fetchedAt: disk.fetchedAt,
           fromCache: true,
-          warning: `The schema asked for (${wanted.source}) is unavailable: ${problem}. Using the cached copy of ` +
+          warning:
+            `The schema asked for (${wanted.source}) is unavailable: ${problem}. Using the cached copy of ` +
             `${disk.source} downloaded at ${disk.fetchedAt}.`,
         },
         document: disk.document,
@@ -217,7 +256,8 @@ export class SchemaProvider {
       available: false,
       wanted: wanted.source,
       origin: wanted.origin,
-      reason: `No llama-swap config schema is available (${problem}; no cached copy in ${this.cacheDir}), so the ` +
+      reason:
+        `No llama-swap config schema is available (${problem}; no cached copy in ${this.cacheDir}), so the ` +
         `config cannot be validated and saving is refused. ${how}.`,
     };
   }
@@ -227,7 +267,11 @@ export class SchemaProvider {
     if (recent && this.now() - recent.at < this.retryAfterMs) return Promise.resolve();
     return this.download(url).then(
       () => undefined,
-      (error: unknown) => this.logger?.warn({ err: describeError(error), url }, 'config schema refresh failed; the cached copy stays in use'),
+      (error: unknown) =>
+        this.logger?.warn(
+          { err: describeError(error), url },
+          'config schema refresh failed; the cached copy stays in use',
+        ),
     );
   }
 
@@ -241,7 +285,9 @@ export class SchemaProvider {
         const loaded = this.parse(url, text, new Date(this.now()).toISOString());
         this.remote.set(url, { ...loaded, fromCache: false });
         this.failures.delete(url);
-        await this.saveDisk(text, loaded).catch((error: unknown) => this.logger?.warn({ err: describeError(error), dir: this.cacheDir }, 'could not cache the config schema'));
+        await this.saveDisk(text, loaded).catch((error: unknown) =>
+          this.logger?.warn({ err: describeError(error), dir: this.cacheDir }, 'could not cache the config schema'),
+        );
         this.logger?.info({ url }, 'config schema downloaded');
         return loaded;
       } catch (error) {
@@ -262,7 +308,8 @@ export class SchemaProvider {
     } catch (error) {
       throw new Error(`${source} is not JSON (${(error as Error).message})`, { cause: error });
     }
-    if (typeof document !== 'object' || document === null || Array.isArray(document)) throw new Error(`${source} is not a JSON schema (not an object)`);
+    if (typeof document !== 'object' || document === null || Array.isArray(document))
+      throw new Error(`${source} is not a JSON schema (not an object)`);
     const key = sha256Hex(Buffer.from(text));
     let validate = this.compiled.get(key);
     if (!validate) {
@@ -281,10 +328,15 @@ export class SchemaProvider {
   private async loadDisk(): Promise<LoadedSchema | null> {
     if (this.disk !== undefined) return this.disk;
     try {
-      const meta = JSON.parse(await readFile(join(this.cacheDir, CACHE_META), 'utf8')) as { source?: unknown; fetchedAt?: unknown; sha256?: unknown };
+      const meta = JSON.parse(await readFile(join(this.cacheDir, CACHE_META), 'utf8')) as {
+        source?: unknown;
+        fetchedAt?: unknown;
+        sha256?: unknown;
+      };
       const text = await readFile(join(this.cacheDir, CACHE_FILE), 'utf8');
       if (typeof meta.source !== 'string' || typeof meta.fetchedAt !== 'string') throw new Error('bad metadata');
-      if (typeof meta.sha256 === 'string' && meta.sha256 !== sha256Hex(Buffer.from(text))) throw new Error('cache does not match its metadata');
+      if (typeof meta.sha256 === 'string' && meta.sha256 !== sha256Hex(Buffer.from(text)))
+        throw new Error('cache does not match its metadata');
       this.disk = this.parse(meta.source, text, meta.fetchedAt);
     } catch {
       this.disk = null;
@@ -312,7 +364,10 @@ async function fetchText(url: string, timeoutMs: number): Promise<string> {
   let res;
   try {
     // Node's built-in fetch: its code loads only when a schema is fetched, not with the gateway.
-    res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs), headers: { accept: 'application/json, text/plain;q=0.9, */*;q=0.1', 'user-agent': 'gatehouse' } });
+    res = await fetch(url, {
+      signal: AbortSignal.timeout(timeoutMs),
+      headers: { accept: 'application/json, text/plain;q=0.9, */*;q=0.1', 'user-agent': 'gatehouse' },
+    });
   } catch (error) {
     // undici says only "fetch failed"; the cause names the real problem (ECONNREFUSED, ENOTFOUND...).
     const cause = (error as { cause?: unknown }).cause;

@@ -5,17 +5,7 @@
  */
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import type { ConfigIssue } from '../admin-api/types.js';
-import {
-  isAlias,
-  isMap,
-  isPair,
-  isScalar,
-  isSeq,
-  LineCounter,
-  parseDocument,
-  type Document,
-  type Node,
-} from 'yaml';
+import { isAlias, isMap, isPair, isScalar, isSeq, LineCounter, parseDocument, type Document, type Node } from 'yaml';
 import { loaderChecks } from './loader-checks.js';
 
 export type { ConfigIssue };
@@ -37,8 +27,18 @@ export function parseConfig(text: string): ParsedConfig {
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { lineCounter, uniqueKeys: true, merge: true, prettyErrors: false });
   const at = (pos: [number, number] | undefined) => (pos ? span(lineCounter, pos[0], pos[1]) : NO_SPAN);
-  const errors: ConfigIssue[] = doc.errors.map((e) => ({ kind: 'yaml', message: yamlMessage(e.message), path: '', ...at(e.pos) }));
-  const warnings: ConfigIssue[] = doc.warnings.map((w) => ({ kind: 'yaml', message: yamlMessage(w.message), path: '', ...at(w.pos) }));
+  const errors: ConfigIssue[] = doc.errors.map((e) => ({
+    kind: 'yaml',
+    message: yamlMessage(e.message),
+    path: '',
+    ...at(e.pos),
+  }));
+  const warnings: ConfigIssue[] = doc.warnings.map((w) => ({
+    kind: 'yaml',
+    message: yamlMessage(w.message),
+    path: '',
+    ...at(w.pos),
+  }));
   let value: unknown;
   if (errors.length === 0) {
     try {
@@ -70,12 +70,21 @@ export function validateConfigText(text: string, schema: ValidateFunction | unde
     schema(parsed.value);
     for (const error of schemaErrors(schema.errors ?? [])) {
       const pointer = errorPointer(error);
-      const issue: ConfigIssue = { kind: 'schema', message: schemaMessage(error), path: pointer.path, ...locate(pointer.path, pointer.at) };
+      const issue: ConfigIssue = {
+        kind: 'schema',
+        message: schemaMessage(error),
+        path: pointer.path,
+        ...locate(pointer.path, pointer.at),
+      };
       // llama-swap substitutes `${env.X}` and macros before decoding, so `ttl: ${my_ttl}` is
       // valid for it though the raw text fails `type: integer`.
       const data = error.keyword === 'type' ? valueAt(parsed.value, error.instancePath) : undefined;
       if (isPlaceholderValue(data)) {
-        warnings.push({ ...issue, kind: 'placeholder', message: `${issue.message}; not checked here: llama-swap replaces ${String(data)} before it reads the value.` });
+        warnings.push({
+          ...issue,
+          kind: 'placeholder',
+          message: `${issue.message}; not checked here: llama-swap replaces ${String(data)} before it reads the value.`,
+        });
       } else {
         errors.push(issue);
       }
@@ -84,7 +93,12 @@ export function validateConfigText(text: string, schema: ValidateFunction | unde
   const errorPaths = new Set(errors.map((e) => e.path));
   for (const finding of loaderChecks(parsed.value)) {
     if (errorPaths.has(finding.path)) continue; // the schema already reported this value
-    warnings.push({ kind: 'loader', message: finding.message, path: finding.path, ...locate(finding.path, finding.at) });
+    warnings.push({
+      kind: 'loader',
+      message: finding.message,
+      path: finding.path,
+      ...locate(finding.path, finding.at),
+    });
   }
   return { errors, warnings };
 }
@@ -95,7 +109,11 @@ export function validateConfigText(text: string, schema: ValidateFunction | unde
  * when a `oneOf`/`anyOf` summary exists there.
  */
 function schemaErrors(errors: ErrorObject[]): ErrorObject[] {
-  const summaries = new Set(errors.filter((e) => e.keyword === 'oneOf' || e.keyword === 'anyOf').map((e) => `${e.instancePath}|${e.schemaPath}`));
+  const summaries = new Set(
+    errors
+      .filter((e) => e.keyword === 'oneOf' || e.keyword === 'anyOf')
+      .map((e) => `${e.instancePath}|${e.schemaPath}`),
+  );
   if (summaries.size === 0) return dedupe(errors);
   return dedupe(
     errors.filter((e) => {
@@ -114,7 +132,9 @@ function dedupe(errors: ErrorObject[]): ErrorObject[] {
   // An `if` failure ("must match \"then\" schema") only announces the `then` keyword's own error.
   const places = new Set(errors.filter((e) => e.keyword !== 'if').map((e) => e.instancePath));
   // `propertyNames` adds a summary ("property name must be valid") next to the name's own error.
-  const named = new Set(errors.filter((e) => e.propertyName !== undefined).map((e) => `${e.instancePath}/${e.propertyName}`));
+  const named = new Set(
+    errors.filter((e) => e.propertyName !== undefined).map((e) => `${e.instancePath}/${e.propertyName}`),
+  );
   return errors.filter((e) => {
     if (e.keyword === 'if' && places.has(e.instancePath)) return false;
     const params = e.params as { propertyName?: unknown };
@@ -148,9 +168,11 @@ function errorPointer(error: ErrorObject): { path: string; at: 'key' | 'value' }
   if (error.keyword === 'propertyNames' && typeof params.propertyName === 'string') {
     return { path: `${error.instancePath}/${escapePointer(params.propertyName)}`, at: 'key' };
   }
-  if (error.propertyName !== undefined) return { path: `${error.instancePath}/${escapePointer(error.propertyName)}`, at: 'key' };
+  if (error.propertyName !== undefined)
+    return { path: `${error.instancePath}/${escapePointer(error.propertyName)}`, at: 'key' };
   // `required` and friends: the object itself; point at its key, the line the user sees.
-  if (error.keyword === 'required' || error.keyword === 'minProperties' || error.keyword === 'dependencies') return { path: error.instancePath, at: 'key' };
+  if (error.keyword === 'required' || error.keyword === 'minProperties' || error.keyword === 'dependencies')
+    return { path: error.instancePath, at: 'key' };
   return { path: error.instancePath, at: 'value' };
 }
 
@@ -158,9 +180,12 @@ function schemaMessage(error: ErrorObject): string {
   const params = error.params as Record<string, unknown>;
   const where = error.instancePath === '' ? '/' : error.instancePath;
   let message = `${where} ${notMessage(error) ?? error.message ?? 'is invalid'}`;
-  if (error.keyword === 'additionalProperties' && typeof params.additionalProperty === 'string') message += `: '${params.additionalProperty}'`;
-  if (error.keyword === 'enum' && Array.isArray(params.allowedValues)) message += `: ${params.allowedValues.map((v) => JSON.stringify(v)).join(', ')}`;
-  if (error.propertyName !== undefined) message = `${where} property name '${error.propertyName}' ${notMessage(error) ?? error.message ?? 'is invalid'}`;
+  if (error.keyword === 'additionalProperties' && typeof params.additionalProperty === 'string')
+    message += `: '${params.additionalProperty}'`;
+  if (error.keyword === 'enum' && Array.isArray(params.allowedValues))
+    message += `: ${params.allowedValues.map((v) => JSON.stringify(v)).join(', ')}`;
+  if (error.propertyName !== undefined)
+    message = `${where} property name '${error.propertyName}' ${notMessage(error) ?? error.message ?? 'is invalid'}`;
   return message;
 }
 
@@ -168,7 +193,8 @@ function schemaMessage(error: ErrorObject): string {
 function notMessage(error: ErrorObject): string | undefined {
   if (error.keyword !== 'not' || typeof error.schema !== 'object' || error.schema === null) return undefined;
   const forbidden = error.schema as { required?: unknown; enum?: unknown };
-  if (Array.isArray(forbidden.required)) return `must not have ${forbidden.required.map((r) => `'${String(r)}'`).join(', ')} here`;
+  if (Array.isArray(forbidden.required))
+    return `must not have ${forbidden.required.map((r) => `'${String(r)}'`).join(', ')} here`;
   if (Array.isArray(forbidden.enum)) return `must not be ${forbidden.enum.map((v) => JSON.stringify(v)).join(' or ')}`;
   return undefined;
 }
@@ -205,13 +231,21 @@ function locateSpan(parsed: ParsedConfig, pointer: string, at: 'key' | 'value'):
   const range = node?.range;
   if (!range) {
     const contents = parsed.doc.contents;
-    return contents?.range ? span(parsed.lineCounter, contents.range[0], contents.range[0]) : span(parsed.lineCounter, 0, 0);
+    return contents?.range
+      ? span(parsed.lineCounter, contents.range[0], contents.range[0])
+      : span(parsed.lineCounter, 0, 0);
   }
   return span(parsed.lineCounter, range[0], range[1]);
 }
 
 function isEmptyScalar(node: Node): boolean {
-  return isScalar(node) && node.value === null && node.range !== undefined && node.range !== null && node.range[0] === node.range[1];
+  return (
+    isScalar(node) &&
+    node.value === null &&
+    node.range !== undefined &&
+    node.range !== null &&
+    node.range[0] === node.range[1]
+  );
 }
 
 /**
@@ -244,7 +278,12 @@ function deref(doc: Document.Parsed, node: Node | undefined): Node | undefined {
   return current;
 }
 
-function findInMap(doc: Document.Parsed, map: Node, segment: string, depth: number): { key?: Node; value?: Node } | undefined {
+function findInMap(
+  doc: Document.Parsed,
+  map: Node,
+  segment: string,
+  depth: number,
+): { key?: Node; value?: Node } | undefined {
   if (!isMap(map) || depth > 10) return undefined;
   const merges: Node[] = [];
   for (const pair of map.items) {

@@ -13,7 +13,14 @@ export function errorBody(error: GatewayError, format: WireFormat): Record<strin
       return body;
     }
     case 'openai':
-      return { error: { message: error.message, type: entry.openaiType, param: error.param, code: error.upstreamCode ?? error.code } };
+      return {
+        error: {
+          message: error.message,
+          type: entry.openaiType,
+          param: error.param,
+          code: error.upstreamCode ?? error.code,
+        },
+      };
   }
 }
 
@@ -30,14 +37,22 @@ export function terminalStreamEvent(error: GatewayError, format: WireFormat): st
  */
 function typesForStatus(status: number): { openaiType: string; anthropicType: string } {
   switch (status) {
-    case 400: return { openaiType: 'invalid_request_error', anthropicType: 'invalid_request_error' };
-    case 401: return { openaiType: 'authentication_error', anthropicType: 'authentication_error' };
-    case 403: return { openaiType: 'authentication_error', anthropicType: 'permission_error' };
-    case 404: return { openaiType: 'invalid_request_error', anthropicType: 'not_found_error' };
-    case 413: return { openaiType: 'invalid_request_error', anthropicType: 'request_too_large' };
-    case 429: return { openaiType: 'rate_limit_error', anthropicType: 'rate_limit_error' };
-    case 503: return { openaiType: 'server_error', anthropicType: 'overloaded_error' };
-    case 504: return { openaiType: 'server_error', anthropicType: 'timeout_error' };
+    case 400:
+      return { openaiType: 'invalid_request_error', anthropicType: 'invalid_request_error' };
+    case 401:
+      return { openaiType: 'authentication_error', anthropicType: 'authentication_error' };
+    case 403:
+      return { openaiType: 'authentication_error', anthropicType: 'permission_error' };
+    case 404:
+      return { openaiType: 'invalid_request_error', anthropicType: 'not_found_error' };
+    case 413:
+      return { openaiType: 'invalid_request_error', anthropicType: 'request_too_large' };
+    case 429:
+      return { openaiType: 'rate_limit_error', anthropicType: 'rate_limit_error' };
+    case 503:
+      return { openaiType: 'server_error', anthropicType: 'overloaded_error' };
+    case 504:
+      return { openaiType: 'server_error', anthropicType: 'timeout_error' };
     default:
       return status < 500
         ? { openaiType: 'invalid_request_error', anthropicType: 'invalid_request_error' }

@@ -181,7 +181,11 @@ export class SseDecoder {
   readonly #parser: SseParser;
 
   constructor(options: SseParserOptions = {}) {
-    this.#parser = new SseParser((event, bytes, start, end) => this.#out.push({ event: event || 'message', data: bytes.toString('utf8', start, end) }), options);
+    this.#parser = new SseParser(
+      (event, bytes, start, end) =>
+        this.#out.push({ event: event || 'message', data: bytes.toString('utf8', start, end) }),
+      options,
+    );
   }
 
   /** Feeds bytes or already-decoded text; returns the frames completed by it. */

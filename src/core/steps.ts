@@ -16,4 +16,8 @@ export interface ResponseTap {
   onChunk(chunk: Buffer): void;
   onEnd(outcome: 'complete' | 'aborted' | 'failed'): void;
 }
-export type TapFactory = (ctx: ProxyContext, status: number, contentType: string | undefined) => ResponseTap | undefined;
+export type TapFactory = (
+  ctx: ProxyContext,
+  status: number,
+  contentType: string | undefined,
+) => ResponseTap | undefined;

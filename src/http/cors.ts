@@ -10,10 +10,25 @@ type RawHandler = (req: IncomingMessage, res: ServerResponse) => void;
 const ALLOW_METHODS = 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS';
 /** Answered when a preflight names no headers; requested ones are echoed (covers `x-stainless-*`). */
 const DEFAULT_ALLOW_HEADERS = [
-  'authorization', 'x-api-key', 'api-key', 'content-type', 'anthropic-version', 'anthropic-beta', 'anthropic-dangerous-direct-browser-access', 'x-request-id',
+  'authorization',
+  'x-api-key',
+  'api-key',
+  'content-type',
+  'anthropic-version',
+  'anthropic-beta',
+  'anthropic-dangerous-direct-browser-access',
+  'x-request-id',
   // What the OpenAI and Anthropic SDKs send about themselves.
-  'x-stainless-arch', 'x-stainless-lang', 'x-stainless-os', 'x-stainless-package-version', 'x-stainless-retry-count',
-  'x-stainless-runtime', 'x-stainless-runtime-version', 'x-stainless-timeout', 'x-stainless-helper-method', 'x-stainless-async',
+  'x-stainless-arch',
+  'x-stainless-lang',
+  'x-stainless-os',
+  'x-stainless-package-version',
+  'x-stainless-retry-count',
+  'x-stainless-runtime',
+  'x-stainless-runtime-version',
+  'x-stainless-timeout',
+  'x-stainless-helper-method',
+  'x-stainless-async',
 ].join(', ');
 const EXPOSE_HEADERS = 'x-request-id, retry-after';
 /** Chromium caps a preflight's cache at 2 h; longer would only be ignored. */
@@ -56,7 +71,12 @@ export function withCors(policy: CorsPolicy, handler: RawHandler): RawHandler {
   };
 }
 
-function answerPreflight(policy: CorsPolicy, origin: string | undefined, req: IncomingMessage, res: ServerResponse): void {
+function answerPreflight(
+  policy: CorsPolicy,
+  origin: string | undefined,
+  req: IncomingMessage,
+  res: ServerResponse,
+): void {
   const headers: Record<string, string> = {};
   if (policy.varies) headers.vary = 'Origin';
   const allow = origin === undefined ? undefined : policy.allowOrigin(origin);
@@ -64,7 +84,10 @@ function answerPreflight(policy: CorsPolicy, origin: string | undefined, req: In
     const requested = req.headers['access-control-request-headers'];
     headers['access-control-allow-origin'] = allow;
     headers['access-control-allow-methods'] = ALLOW_METHODS;
-    headers['access-control-allow-headers'] = requested !== undefined && HEADER_LIST.test(requested.trim()) ? requested.trim().toLowerCase() : DEFAULT_ALLOW_HEADERS;
+    headers['access-control-allow-headers'] =
+      requested !== undefined && HEADER_LIST.test(requested.trim())
+        ? requested.trim().toLowerCase()
+        : DEFAULT_ALLOW_HEADERS;
     headers['access-control-max-age'] = MAX_AGE_SECONDS;
     headers['access-control-expose-headers'] = EXPOSE_HEADERS;
   }

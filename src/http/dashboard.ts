@@ -20,7 +20,8 @@ export interface DashboardOptions {
   root: string;
 }
 
-export const DASHBOARD_CSP = "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; connect-src 'self'; frame-ancestors 'none'";
+export const DASHBOARD_CSP =
+  "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; connect-src 'self'; frame-ancestors 'none'";
 
 const HTML_HEADERS = {
   'content-type': 'text/html; charset=utf-8',
@@ -79,7 +80,8 @@ export function registerDashboard(app: FastifyInstance, options: DashboardOption
   void app.register(async (scope) => {
     const sendIndex = async (reply: FastifyReply) => {
       const html = await index();
-      if (html === undefined) return reply.code(503).headers(HTML_HEADERS).header('cache-control', 'no-store').send(NOT_BUILT_PAGE);
+      if (html === undefined)
+        return reply.code(503).headers(HTML_HEADERS).header('cache-control', 'no-store').send(NOT_BUILT_PAGE);
       return reply.code(200).headers(HTML_HEADERS).header('cache-control', 'no-cache').send(html);
     };
 
@@ -91,7 +93,9 @@ export function registerDashboard(app: FastifyInstance, options: DashboardOption
       const file = await buildFile(root, pathname);
       if (file !== undefined) {
         // Vite names everything under /assets by content hash: a new build means new names.
-        const caching = file.startsWith('assets/') ? { maxAge: IMMUTABLE_MAX_AGE_MS, immutable: true } : { cacheControl: false };
+        const caching = file.startsWith('assets/')
+          ? { maxAge: IMMUTABLE_MAX_AGE_MS, immutable: true }
+          : { cacheControl: false };
         const sent = await sendBuildFile(request, reply, root, file, caching);
         if (sent) return sent;
       }
@@ -111,7 +115,13 @@ let sendModule: Promise<Send> | undefined;
  * now and then, while every gateway would otherwise hold the module (and @fastify/static's glob
  * dependencies) in memory from the start. Undefined when the file vanished since it was found.
  */
-async function sendBuildFile(request: FastifyRequest, reply: FastifyReply, root: string, file: string, caching: { maxAge?: number; immutable?: boolean; cacheControl?: boolean }): Promise<FastifyReply | undefined> {
+async function sendBuildFile(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  root: string,
+  file: string,
+  caching: { maxAge?: number; immutable?: boolean; cacheControl?: boolean },
+): Promise<FastifyReply | undefined> {
   sendModule ??= import('@fastify/send').then((module) => module.default);
   const send = await sendModule;
   // send() URI-decodes the path it is given; `file` is already decoded and checked by buildFile.

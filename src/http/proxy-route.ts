@@ -59,9 +59,11 @@ export function createProxyRoute(options: ProxyRouteOptions): (req: IncomingMess
       ctx.outcome.answer(sent.error.status);
       ctx.outcome.sent(sent.bytes);
       ctx.outcome.fail(sent.error.code);
-      if (!isGatewayError(error)) logger.error({ err: error, req_id: ctx.request.requestId }, 'unexpected error in the proxy path');
+      if (!isGatewayError(error))
+        logger.error({ err: error, req_id: ctx.request.requestId }, 'unexpected error in the proxy path');
       // The client's message stays vague about llama-swap; its cause (address, errno) is for the operator.
-      else if (error.status >= 500 && error.cause !== undefined) logger.warn({ err: error, req_id: ctx.request.requestId }, error.message);
+      else if (error.status >= 500 && error.cause !== undefined)
+        logger.warn({ err: error, req_id: ctx.request.requestId }, error.message);
       if (!drained) ctx.res.once('finish', () => ctx.req.destroy());
     }
   }
@@ -84,7 +86,14 @@ export function createProxyRoute(options: ProxyRouteOptions): (req: IncomingMess
         proto: trust ? trust.protocol(req) : 'http',
         priorForwardedFor: trust?.forwardedFor(req),
       },
-      decided: { caller: undefined, body: undefined, modelReading: undefined, model: undefined, requestJson: undefined, requestBody: undefined },
+      decided: {
+        caller: undefined,
+        body: undefined,
+        modelReading: undefined,
+        model: undefined,
+        requestJson: undefined,
+        requestBody: undefined,
+      },
       outcome: new CallOutcome(startedAt),
       onClientGone: undefined,
       onDone: [],

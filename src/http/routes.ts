@@ -154,7 +154,11 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
     steps: [
       clientAuth(deps.keys, deps.now),
       usage.limitStep,
-      readModel({ bodyLimitBytes: deps.settings.bodyLimitBytes, bodyTimeoutMs: deps.settings.bodyTimeoutMs, spoolDir: join(deps.settings.dataDir, 'spool') }),
+      readModel({
+        bodyLimitBytes: deps.settings.bodyLimitBytes,
+        bodyTimeoutMs: deps.settings.bodyTimeoutMs,
+        spoolDir: join(deps.settings.dataDir, 'spool'),
+      }),
       ...(usage.captureStep ? [usage.captureStep] : []),
       modelsListing(deps.listModels),
       modelAllowList(catalog),
@@ -179,7 +183,9 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
   app.get('/readyz', async (_request, reply) => {
     // Short: a probe that hangs as long as llama-swap does tells the load balancer nothing.
     const health = await deps.upstream.health({ timeoutMs: deps.settings.readyTimeoutMs });
-    return reply.code(health.ok ? 200 : 503).send({ status: health.ok ? 'ready' : 'upstream unavailable', upstream: health });
+    return reply
+      .code(health.ok ? 200 : 503)
+      .send({ status: health.ok ? 'ready' : 'upstream unavailable', upstream: health });
   });
   // Not under /api: scrapers are neither browsers nor admins. Counters come from memory, never the store.
   app.get('/metrics', { onRequest: [metricsToken(deps.settings.metricsToken)] }, async (_request, reply) => {
@@ -193,9 +199,21 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
     const sessions = new AdminSessions({ store: store.sessions, ttlMs: deps.settings.sessionTtlMs, now });
     const identifier = createAdminIdentifier({ sessions, adminToken: deps.settings.adminToken });
     const clientAddress = (request: FastifyRequest) => trust.clientAddress(request.raw);
-    const loginLimit = loginRateLimit({ maxFailures: LOGIN_MAX_FAILURES, windowMs: LOGIN_WINDOW_MS, clientAddress, now });
+    const loginLimit = loginRateLimit({
+      maxFailures: LOGIN_MAX_FAILURES,
+      windowMs: LOGIN_WINDOW_MS,
+      clientAddress,
+      now,
+    });
     // Wrong setup tokens (403) count like wrong passwords, separately from sign-in's.
-    const setupLimit = loginRateLimit({ maxFailures: LOGIN_MAX_FAILURES, windowMs: LOGIN_WINDOW_MS, clientAddress, now, failureStatus: 403, attemptName: 'setup' });
+    const setupLimit = loginRateLimit({
+      maxFailures: LOGIN_MAX_FAILURES,
+      windowMs: LOGIN_WINDOW_MS,
+      clientAddress,
+      now,
+      failureStatus: 403,
+      attemptName: 'setup',
+    });
     const checks = [sameOrigin(trust), jsonContentType()];
     const session = adminSession(identifier);
     guardAdminRoutes(app, session, checks);
@@ -213,10 +231,18 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
       passwordFromSettings: deps.settings.adminPassword !== undefined,
     });
     app.get('/api/session', open, s.session);
-    app.post('/api/setup', { onRequest: [...checks, setupPending(account), setupLimit.check], onResponse: setupLimit.settle }, s.setup);
+    app.post(
+      '/api/setup',
+      { onRequest: [...checks, setupPending(account), setupLimit.check], onResponse: setupLimit.settle },
+      s.setup,
+    );
     app.post('/api/login', { onRequest: [...checks, loginLimit.check], onResponse: loginLimit.settle }, s.login);
     app.post('/api/logout', admin, s.logout);
-    app.post('/api/password', { onRequest: [...checks, session, loginLimit.check], onResponse: loginLimit.settle }, s.changePassword);
+    app.post(
+      '/api/password',
+      { onRequest: [...checks, session, loginLimit.check], onResponse: loginLimit.settle },
+      s.changePassword,
+    );
 
     const keys = createKeyHandlers({ store, index });
     app.get('/api/keys', admin, keys.list);
@@ -231,7 +257,11 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
     app.post('/api/models/unload-all', admin, models.unloadAll);
     app.post('/api/models/:id/load', admin, models.load);
     app.post('/api/models/:id/unload', admin, models.unload);
-    app.get('/api/logs/stream', admin, createLogStreamHandler({ upstream: deps.admin.llamaSwap, gatewayLog: deps.admin.gatewayLog }));
+    app.get(
+      '/api/logs/stream',
+      admin,
+      createLogStreamHandler({ upstream: deps.admin.llamaSwap, gatewayLog: deps.admin.gatewayLog }),
+    );
     app.get('/api/endpoints', admin, createEndpointsHandler({ publicUrl: deps.settings.publicUrl, keys: deps.keys }));
 
     if (deps.configEditor) {
@@ -288,7 +318,8 @@ type Hook = (...args: never[]) => unknown;
 export function guardAdminRoutes(app: FastifyInstance, session: Hook, checks: readonly Hook[]): void {
   app.addHook('onRoute', (route: RouteOptions) => {
     if (route.url !== '/api' && !route.url.startsWith('/api/')) return;
-    const hooks: unknown[] = route.onRequest === undefined ? [] : Array.isArray(route.onRequest) ? route.onRequest : [route.onRequest];
+    const hooks: unknown[] =
+      route.onRequest === undefined ? [] : Array.isArray(route.onRequest) ? route.onRequest : [route.onRequest];
     const what = `${String(route.method)} ${route.url}`;
     if (!checks.every((check) => hooks.includes(check))) {
       throw new Error(`route table: ${what} lacks the sameOrigin/jsonContentType checks every /api route needs`);

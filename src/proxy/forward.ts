@@ -102,7 +102,9 @@ class Exchange implements Dispatcher.DispatchHandler {
   /** A 'drain' listener is on the client's socket (only while the upstream is paused for it). */
   #waitingForDrain = false;
   /** Set while an error body is being held back: its chunks, until decided. */
-  #held: { chunks: Buffer[]; size: number; status: number; headers: IncomingHttpHeaders; contentType: string | undefined } | undefined;
+  #held:
+    | { chunks: Buffer[]; size: number; status: number; headers: IncomingHttpHeaders; contentType: string | undefined }
+    | undefined;
 
   constructor(
     private readonly ctx: ProxyContext,
@@ -315,24 +317,48 @@ function mapRequestError(error: unknown, options: UpstreamOptions): GatewayError
   if (isGatewayError(error)) return error; // e.g. the body limit, raised while streaming the body up
   const code = (error as { code?: string }).code;
   if (error instanceof undiciErrors.HeadersTimeoutError || code === 'UND_ERR_HEADERS_TIMEOUT') {
-    return new GatewayError('upstream_timeout', { message: `llama-swap sent no response headers within ${options.headersTimeoutMs} ms (GATEHOUSE_HEADERS_TIMEOUT).`, cause: error });
+    return new GatewayError('upstream_timeout', {
+      message: `llama-swap sent no response headers within ${options.headersTimeoutMs} ms (GATEHOUSE_HEADERS_TIMEOUT).`,
+      cause: error,
+    });
   }
   if (error instanceof undiciErrors.ConnectTimeoutError || code === 'UND_ERR_CONNECT_TIMEOUT') {
-    return new GatewayError('upstream_timeout', { message: `Could not connect to llama-swap within ${options.connectTimeoutMs} ms (GATEHOUSE_CONNECT_TIMEOUT).`, cause: error });
+    return new GatewayError('upstream_timeout', {
+      message: `Could not connect to llama-swap within ${options.connectTimeoutMs} ms (GATEHOUSE_CONNECT_TIMEOUT).`,
+      cause: error,
+    });
   }
-  if (code === 'ECONNREFUSED' || code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EHOSTUNREACH' || code === 'ENETUNREACH') {
+  if (
+    code === 'ECONNREFUSED' ||
+    code === 'ENOTFOUND' ||
+    code === 'EAI_AGAIN' ||
+    code === 'EHOSTUNREACH' ||
+    code === 'ENETUNREACH'
+  ) {
     // Its address stays out of the client's answer (the logged cause names it).
-    return new GatewayError('upstream_unreachable', { message: `llama-swap could not be reached (${code}).`, cause: error });
+    return new GatewayError('upstream_unreachable', {
+      message: `llama-swap could not be reached (${code}).`,
+      cause: error,
+    });
   }
-  return new GatewayError('upstream_bad_gateway', { message: `The connection to llama-swap failed before a response arrived${code ? ` (${code})` : ''}.`, cause: error });
+  return new GatewayError('upstream_bad_gateway', {
+    message: `The connection to llama-swap failed before a response arrived${code ? ` (${code})` : ''}.`,
+    cause: error,
+  });
 }
 
 function mapBodyError(error: Error): GatewayError {
   const code = (error as { code?: string }).code;
   if (error instanceof undiciErrors.BodyTimeoutError || code === 'UND_ERR_BODY_TIMEOUT') {
-    return new GatewayError('upstream_idle_timeout', { message: 'The upstream stream went idle for longer than GATEHOUSE_IDLE_TIMEOUT.', cause: error });
+    return new GatewayError('upstream_idle_timeout', {
+      message: 'The upstream stream went idle for longer than GATEHOUSE_IDLE_TIMEOUT.',
+      cause: error,
+    });
   }
-  return new GatewayError('upstream_stream_failed', { message: 'The upstream stream broke off before it was complete.', cause: error });
+  return new GatewayError('upstream_stream_failed', {
+    message: 'The upstream stream broke off before it was complete.',
+    cause: error,
+  });
 }
 
 /**
@@ -349,7 +375,9 @@ function isStaleConnection(error: Error): boolean {
 }
 
 function isResendable(body: Dispatcher.DispatchOptions['body']): boolean {
-  return body === null || body === undefined || Buffer.isBuffer(body) || Array.isArray(body) || typeof body === 'string';
+  return (
+    body === null || body === undefined || Buffer.isBuffer(body) || Array.isArray(body) || typeof body === 'string'
+  );
 }
 
 function declaredLength(value: string | undefined): number | undefined {

@@ -94,12 +94,15 @@ const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 export function parseMediaType(value: string, { disposition = false } = {}): MediaType | undefined {
   const semi = value.indexOf(';');
   const type = (semi < 0 ? value : value.slice(0, semi)).trim().toLowerCase();
-  if (disposition ? !TOKEN.test(type) : !/^[!#$%&'*+\-.^_`|~0-9a-z]+\/[!#$%&'*+\-.^_`|~0-9a-z]+$/.test(type)) return undefined;
+  if (disposition ? !TOKEN.test(type) : !/^[!#$%&'*+\-.^_`|~0-9a-z]+\/[!#$%&'*+\-.^_`|~0-9a-z]+$/.test(type))
+    return undefined;
   const params = new Map<string, string>();
   const extended = new Set<string>();
   let rest = semi < 0 ? '' : value.slice(semi);
   while (rest.trim() !== '') {
-    const m = /^\s*;\s*([!#$%&'*+\-.^_`|~0-9A-Za-z]+)\s*=\s*("((?:[^"\\])*)"|[!#$%&'*+\-.^_`|~0-9A-Za-z]+)\s*/.exec(rest);
+    const m = /^\s*;\s*([!#$%&'*+\-.^_`|~0-9A-Za-z]+)\s*=\s*("((?:[^"\\])*)"|[!#$%&'*+\-.^_`|~0-9A-Za-z]+)\s*/.exec(
+      rest,
+    );
     if (!m) return undefined;
     const name = m[1]!.toLowerCase();
     if (params.has(name)) return undefined;

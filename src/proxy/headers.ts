@@ -6,15 +6,30 @@ import type { IncomingHttpHeaders, OutgoingHttpHeaders } from 'node:http';
 
 /** RFC 9110 §7.6.1 hop-by-hop headers, plus `host` (undici sets it for the upstream). */
 const HOP_BY_HOP = new Set([
-  'connection', 'keep-alive', 'proxy-authenticate', 'proxy-authorization', 'proxy-connection',
-  'te', 'trailer', 'transfer-encoding', 'upgrade', 'host',
+  'connection',
+  'keep-alive',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'host',
 ]);
 
 /** Every header a client may carry a credential in (ours or someone else's). */
 const CREDENTIALS = new Set(['authorization', 'x-api-key', 'api-key', 'cookie']);
 
 /** Set by the gateway, never trusted from the client. */
-const GATEWAY_SET = new Set(['x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'x-request-id', 'accept-encoding', 'content-length']);
+const GATEWAY_SET = new Set([
+  'x-forwarded-for',
+  'x-forwarded-proto',
+  'x-forwarded-host',
+  'x-request-id',
+  'accept-encoding',
+  'content-length',
+]);
 
 export interface ForwardingFacts {
   requestId: string;
@@ -27,7 +42,10 @@ export interface ForwardingFacts {
   contentLength: number | undefined;
 }
 
-export function upstreamRequestHeaders(incoming: IncomingHttpHeaders, facts: ForwardingFacts): Record<string, string | string[]> {
+export function upstreamRequestHeaders(
+  incoming: IncomingHttpHeaders,
+  facts: ForwardingFacts,
+): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
   const connectionListed = listedInConnection(incoming.connection);
   for (const name in incoming) {
@@ -40,7 +58,9 @@ export function upstreamRequestHeaders(incoming: IncomingHttpHeaders, facts: For
   // Loopback compression only costs CPU, and the usage tap must read plain bytes.
   out['accept-encoding'] = 'identity';
   out['x-request-id'] = facts.requestId;
-  out['x-forwarded-for'] = facts.priorForwardedFor ? `${facts.priorForwardedFor}, ${facts.clientAddress}` : facts.clientAddress;
+  out['x-forwarded-for'] = facts.priorForwardedFor
+    ? `${facts.priorForwardedFor}, ${facts.clientAddress}`
+    : facts.clientAddress;
   out['x-forwarded-proto'] = facts.proto;
   if (incoming.host) out['x-forwarded-host'] = incoming.host;
   if (facts.upstreamApiKey) out.authorization = `Bearer ${facts.upstreamApiKey}`;
@@ -66,7 +86,12 @@ function listedInConnection(value: string | string[] | undefined): Set<string> |
   if (value === undefined) return undefined;
   const text = Array.isArray(value) ? value.join(',') : value;
   if (!text.includes(',') && /^(keep-alive|close)$/i.test(text.trim())) return undefined;
-  return new Set(text.split(',').map((s) => s.trim().toLowerCase()).filter(Boolean));
+  return new Set(
+    text
+      .split(',')
+      .map((s) => s.trim().toLowerCase())
+      .filter(Boolean),
+  );
 }
 
 const SANE_REQUEST_ID = /^[A-Za-z0-9._:\-]{1,128}$/;

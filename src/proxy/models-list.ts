@@ -22,7 +22,8 @@ export type ListModels = () => Promise<ListedModel[]>;
 export function modelsListing(listModels: ListModels): ProxyStep {
   // Not async itself: every other call passes straight through, without a promise.
   return function modelsListingStep(ctx) {
-    if (ctx.request.method !== 'GET' || (ctx.request.path !== '/v1/models' && ctx.request.path !== '/v1/models/')) return;
+    if (ctx.request.method !== 'GET' || (ctx.request.path !== '/v1/models' && ctx.request.path !== '/v1/models/'))
+      return;
     const restricted = (ctx.decided.caller?.allowedModels.length ?? 0) > 0;
     const anthropic = ctx.request.format === 'anthropic'; // the call carries anthropic-version (wire-format.ts)
     if (!restricted && !anthropic) return; // pass through, byte for byte
@@ -30,7 +31,12 @@ export function modelsListing(listModels: ListModels): ProxyStep {
   };
 }
 
-async function answerModelList(ctx: ProxyContext, listModels: ListModels, restricted: boolean, anthropic: boolean): Promise<'handled'> {
+async function answerModelList(
+  ctx: ProxyContext,
+  listModels: ListModels,
+  restricted: boolean,
+  anthropic: boolean,
+): Promise<'handled'> {
   let models: ListedModel[];
   try {
     models = await listModels();
@@ -47,7 +53,11 @@ async function answerModelList(ctx: ProxyContext, listModels: ListModels, restri
   const payload = JSON.stringify(body);
   const bytes = Buffer.byteLength(payload);
   ctx.outcome.answer(200);
-  ctx.res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': bytes, 'x-request-id': ctx.request.requestId });
+  ctx.res.writeHead(200, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': bytes,
+    'x-request-id': ctx.request.requestId,
+  });
   ctx.res.end(payload);
   ctx.outcome.sent(bytes);
   return 'handled';
@@ -66,7 +76,20 @@ function anthropicList(models: ListedModel[]) {
 
 function upstreamListError(error: unknown): GatewayError {
   const { kind, status, message, code } = error as { kind?: string; status?: number; message?: string; code?: string };
-  if (kind === 'timeout') return new GatewayError('upstream_timeout', { message: 'llama-swap did not list its models in time.', cause: error });
-  if (kind === 'http' && typeof status === 'number') return new GatewayError('upstream_error', { status, message: message ?? `llama-swap answered ${status}.`, upstreamCode: code, cause: error });
-  return new GatewayError('upstream_unreachable', { message: 'llama-swap could not be reached to list models.', cause: error });
+  if (kind === 'timeout')
+    return new GatewayError('upstream_timeout', {
+      message: 'llama-swap did not list its models in time.',
+      cause: error,
+    });
+  if (kind === 'http' && typeof status === 'number')
+    return new GatewayError('upstream_error', {
+      status,
+      message: message ?? `llama-swap answered ${status}.`,
+      upstreamCode: code,
+      cause: error,
+    });
+  return new GatewayError('upstream_unreachable', {
+    message: 'llama-swap could not be reached to list models.',
+    cause: error,
+  });
 }

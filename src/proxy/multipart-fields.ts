@@ -56,7 +56,8 @@ export class MultipartFieldReader {
 
   end(): FieldReading {
     if (this.state === P.Failed) return { readable: false, reason: this.failure };
-    if (this.state !== P.Done) return { readable: false, reason: 'the multipart body ends before its closing boundary' };
+    if (this.state !== P.Done)
+      return { readable: false, reason: 'the multipart body ends before its closing boundary' };
     return { readable: true, values: this.values };
   }
 
@@ -67,7 +68,8 @@ export class MultipartFieldReader {
       case P.First: {
         const need = this.first.length + 2;
         if (buf.length < need) return false;
-        if (!buf.subarray(0, this.first.length).equals(this.first)) return this.fail('the body does not start with its boundary');
+        if (!buf.subarray(0, this.first.length).equals(this.first))
+          return this.fail('the body does not start with its boundary');
         this.state = P.Boundary;
         return true;
       }
@@ -183,7 +185,8 @@ export class MultipartFieldReader {
     if (parsed.params.get('name') !== this.field) return true;
     if (parsed.extended.has('filename')) return this.fail(`a "${this.field}" part with an RFC 2231 file name`);
     if ((parsed.params.get('filename') ?? '') !== '') return true; // a file, not a value
-    if (encoding !== undefined && encoding.toLowerCase() === 'quoted-printable') return this.fail(`a quoted-printable "${this.field}" part`);
+    if (encoding !== undefined && encoding.toLowerCase() === 'quoted-printable')
+      return this.fail(`a quoted-printable "${this.field}" part`);
     this.capture = [];
     this.captured = 0;
     return true;
@@ -215,4 +218,3 @@ export class MultipartFieldReader {
     return false;
   }
 }
-

@@ -16,7 +16,8 @@ export interface ReadModelOptions {
 
 export function readModel(options: ReadModelOptions) {
   const { bodyLimitBytes, bodyTimeoutMs } = options;
-  if (!Number.isSafeInteger(bodyLimitBytes) || bodyLimitBytes < 1) throw new Error('readModel: bodyLimitBytes must be a positive integer');
+  if (!Number.isSafeInteger(bodyLimitBytes) || bodyLimitBytes < 1)
+    throw new Error('readModel: bodyLimitBytes must be a positive integer');
   const spoolDir = prepareSpoolDir(options.spoolDir);
   return async function readModelStep(ctx: ProxyContext): Promise<void> {
     const q = ctx.request.url.indexOf('?');
@@ -25,8 +26,16 @@ export function readModel(options: ReadModelOptions) {
       setReading(ctx, modelFromGet(rawQuery));
       if (!hasBody(ctx.req)) return;
     }
-    const reader = ctx.request.method === 'GET' ? undefined : bodyModelReader(ctx.request.method, ctx.req.headers['content-type'], rawQuery);
-    const head = await receiveBody(ctx.req, { limit: bodyLimitBytes, idleTimeoutMs: bodyTimeoutMs, spoolDir, observe: reader && ((chunk) => reader.feed(chunk)) });
+    const reader =
+      ctx.request.method === 'GET'
+        ? undefined
+        : bodyModelReader(ctx.request.method, ctx.req.headers['content-type'], rawQuery);
+    const head = await receiveBody(ctx.req, {
+      limit: bodyLimitBytes,
+      idleTimeoutMs: bodyTimeoutMs,
+      spoolDir,
+      observe: reader && ((chunk) => reader.feed(chunk)),
+    });
     ctx.decided.body = head;
     ctx.onDone.push(() => head.dispose());
     if (reader) {
@@ -38,5 +47,6 @@ export function readModel(options: ReadModelOptions) {
 
 function setReading(ctx: ProxyContext, reading: ModelReading): void {
   ctx.decided.modelReading = reading;
-  ctx.decided.model = reading.status === 'found' ? reading.model : reading.status === 'uncertain' ? reading.guess : undefined;
+  ctx.decided.model =
+    reading.status === 'found' ? reading.model : reading.status === 'uncertain' ? reading.guess : undefined;
 }

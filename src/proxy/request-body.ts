@@ -31,7 +31,14 @@ export const MEMORY_BODY_MAX_BYTES = 256 * 1024;
 /** How much of a spooled body stays in memory for body capture. */
 const START_BYTES = 64 * 1024;
 
-const NO_BODY: BodyHead = Object.freeze({ bytes: 0, complete: [], start: [], body: null, received: () => 0, dispose: () => undefined });
+const NO_BODY: BodyHead = Object.freeze({
+  bytes: 0,
+  complete: [],
+  start: [],
+  body: null,
+  received: () => 0,
+  dispose: () => undefined,
+});
 
 export function tooLarge(limit: number): GatewayError {
   return new GatewayError('body_too_large', {
@@ -52,7 +59,8 @@ export function prepareSpoolDir(dir: string): string {
   for (const candidate of [dir, join(tmpdir(), `gatehouse-spool-${process.getuid?.() ?? 'user'}`)]) {
     try {
       mkdirSync(candidate, { recursive: true, mode: 0o700 });
-      for (const name of readdirSync(candidate)) if (name.endsWith('.body')) rmSync(join(candidate, name), { force: true });
+      for (const name of readdirSync(candidate))
+        if (name.endsWith('.body')) rmSync(join(candidate, name), { force: true });
       return candidate;
     } catch {
       // try the next place
@@ -108,7 +116,11 @@ export function receiveBody(req: IncomingMessage, options: ReceiveOptions): Prom
     const timer = setTimeout(onIdle, options.idleTimeoutMs);
     function onIdle() {
       req.pause();
-      settle(new GatewayError('body_timeout', { message: `The request body stopped arriving: nothing for ${options.idleTimeoutMs / 1000} s (GATEHOUSE_BODY_TIMEOUT).` }));
+      settle(
+        new GatewayError('body_timeout', {
+          message: `The request body stopped arriving: nothing for ${options.idleTimeoutMs / 1000} s (GATEHOUSE_BODY_TIMEOUT).`,
+        }),
+      );
     }
 
     const onData = (chunk: Buffer) => {
@@ -140,12 +152,26 @@ export function receiveBody(req: IncomingMessage, options: ReceiveOptions): Prom
       clearTimeout(timer);
       if (!spool) {
         const body = held.length === 1 ? held[0]! : held.length === 0 ? null : held;
-        return settle(undefined, { bytes, complete: held, start: held, body, received: () => bytes, dispose: () => undefined });
+        return settle(undefined, {
+          bytes,
+          complete: held,
+          start: held,
+          body,
+          received: () => bytes,
+          dispose: () => undefined,
+        });
       }
       const { path, out } = spool;
       out.end(() => {
         if (settled) return;
-        settle(undefined, { bytes, complete: undefined, start, body: createReadStream(path), received: () => bytes, dispose });
+        settle(undefined, {
+          bytes,
+          complete: undefined,
+          start,
+          body: createReadStream(path),
+          received: () => bytes,
+          dispose,
+        });
       });
     };
     const onError = (error: Error) => settle(error);

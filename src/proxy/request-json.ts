@@ -12,9 +12,7 @@
 import type { JsonKind, JsonMember } from '../core/context.js';
 import { decodeUtf8 } from './utf8.js';
 
-export type JsonReading =
-  | { valid: true; members: ReadonlyMap<string, JsonMember> }
-  | { valid: false; reason: string };
+export type JsonReading = { valid: true; members: ReadonlyMap<string, JsonMember> } | { valid: false; reason: string };
 
 /** Longest string value kept (raw bytes between the quotes); longer ones are not kept. */
 const MAX_KEPT_VALUE_BYTES = 4096;
@@ -183,7 +181,16 @@ export class RequestJsonReader {
           if (c === 0x75) {
             this.state = S.Hex;
             this.hexLeft = 4;
-          } else if (c === 0x22 || c === 0x5c || c === 0x2f || c === 0x62 || c === 0x66 || c === 0x6e || c === 0x72 || c === 0x74) {
+          } else if (
+            c === 0x22 ||
+            c === 0x5c ||
+            c === 0x2f ||
+            c === 0x62 ||
+            c === 0x66 ||
+            c === 0x6e ||
+            c === 0x72 ||
+            c === 0x74
+          ) {
             this.state = S.InString;
           } else return this.fail('an invalid escape in a string');
           break;
@@ -193,7 +200,8 @@ export class RequestJsonReader {
           break;
         case S.Literal:
           if (c !== this.literal.charCodeAt(this.literalAt)) return this.fail('an invalid literal');
-          if (++this.literalAt === this.literal.length) this.endValue(this.literal as JsonKind, this.literal === 'null' ? '' : this.literal);
+          if (++this.literalAt === this.literal.length)
+            this.endValue(this.literal as JsonKind, this.literal === 'null' ? '' : this.literal);
           break;
         case S.NumMinus:
           if (c === 0x30) this.state = S.NumZero;
@@ -247,11 +255,24 @@ export class RequestJsonReader {
 
   /** The body ended: the reading, or why the body is not valid JSON. */
   end(): JsonReading {
-    if (this.state >= S.NumZero && this.state <= S.NumExp && this.state !== S.NumDot && this.state !== S.NumE && this.state !== S.NumESign) {
+    if (
+      this.state >= S.NumZero &&
+      this.state <= S.NumExp &&
+      this.state !== S.NumDot &&
+      this.state !== S.NumE &&
+      this.state !== S.NumESign
+    ) {
       this.endNumber();
     }
     if (this.state === S.Error) return { valid: false, reason: this.error! };
-    if (this.state !== S.Done) return { valid: false, reason: this.state === S.Bom1 || this.state === S.Start ? 'the body is empty' : 'the body ends before the JSON value does' };
+    if (this.state !== S.Done)
+      return {
+        valid: false,
+        reason:
+          this.state === S.Bom1 || this.state === S.Start
+            ? 'the body is empty'
+            : 'the body ends before the JSON value does',
+      };
     return { valid: true, members: this.members };
   }
 
@@ -414,8 +435,16 @@ export function gjsonNumberText(raw: string): string {
   return point <= 0 ? `${sign}0.${'0'.repeat(-point)}${digits}` : `${sign}${digits.padEnd(point, '0')}`;
 }
 
-const SIMPLE_ESCAPES: Record<number, number> = { 0x22: 0x22, 0x5c: 0x5c, 0x2f: 0x2f, 0x62: 0x08, 0x66: 0x0c, 0x6e: 0x0a, 0x72: 0x0d, 0x74: 0x09 };
-
+const SIMPLE_ESCAPES: Record<number, number> = {
+  0x22: 0x22,
+  0x5c: 0x5c,
+  0x2f: 0x2f,
+  0x62: 0x08,
+  0x66: 0x0c,
+  0x6e: 0x0a,
+  0x72: 0x0d,
+  0x74: 0x09,
+};
 
 function isNumberState(state: S): boolean {
   return state >= S.NumMinus && state <= S.NumExp;

@@ -35,7 +35,8 @@ const MAX_FORM_BYTES = 10 * 1024 * 1024;
 
 export function modelFromGet(rawQuery: string): ModelReading {
   const query = parseGoQuery(rawQuery);
-  if (query.error || query.notUtf8) return uncertain('the query string cannot be read with certainty', query.values.get('model')?.[0]);
+  if (query.error || query.notUtf8)
+    return uncertain('the query string cannot be read with certainty', query.values.get('model')?.[0]);
   return fromValues(query.values.get('model') ?? []);
 }
 
@@ -65,8 +66,14 @@ class JsonBody implements BodyModelReader {
     const member = reading.members.get('model');
     const fromBody = jsonModel(member);
     // llama-swap ignores the query here; a query naming another model is still a second answer.
-    const other = this.query.values.get('model')?.find((m) => m !== '' && fromBody.status === 'found' && m !== fromBody.model);
-    if (other !== undefined) return uncertain('the query and the body name different models', fromBody.status === 'found' ? fromBody.model : undefined);
+    const other = this.query.values
+      .get('model')
+      ?.find((m) => m !== '' && fromBody.status === 'found' && m !== fromBody.model);
+    if (other !== undefined)
+      return uncertain(
+        'the query and the body name different models',
+        fromBody.status === 'found' ? fromBody.model : undefined,
+      );
     return fromBody;
   }
 }
@@ -88,7 +95,10 @@ class MultipartBody implements BodyModelReader {
     private readonly query: GoQuery,
   ) {
     const media = parseMediaType(contentType);
-    const boundary = media?.type === 'multipart/form-data' && !media.extended.has('boundary') ? media.params.get('boundary') : undefined;
+    const boundary =
+      media?.type === 'multipart/form-data' && !media.extended.has('boundary')
+        ? media.params.get('boundary')
+        : undefined;
     this.fields = boundary ? new MultipartFieldReader(boundary, 'model') : undefined;
   }
 
@@ -120,7 +130,9 @@ class FormBody implements BodyModelReader {
     // Go reads a form body only for these methods and this media type (`parsePostForm`).
     const media = contentType === '' ? undefined : parseMediaType(contentType);
     this.unreadableType = contentType !== '' && media === undefined;
-    const parsesBody = (method === 'POST' || method === 'PUT' || method === 'PATCH') && media?.type === 'application/x-www-form-urlencoded';
+    const parsesBody =
+      (method === 'POST' || method === 'PUT' || method === 'PATCH') &&
+      media?.type === 'application/x-www-form-urlencoded';
     this.chunks = parsesBody ? [] : undefined;
   }
 
@@ -137,7 +149,8 @@ class FormBody implements BodyModelReader {
     let bodyValues: string[] = [];
     if (this.chunks) {
       const form = parseGoQuery(Buffer.concat(this.chunks).toString('latin1'));
-      if (form.error || form.notUtf8) return uncertain('the form body cannot be read with certainty', form.values.get('model')?.[0]);
+      if (form.error || form.notUtf8)
+        return uncertain('the form body cannot be read with certainty', form.values.get('model')?.[0]);
       bodyValues = form.values.get('model') ?? [];
     }
     if (this.query.error || this.query.notUtf8) return uncertain('the query string cannot be read with certainty');
@@ -149,7 +162,12 @@ class FormBody implements BodyModelReader {
 function fromValues(values: readonly string[]): ModelReading {
   const first = values[0];
   if (first === undefined || first === '') {
-    return values.some((v) => v !== '') ? uncertain('the call names a model after an empty one', values.find((v) => v !== '')) : { status: 'absent' };
+    return values.some((v) => v !== '')
+      ? uncertain(
+          'the call names a model after an empty one',
+          values.find((v) => v !== ''),
+        )
+      : { status: 'absent' };
   }
   if (values.some((v) => v !== first)) return uncertain('the call names more than one model', first);
   return { status: 'found', model: first };

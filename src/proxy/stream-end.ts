@@ -22,7 +22,13 @@ const COLON = 0x3a;
 const BLANK_LINE = Buffer.from('\n\n');
 /** Enough for the longest terminal line, `event: response.incomplete`, and an `id:` before it. */
 const HEAD_BYTES = 64;
-const TERMINAL_EVENTS = new Set(['message_stop', 'response.completed', 'response.failed', 'response.incomplete', 'error']);
+const TERMINAL_EVENTS = new Set([
+  'message_stop',
+  'response.completed',
+  'response.failed',
+  'response.incomplete',
+  'error',
+]);
 const WATCHED_PATHS = new Set(['/v1/chat/completions', '/v1/completions', '/v1/messages', '/v1/responses']);
 
 /** A watcher for a stream on `path`, or undefined when that path has no known terminal frame. */
@@ -54,13 +60,18 @@ export class StreamEndWatcher {
         let lead = 0;
         while (isBreak(chunk[lead]!)) lead++;
         // The previous chunk's trailing breaks and this one's leading ones may make the blank line.
-        if (this.#head === undefined || lineEndings(this.#breaks + chunk.toString('latin1', 0, lead)) >= 2) start = lead;
+        if (this.#head === undefined || lineEndings(this.#breaks + chunk.toString('latin1', 0, lead)) >= 2)
+          start = lead;
       }
       if (start === -1) {
         // The latest frame goes on in this chunk: its head, when still short, grows.
         const head = this.#head!;
         if (headWasOpen && head.length < HEAD_BYTES) {
-          this.#head = Buffer.concat([head, Buffer.from(this.#breaks, 'latin1'), chunk.subarray(0, Math.min(end, HEAD_BYTES - head.length))]);
+          this.#head = Buffer.concat([
+            head,
+            Buffer.from(this.#breaks, 'latin1'),
+            chunk.subarray(0, Math.min(end, HEAD_BYTES - head.length)),
+          ]);
         }
         break;
       }
@@ -97,7 +108,6 @@ export class StreamEndWatcher {
     const endings = lineEndings(this.#breaks);
     return endings >= 2 ? '' : endings === 1 ? '\n' : '\n\n';
   }
-
 }
 
 function isTerminalLine(line: string): boolean {

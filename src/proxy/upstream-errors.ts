@@ -29,24 +29,49 @@ export function translateUpstreamError(res: UpstreamErrorResponse): GatewayError
   if (res.allow) headers.allow = res.allow;
 
   if (text === '') {
-    if (res.status === 502) return new GatewayError('upstream_bad_gateway', { message: 'llama-swap could not reach the model server (it may have crashed or still be starting).', headers });
-    return new GatewayError('upstream_error', { status: res.status, message: `llama-swap answered ${res.status} with an empty body.`, headers });
+    if (res.status === 502)
+      return new GatewayError('upstream_bad_gateway', {
+        message: 'llama-swap could not reach the model server (it may have crashed or still be starting).',
+        headers,
+      });
+    return new GatewayError('upstream_error', {
+      status: res.status,
+      message: `llama-swap answered ${res.status} with an empty body.`,
+      headers,
+    });
   }
 
   if (type.includes('json') || text.startsWith('{')) {
     const parsed = llamaSwapJsonError(text);
     if (parsed === undefined) return undefined; // a model server's error: pass through
-    return new GatewayError('upstream_error', { status: res.status, message: parsed.message, headers, upstreamCode: parsed.code });
+    return new GatewayError('upstream_error', {
+      status: res.status,
+      message: parsed.message,
+      headers,
+      upstreamCode: parsed.code,
+    });
   }
 
   if (type.startsWith('text/plain') || type === '') {
     if (res.status === 404 && text === '404 page not found') {
-      return new GatewayError('upstream_error', { status: 404, message: `llama-swap has no route for ${res.method} ${res.path}.`, headers });
+      return new GatewayError('upstream_error', {
+        status: 404,
+        message: `llama-swap has no route for ${res.method} ${res.path}.`,
+        headers,
+      });
     }
     if (res.status === 405) {
-      return new GatewayError('upstream_error', { status: 405, message: `llama-swap does not allow ${res.method} on ${res.path}${res.allow ? ` (allowed: ${res.allow})` : ''}.`, headers });
+      return new GatewayError('upstream_error', {
+        status: 405,
+        message: `llama-swap does not allow ${res.method} on ${res.path}${res.allow ? ` (allowed: ${res.allow})` : ''}.`,
+        headers,
+      });
     }
-    return new GatewayError('upstream_error', { status: res.status, message: text.replace(/^llama-swap:\s*/, ''), headers });
+    return new GatewayError('upstream_error', {
+      status: res.status,
+      message: text.replace(/^llama-swap:\s*/, ''),
+      headers,
+    });
   }
   return undefined;
 }

@@ -5,8 +5,9 @@ import { lines, shWord, str } from './quoting.js';
 import { containerOrigin, openaiBaseUrl, originPort } from './urls.js';
 import type { SnippetContext } from './types.js';
 
-const CONTAINER = 'Inside a container localhost is the container itself: use host.docker.internal (with ' +
-    '--add-host=host.docker.internal:host-gateway on Linux) or the gateway\'s LAN address.';
+const CONTAINER =
+  'Inside a container localhost is the container itself: use host.docker.internal (with ' +
+  "--add-host=host.docker.internal:host-gateway on Linux) or the gateway's LAN address.";
 
 /** Open WebUI's documented example maps host port 3000, the gateway's own port; pick another. */
 function openWebuiPort(ctx: SnippetContext): number {
@@ -26,9 +27,10 @@ const openWebuiDocker = defineSnippet({
   client: 'Open WebUI',
   group: 'chat-uis',
   language: 'bash',
-  where: 'The shell of the machine that will run Open WebUI (needs Docker); then open Open WebUI on the host port it maps.',
+  where:
+    'The shell of the machine that will run Open WebUI (needs Docker); then open Open WebUI on the host port it maps.',
   pitfalls: [
-    'Port clash: Open WebUI\'s own example maps host port 3000, the gateway\'s port; this command maps ' +
+    "Port clash: Open WebUI's own example maps host port 3000, the gateway's port; this command maps " +
       '8080 instead (8081 if the gateway itself is on 8080).',
     'These variables only seed the settings on the first start; later changes go through Admin Panel → ' +
       'Settings → Connections (or set ENABLE_PERSISTENT_CONFIG=false).',
@@ -60,8 +62,9 @@ const openWebuiAdmin = defineSnippet({
   client: 'Open WebUI',
   group: 'chat-uis',
   language: 'text',
-  where: 'Open WebUI → Admin Panel → Settings → Connections → OpenAI API → + (works any time, and is the only ' +
-      'way after the first start).',
+  where:
+    'Open WebUI → Admin Panel → Settings → Connections → OpenAI API → + (works any time, and is the only ' +
+    'way after the first start).',
   pitfalls: OPEN_WEBUI_PITFALLS,
   baseUrlKind: 'openai',
   keyRequired: false,
@@ -84,8 +87,9 @@ const librechatYaml = defineSnippet({
   client: 'LibreChat',
   group: 'chat-uis',
   language: 'yaml',
-  where: 'librechat.yaml next to docker-compose.yml, bind-mounted to /app/librechat.yaml by ' +
-      'docker-compose.override.yml; then docker compose down && docker compose up -d.',
+  where:
+    'librechat.yaml next to docker-compose.yml, bind-mounted to /app/librechat.yaml by ' +
+    'docker-compose.override.yml; then docker compose down && docker compose up -d.',
   pitfalls: [
     'baseURL ends at /v1, not /v1/chat/completions.',
     'An endpoint without name, baseURL, apiKey and models is silently dropped; two endpoints with the same ' +
@@ -125,8 +129,11 @@ const librechatEnv = defineSnippet({
   client: 'LibreChat',
   group: 'chat-uis',
   language: 'text',
-  where: 'LibreChat\'s .env file (next to librechat.yaml), added as a new line.',
-  pitfalls: ['LibreChat drops an endpoint whose apiKey is empty, so open mode uses a placeholder.', 'To let each user enter their own key instead, write apiKey: "user_provided" in librechat.yaml.'],
+  where: "LibreChat's .env file (next to librechat.yaml), added as a new line.",
+  pitfalls: [
+    'LibreChat drops an endpoint whose apiKey is empty, so open mode uses a placeholder.',
+    'To let each user enter their own key instead, write apiKey: "user_provided" in librechat.yaml.',
+  ],
   baseUrlKind: 'openai',
   keyRequired: true,
   keyField: KEY_ENV_VAR,

@@ -18,15 +18,21 @@ const claudeCodeEnv = (ctx: SnippetContext): Array<[string, string]> => [
   ['ANTHROPIC_DEFAULT_HAIKU_MODEL', ctx.model],
 ];
 
-const CLAUDE_BASE = 'ANTHROPIC_BASE_URL has no /v1: Claude Code appends /v1/messages itself, so …/v1 gives /v1/v1/messages.';
-const CLAUDE_ONE_KEY = 'Set only one credential: ANTHROPIC_AUTH_TOKEN is sent as Authorization: Bearer; ANTHROPIC_API_KEY ' +
-    '(X-Api-Key) asks for approval once and conflicts when both are set, so unset it.';
-const CLAUDE_TIERS = 'Every model tier (ANTHROPIC_MODEL and the OPUS/SONNET/HAIKU defaults) must name a model the gateway ' +
-    'serves; otherwise background calls go out as claude-* and fail. CLAUDE_CODE_SUBAGENT_MODEL is optional.';
-const CLAUDE_STATUS = 'Check with /status inside Claude Code: it shows the Anthropic base URL and which credential is active.';
-const CLAUDE_EXTRA = 'Optional: CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 (fewer calls to Anthropic services); ' +
-    'ANTHROPIC_SMALL_FAST_MODEL only for old 1.x releases.';
-const CLAUDE_NEEDS_KEY = 'Claude Code asks for a login when no credential is set, so open mode still needs a placeholder token.';
+const CLAUDE_BASE =
+  'ANTHROPIC_BASE_URL has no /v1: Claude Code appends /v1/messages itself, so …/v1 gives /v1/v1/messages.';
+const CLAUDE_ONE_KEY =
+  'Set only one credential: ANTHROPIC_AUTH_TOKEN is sent as Authorization: Bearer; ANTHROPIC_API_KEY ' +
+  '(X-Api-Key) asks for approval once and conflicts when both are set, so unset it.';
+const CLAUDE_TIERS =
+  'Every model tier (ANTHROPIC_MODEL and the OPUS/SONNET/HAIKU defaults) must name a model the gateway ' +
+  'serves; otherwise background calls go out as claude-* and fail. CLAUDE_CODE_SUBAGENT_MODEL is optional.';
+const CLAUDE_STATUS =
+  'Check with /status inside Claude Code: it shows the Anthropic base URL and which credential is active.';
+const CLAUDE_EXTRA =
+  'Optional: CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 (fewer calls to Anthropic services); ' +
+  'ANTHROPIC_SMALL_FAST_MODEL only for old 1.x releases.';
+const CLAUDE_NEEDS_KEY =
+  'Claude Code asks for a login when no credential is set, so open mode still needs a placeholder token.';
 
 const claudeCodeSettings = defineSnippet({
   id: 'claude-code-settings',
@@ -34,9 +40,18 @@ const claudeCodeSettings = defineSnippet({
   client: 'Claude Code',
   group: 'coding-agents',
   language: 'json',
-  where: '~/.claude/settings.json (your user settings; never a project\'s committed .claude/settings.json). ' +
-      'Merge "env" into an existing file.',
-  pitfalls: [CLAUDE_BASE, CLAUDE_ONE_KEY, CLAUDE_TIERS, 'An ANTHROPIC_API_KEY exported in the shell still applies: unset it.', CLAUDE_STATUS, CLAUDE_EXTRA, CLAUDE_NEEDS_KEY],
+  where:
+    "~/.claude/settings.json (your user settings; never a project's committed .claude/settings.json). " +
+    'Merge "env" into an existing file.',
+  pitfalls: [
+    CLAUDE_BASE,
+    CLAUDE_ONE_KEY,
+    CLAUDE_TIERS,
+    'An ANTHROPIC_API_KEY exported in the shell still applies: unset it.',
+    CLAUDE_STATUS,
+    CLAUDE_EXTRA,
+    CLAUDE_NEEDS_KEY,
+  ],
   baseUrlKind: 'anthropic',
   keyRequired: true,
   keyField: 'ANTHROPIC_AUTH_TOKEN',
@@ -67,7 +82,10 @@ const claudeCodePreflight = defineSnippet({
   group: 'coding-agents',
   language: 'bash',
   where: 'Any shell on the machine that will run Claude Code.',
-  pitfalls: ['A JSON body starting {"id":"msg_ means the URL and key work; a 401 means the key, a 404 usually a /v1 too many.', 'This sends the key the way Claude Code does with ANTHROPIC_AUTH_TOKEN: Authorization: Bearer.'],
+  pitfalls: [
+    'A JSON body starting {"id":"msg_ means the URL and key work; a 401 means the key, a 404 usually a /v1 too many.',
+    'This sends the key the way Claude Code does with ANTHROPIC_AUTH_TOKEN: Authorization: Bearer.',
+  ],
   baseUrlKind: 'anthropic',
   keyRequired: false,
   keyField: 'an -H "Authorization: Bearer <key>" header',
@@ -76,7 +94,9 @@ const claudeCodePreflight = defineSnippet({
     const body = `{"model":${str(ctx.model)},"max_tokens":32,"messages":[{"role":"user","content":"ping"}]}`;
     return lines(
       `curl ${anthropicBaseUrl(ctx.origin)}/v1/messages \\`,
-      key === undefined ? '  -H "anthropic-version: 2023-06-01" \\' : `  -H ${shDouble(`Authorization: Bearer ${key}`)} -H "anthropic-version: 2023-06-01" \\`,
+      key === undefined
+        ? '  -H "anthropic-version: 2023-06-01" \\'
+        : `  -H ${shDouble(`Authorization: Bearer ${key}`)} -H "anthropic-version: 2023-06-01" \\`,
       '  -H "content-type: application/json" \\',
       `  -d '${shSingleBody(body)}'`,
     );
@@ -94,7 +114,7 @@ const opencodeJson = defineSnippet({
     'baseURL ends in /v1.',
     'OpenCode does not fetch the model list: every model you want must be under "models", with the id ' +
       '/v1/models shows.',
-    'Set limit.context to the model\'s real context size (llama-server -c); without a limit OpenCode ' +
+    "Set limit.context to the model's real context size (llama-server -c); without a limit OpenCode " +
       'cannot track context use.',
     'small_model keeps title and summary calls on the gateway too.',
     'In a project\'s opencode.json write "apiKey": "{env:GATEHOUSE_API_KEY}" instead of the key, or use ' +
@@ -128,7 +148,8 @@ const aiderShell = defineSnippet({
   client: 'Aider',
   group: 'coding-agents',
   language: 'bash',
-  where: 'The shell you start aider from (or the same keys in .aider.conf.yml: openai-api-base, openai-api-key, model).',
+  where:
+    'The shell you start aider from (or the same keys in .aider.conf.yml: openai-api-base, openai-api-key, model).',
   pitfalls: [
     'The openai/ prefix on the model is mandatory: it selects the OpenAI-compatible route, and Aider ' +
       'strips it before sending.',
@@ -147,8 +168,9 @@ const aiderShell = defineSnippet({
     ),
 });
 
-const CODEX_RESPONSES = 'Codex speaks only the Responses API (POST …/v1/responses); wire_api = "chat" stops it at startup. The ' +
-    'model server behind the gateway must implement /v1/responses.';
+const CODEX_RESPONSES =
+  'Codex speaks only the Responses API (POST …/v1/responses); wire_api = "chat" stops it at startup. The ' +
+  'model server behind the gateway must implement /v1/responses.';
 
 const codexConfig = defineSnippet({
   id: 'codex-config',
@@ -190,9 +212,13 @@ const codexShell = defineSnippet({
   client: 'Codex CLI',
   group: 'coding-agents',
   language: 'bash',
-  where: 'The shell you start codex from (or your ~/.bashrc / ~/.zshrc without the last line), with config.toml in place.',
-  pitfalls: [CODEX_RESPONSES, `Codex stops with "missing environment variable" when ${KEY_ENV_VAR} is unset or empty, so open mode ` +
-      `uses a placeholder.`],
+  where:
+    'The shell you start codex from (or your ~/.bashrc / ~/.zshrc without the last line), with config.toml in place.',
+  pitfalls: [
+    CODEX_RESPONSES,
+    `Codex stops with "missing environment variable" when ${KEY_ENV_VAR} is unset or empty, so open mode ` +
+      `uses a placeholder.`,
+  ],
   baseUrlKind: 'openai',
   keyRequired: true,
   needs: ['responses'],
@@ -200,4 +226,12 @@ const codexShell = defineSnippet({
   render: (ctx) => lines(`export ${KEY_ENV_VAR}=${shDouble(requiredKey(ctx.key))}`, 'codex'),
 });
 
-export const CODING_AGENT_SNIPPETS = [claudeCodeSettings, claudeCodeShell, claudeCodePreflight, opencodeJson, aiderShell, codexConfig, codexShell] as const;
+export const CODING_AGENT_SNIPPETS = [
+  claudeCodeSettings,
+  claudeCodeShell,
+  claudeCodePreflight,
+  opencodeJson,
+  aiderShell,
+  codexConfig,
+  codexShell,
+] as const;

@@ -5,8 +5,9 @@ import { lines, shDouble, shSingleBody, str } from './quoting.js';
 import { anthropicBaseUrl, openaiBaseUrl } from './urls.js';
 import type { SnippetContext } from './types.js';
 
-const WINDOWS = 'Windows cmd.exe does not understand the single-quoted JSON: use PowerShell with curl.exe, or put the ' +
-    'body in a file and pass --data @body.json.';
+const WINDOWS =
+  'Windows cmd.exe does not understand the single-quoted JSON: use PowerShell with curl.exe, or put the ' +
+  'body in a file and pass --data @body.json.';
 const OPEN_MODE = 'In open mode (no key yet) the auth header is left out; once a key exists every request needs it.';
 
 /** `-H "Authorization: Bearer …"`, or nothing in open mode. */
@@ -63,7 +64,7 @@ const curlOpenaiChatStream = defineSnippet({
   language: 'bash',
   where: 'Any shell on a machine that can reach the gateway.',
   pitfalls: [
-    '-N turns off curl\'s output buffering so tokens appear as they arrive.',
+    "-N turns off curl's output buffering so tokens appear as they arrive.",
     'The answer is Server-Sent Events: data: {chunk} lines ending with data: [DONE]; with include_usage ' +
       'the last chunk before [DONE] has "choices": [] and the usage.',
     OPEN_MODE,
@@ -164,11 +165,18 @@ const curlEmbeddings = defineSnippet({
   needs: ['embeddings'],
   keyField: 'an -H "Authorization: Bearer <key>" header',
   extraNote: (ctx) =>
-    ctx.embeddingModel === undefined ? `Replace ${EMBEDDING_MODEL_PLACEHOLDER} with an embedding model id from /v1/models.` : undefined,
+    ctx.embeddingModel === undefined
+      ? `Replace ${EMBEDDING_MODEL_PLACEHOLDER} with an embedding model id from /v1/models.`
+      : undefined,
   render: (ctx) => {
     const key = optionalKey(ctx.key);
     const model = ctx.embeddingModel ?? EMBEDDING_MODEL_PLACEHOLDER;
-    const headers = ['-H "Content-Type: application/json"', key !== undefined && `-H ${shDouble(`Authorization: Bearer ${key}`)}`].filter(Boolean).join(' ');
+    const headers = [
+      '-H "Content-Type: application/json"',
+      key !== undefined && `-H ${shDouble(`Authorization: Bearer ${key}`)}`,
+    ]
+      .filter(Boolean)
+      .join(' ');
     return lines(
       `curl ${openaiBaseUrl(ctx.origin)}/embeddings \\`,
       `  ${headers} \\`,
@@ -177,4 +185,10 @@ const curlEmbeddings = defineSnippet({
   },
 });
 
-export const CURL_SNIPPETS = [curlOpenaiChat, curlOpenaiChatStream, curlAnthropicMessages, curlModels, curlEmbeddings] as const;
+export const CURL_SNIPPETS = [
+  curlOpenaiChat,
+  curlOpenaiChatStream,
+  curlAnthropicMessages,
+  curlModels,
+  curlEmbeddings,
+] as const;

@@ -13,7 +13,8 @@ export interface SnippetDefinition<Id extends string> extends Omit<Snippet<Id>, 
 /** Builds a snippet whose `id` keeps its literal type, so tests can require one entry per id. */
 export function defineSnippet<const Id extends string>(def: SnippetDefinition<Id>): Snippet<Id> {
   const { keyField, note, extraNote, ...snippet } = def;
-  const keyLine = note ?? ((ctx: SnippetContext) => keyNote(ctx.key, { client: def.client, keyField, keyRequired: def.keyRequired }));
+  const keyLine =
+    note ?? ((ctx: SnippetContext) => keyNote(ctx.key, { client: def.client, keyField, keyRequired: def.keyRequired }));
   return {
     ...snippet,
     note(ctx) {

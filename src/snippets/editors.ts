@@ -5,7 +5,13 @@ import { lines, shDouble, yamlScalar } from './quoting.js';
 import { openaiBaseUrl } from './urls.js';
 import type { SnippetContext } from './types.js';
 
-function continueModel(ctx: SnippetContext, name: string, model: string, roles: string[], capabilities: string[]): string {
+function continueModel(
+  ctx: SnippetContext,
+  name: string,
+  model: string,
+  roles: string[],
+  capabilities: string[],
+): string {
   const key = optionalKey(ctx.key);
   return lines(
     `  - name: ${yamlScalar(name)}`,
@@ -57,7 +63,8 @@ const zedSettings = defineSnippet({
   client: 'Zed',
   group: 'editors',
   language: 'json',
-  where: 'Zed settings.json (Zed → Settings → Open Settings), merged into the existing object; the key is set separately.',
+  where:
+    'Zed settings.json (Zed → Settings → Open Settings), merged into the existing object; the key is set separately.',
   pitfalls: [
     'api_url ends in /v1.',
     'Zed does not fetch the model list: list every model under available_models.',
@@ -79,7 +86,13 @@ const zedSettings = defineSnippet({
             [ZED_PROVIDER]: {
               api_url: openaiBaseUrl(ctx.origin),
               available_models: [
-                { name: ctx.model, display_name: `${ctx.model} (Gatehouse)`, max_tokens: 128000, max_output_tokens: 8192, capabilities: { tools: true, images: false } },
+                {
+                  name: ctx.model,
+                  display_name: `${ctx.model} (Gatehouse)`,
+                  max_tokens: 128000,
+                  max_output_tokens: 8192,
+                  capabilities: { tools: true, images: false },
+                },
               ],
             },
           },
@@ -96,7 +109,8 @@ const zedKey = defineSnippet({
   client: 'Zed',
   group: 'editors',
   language: 'bash',
-  where: `The shell you start Zed from; or paste the key in Agent Settings → LLM Providers → ${ZED_PROVIDER} ` +
+  where:
+    `The shell you start Zed from; or paste the key in Agent Settings → LLM Providers → ${ZED_PROVIDER} ` +
     `(kept in the OS keychain).`,
   pitfalls: [
     `Zed derives the variable from the provider id: ${ZED_PROVIDER} → ${KEY_ENV_VAR}.`,

@@ -13,11 +13,14 @@ function fields(rows: Array<[string, string]>): string {
   return lines(...rows.map(([label, value]) => `     ${`${label}:`.padEnd(width)}  ${value}`));
 }
 
-const CORE_OPENAI = 'The built-in "OpenAI Conversation" integration cannot point at another server (no base-URL field, by ' +
-    'design); use this custom integration instead.';
-const LAN = 'Use the gateway\'s LAN address, not localhost: Home Assistant usually runs in its own container or machine.';
-const TOOLS = 'Controlling devices needs a model that supports tool calling, and Assist\'s prompt is long: give the ' +
-    'model a context of 10k tokens or more.';
+const CORE_OPENAI =
+  'The built-in "OpenAI Conversation" integration cannot point at another server (no base-URL field, by ' +
+  'design); use this custom integration instead.';
+const LAN =
+  "Use the gateway's LAN address, not localhost: Home Assistant usually runs in its own container or machine.";
+const TOOLS =
+  "Controlling devices needs a model that supports tool calling, and Assist's prompt is long: give the " +
+  'model a context of 10k tokens or more.';
 
 const homeAssistantLocalOpenai = defineSnippet({
   id: 'home-assistant-local-openai',

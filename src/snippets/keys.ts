@@ -53,13 +53,15 @@ export function keyNote(key: SnippetKey, { client, keyField, keyRequired }: KeyN
     case 'secret':
       return undefined;
     case 'prefix':
-      return `Replace ${keyPlaceholder(key.prefix)} with your full key (it starts ${key.prefix}): it was shown ` +
-        `only once, when it was created; if it is lost, create a new key.`;
+      return (
+        `Replace ${keyPlaceholder(key.prefix)} with your full key (it starts ${key.prefix}): it was shown ` +
+        `only once, when it was created; if it is lost, create a new key.`
+      );
     case 'none':
       return keyRequired
         ? `Open mode: no key exists yet, so the gateway accepts any key. ${client} wants a non-empty one, ` +
-          `hence ${NO_KEY_PLACEHOLDER} in ${keyField}; once you create a key, put the key there instead.`
+            `hence ${NO_KEY_PLACEHOLDER} in ${keyField}; once you create a key, put the key there instead.`
         : `Open mode: no key exists yet, so none is needed. Once you create a key, every request needs it ` +
-          `(${keyField}).`;
+            `(${keyField}).`;
   }
 }

@@ -6,12 +6,19 @@ import { anthropicBaseUrl, openaiBaseUrl } from './urls.js';
 import type { SnippetContext } from './types.js';
 
 const OPENAI_BASE = 'base_url must end in /v1: without it the SDK posts to /chat/completions and gets a 404.';
-const OPENAI_RESPONSES = 'Use client.chat.completions.create as shown; the openai README now leads with client.responses.create ' +
-    '(the Responses API, POST /v1/responses), which only works if the model server implements it.';
-const OPENAI_ENV = 'Alternatively set OPENAI_BASE_URL and OPENAI_API_KEY in the environment and call OpenAI() without arguments.';
+const OPENAI_RESPONSES =
+  'Use client.chat.completions.create as shown; the openai README now leads with client.responses.create ' +
+  '(the Responses API, POST /v1/responses), which only works if the model server implements it.';
+const OPENAI_ENV =
+  'Alternatively set OPENAI_BASE_URL and OPENAI_API_KEY in the environment and call OpenAI() without arguments.';
 
 const openaiClient = (ctx: SnippetContext) =>
-  lines('from openai import OpenAI', '', `client = OpenAI(base_url=${str(openaiBaseUrl(ctx.origin))}, api_key=${str(requiredKey(ctx.key))})`, '');
+  lines(
+    'from openai import OpenAI',
+    '',
+    `client = OpenAI(base_url=${str(openaiBaseUrl(ctx.origin))}, api_key=${str(requiredKey(ctx.key))})`,
+    '',
+  );
 
 const pythonOpenai = defineSnippet({
   id: 'python-openai',
@@ -20,7 +27,12 @@ const pythonOpenai = defineSnippet({
   group: 'python',
   language: 'python',
   where: 'A Python file, after pip install openai.',
-  pitfalls: [OPENAI_BASE, 'The SDK raises before sending anything when api_key is empty, even though the gateway in open mode needs none.', OPENAI_RESPONSES, OPENAI_ENV],
+  pitfalls: [
+    OPENAI_BASE,
+    'The SDK raises before sending anything when api_key is empty, even though the gateway in open mode needs none.',
+    OPENAI_RESPONSES,
+    OPENAI_ENV,
+  ],
   baseUrlKind: 'openai',
   keyRequired: true,
   keyField: 'api_key',
@@ -85,7 +97,11 @@ const pythonAnthropic = defineSnippet({
   keyRequired: true,
   keyField: 'api_key',
   render: (ctx) => {
-    const args = lines(`    model=${str(ctx.model)},`, '    max_tokens=1024,', '    messages=[{"role": "user", "content": "Hello!"}],');
+    const args = lines(
+      `    model=${str(ctx.model)},`,
+      '    max_tokens=1024,',
+      '    messages=[{"role": "user", "content": "Hello!"}],',
+    );
     return lines(
       'from anthropic import Anthropic',
       '',

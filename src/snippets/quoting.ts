@@ -30,7 +30,11 @@ const YAML_RESERVED = /^(?:true|false|yes|no|on|off|y|n|null|~)$/i;
 
 /** A YAML scalar: plain when unambiguous, a JSON (= YAML double-quoted) string otherwise. */
 export function yamlScalar(value: string): string {
-  const plain = /^[A-Za-z][A-Za-z0-9_./:@+ \u00A1-\u2027\u202A-\uFEFE-]*$/.test(value) && !/[: ]$/.test(value) && !value.includes(': ') && !YAML_RESERVED.test(value);
+  const plain =
+    /^[A-Za-z][A-Za-z0-9_./:@+ \u00A1-\u2027\u202A-\uFEFE-]*$/.test(value) &&
+    !/[: ]$/.test(value) &&
+    !value.includes(': ') &&
+    !YAML_RESERVED.test(value);
   return plain ? value : JSON.stringify(value);
 }
 

@@ -3,7 +3,8 @@
  * dashboard can import it in the browser (no `node:` imports anywhere in `src/snippets`).
  */
 
-export type SnippetGroup = 'curl' | 'python' | 'typescript' | 'home-automation' | 'coding-agents' | 'editors' | 'chat-uis';
+export type SnippetGroup =
+  'curl' | 'python' | 'typescript' | 'home-automation' | 'coding-agents' | 'editors' | 'chat-uis';
 
 export type SnippetLanguage = 'bash' | 'python' | 'typescript' | 'json' | 'yaml' | 'toml' | 'text';
 

@@ -7,8 +7,9 @@ import { optionalKey, requiredKey } from './keys.js';
 import { lines, str } from './quoting.js';
 import { anthropicBaseUrl, openaiBaseUrl } from './urls.js';
 
-const BROWSER = 'In a browser the SDK refuses to run unless dangerouslyAllowBrowser: true is set, which exposes the key ' +
-    'to every visitor: keep it server-side.';
+const BROWSER =
+  'In a browser the SDK refuses to run unless dangerouslyAllowBrowser: true is set, which exposes the key ' +
+  'to every visitor: keep it server-side.';
 
 const typescriptOpenai = defineSnippet({
   id: 'typescript-openai',
@@ -68,7 +69,11 @@ const typescriptAnthropic = defineSnippet({
   keyRequired: true,
   keyField: 'apiKey',
   render: (ctx) => {
-    const request = lines(`  model: ${str(ctx.model)},`, '  max_tokens: 1024,', '  messages: [{ role: "user", content: "Hello!" }],');
+    const request = lines(
+      `  model: ${str(ctx.model)},`,
+      '  max_tokens: 1024,',
+      '  messages: [{ role: "user", content: "Hello!" }],',
+    );
     return lines(
       'import Anthropic from "@anthropic-ai/sdk";',
       '',

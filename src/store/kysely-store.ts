@@ -144,11 +144,20 @@ export function createKyselyStore(db: Kysely<Database>, hooks: DialectHooks): St
         .execute();
     },
     async findByTokenHash(tokenHash) {
-      const row = await db.selectFrom('admin_sessions').selectAll().where('token_hash', '=', tokenHash).executeTakeFirst();
+      const row = await db
+        .selectFrom('admin_sessions')
+        .selectAll()
+        .where('token_hash', '=', tokenHash)
+        .executeTakeFirst();
       return row && toSessionRecord(row);
     },
     async touch(id, at) {
-      await db.updateTable('admin_sessions').set({ last_seen_at: at }).where('id', '=', id).where('last_seen_at', '<', at).execute();
+      await db
+        .updateTable('admin_sessions')
+        .set({ last_seen_at: at })
+        .where('id', '=', id)
+        .where('last_seen_at', '<', at)
+        .execute();
     },
     async delete(id) {
       const result = await db.deleteFrom('admin_sessions').where('id', '=', id).executeTakeFirst();
@@ -238,7 +247,11 @@ function toRecord(row: Selectable<ApiKeysTable>): KeyRecord {
     revokedAt: nullableNumber(row.revoked_at),
     models: parseModels(row.id, row.allowed_models),
     note: row.note,
-    limits: { rpm: nullableNumber(row.rpm), tpm: nullableNumber(row.tpm), concurrent: nullableNumber(row.max_concurrent) },
+    limits: {
+      rpm: nullableNumber(row.rpm),
+      tpm: nullableNumber(row.tpm),
+      concurrent: nullableNumber(row.max_concurrent),
+    },
   };
 }
 

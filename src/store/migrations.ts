@@ -6,7 +6,15 @@
  * builder with portable types (`text`, `integer`, `bigint`) so SQLite and PostgreSQL share it;
  * take `Kysely<unknown>` because a migration must not depend on today's row types.
  */
-import { Migrator, SqliteAdapter, sql, type CreateTableBuilder, type Kysely, type Migration, type MigrationProvider } from 'kysely';
+import {
+  Migrator,
+  SqliteAdapter,
+  sql,
+  type CreateTableBuilder,
+  type Kysely,
+  type Migration,
+  type MigrationProvider,
+} from 'kysely';
 
 export const MIGRATIONS: Readonly<Record<string, Migration>> = {
   '0001_api_keys_and_meta': {
@@ -57,8 +65,16 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
         .execute();
       // Newest-first pages (keyset on at, id) and the retention prune; then the two filters.
       await db.schema.createIndex('usage_requests_at_idx').on('usage_requests').columns(['at', 'id']).execute();
-      await db.schema.createIndex('usage_requests_key_idx').on('usage_requests').columns(['key_id', 'at', 'id']).execute();
-      await db.schema.createIndex('usage_requests_model_idx').on('usage_requests').columns(['model', 'at', 'id']).execute();
+      await db.schema
+        .createIndex('usage_requests_key_idx')
+        .on('usage_requests')
+        .columns(['key_id', 'at', 'id'])
+        .execute();
+      await db.schema
+        .createIndex('usage_requests_model_idx')
+        .on('usage_requests')
+        .columns(['model', 'at', 'id'])
+        .execute();
       for (const table of ['usage_minutes', 'usage_hours']) {
         let create = db.schema
           .createTable(table)
@@ -74,7 +90,8 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
           .addColumn('cached_tokens', 'bigint', (c) => c.notNull())
           .addColumn('duration_ms_sum', 'double precision', (c) => c.notNull());
         // 31 latency bounds + overflow (store.ts USAGE_LATENCY_BOUNDS_MS), frozen here on purpose.
-        for (let i = 0; i < 32; i++) create = create.addColumn(`lat_${String(i).padStart(2, '0')}`, 'integer', (c) => c.notNull().defaultTo(0));
+        for (let i = 0; i < 32; i++)
+          create = create.addColumn(`lat_${String(i).padStart(2, '0')}`, 'integer', (c) => c.notNull().defaultTo(0));
         await create.addPrimaryKeyConstraint(`${table}_pk`, ['bucket', 'key_id', 'model']).execute();
       }
     },
@@ -101,7 +118,11 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
         await sql`insert into usage_requests_next select * from usage_requests`.execute(db);
         await db.schema.dropTable('usage_requests').execute();
         await db.schema.alterTable('usage_requests_next').renameTo('usage_requests').execute();
-        await db.schema.createIndex('usage_requests_model_idx').on('usage_requests').columns(['model', 'at', 'id']).execute();
+        await db.schema
+          .createIndex('usage_requests_model_idx')
+          .on('usage_requests')
+          .columns(['model', 'at', 'id'])
+          .execute();
       } else {
         await sql`alter table usage_requests drop constraint usage_requests_pkey`.execute(db);
         await sql`alter table usage_requests add constraint usage_requests_pk primary key (at, id)`.execute(db);
@@ -178,7 +199,8 @@ export async function migrateUpTo(
 ): Promise<string[]> {
   if (last !== undefined && !(last in MIGRATIONS)) throw new MigrationError(`there is no migration named ${last}`);
   const migrator = new Migrator({ db, provider, ...options });
-  const { error, results = [] } = last === undefined ? await migrator.migrateToLatest() : await migrator.migrateTo(last);
+  const { error, results = [] } =
+    last === undefined ? await migrator.migrateToLatest() : await migrator.migrateTo(last);
   const failed = results.find((r) => r.status === 'Error');
   if (error !== undefined || failed) {
     const what = failed ? `migration ${failed.migrationName} failed` : 'migrating the store failed';

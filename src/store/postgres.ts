@@ -53,7 +53,10 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
     migrationsApplied = await migrateUnderAdvisoryLock(pool, db, schema);
   } catch (error) {
     await db.destroy();
-    throw new Error(`opening the PostgreSQL store at ${describePostgresUrl(options.url, schema)} failed: ${errorText(error)}`, { cause: error });
+    throw new Error(
+      `opening the PostgreSQL store at ${describePostgresUrl(options.url, schema)} failed: ${errorText(error)}`,
+      { cause: error },
+    );
   }
 
   const watcher = notificationWatcher(options.url, channel, instanceId, options.resyncIntervalMs ?? 5000);
@@ -85,7 +88,11 @@ export function storeApplicationName(schema: string): string {
  */
 function usageAppender(pool: pg.Pool, db: Kysely<Database>): AppendUsage {
   const texts = compileUsageSql(db);
-  const upserts = ROLLUP_TABLES.map(([table, bucketMs]) => ({ name: `gatehouse_${table}_upsert`, text: texts.upsert[table], bucketMs }));
+  const upserts = ROLLUP_TABLES.map(([table, bucketMs]) => ({
+    name: `gatehouse_${table}_upsert`,
+    text: texts.upsert[table],
+    bucketMs,
+  }));
   return async (records) => {
     const client = await pool.connect();
     let broken: Error | undefined;
@@ -101,7 +108,8 @@ function usageAppender(pool: pg.Pool, db: Kysely<Database>): AppendUsage {
       copy.end(copyRows(records));
       await finished(copy);
       for (const { name, text, bucketMs } of upserts) {
-        for (const row of rollupRows(records, bucketMs)) await client.query({ name, text, values: row.map(withoutNul) });
+        for (const row of rollupRows(records, bucketMs))
+          await client.query({ name, text, values: row.map(withoutNul) });
       }
       await client.query('commit');
     } catch (error) {

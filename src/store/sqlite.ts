@@ -89,7 +89,9 @@ async function openNow(file: string, options: SqliteStoreOptions): Promise<Store
 function usageAppender(raw: BetterSqlite3.Database, db: Kysely<Database>): AppendUsage {
   const texts = compileUsageSql(db);
   const insert = raw.prepare<unknown[]>(texts.insertRequest);
-  const upserts = ROLLUP_TABLES.map(([table, bucketMs]) => [raw.prepare<unknown[]>(texts.upsert[table]), bucketMs] as const);
+  const upserts = ROLLUP_TABLES.map(
+    ([table, bucketMs]) => [raw.prepare<unknown[]>(texts.upsert[table]), bucketMs] as const,
+  );
   const write = raw.transaction((records: readonly UsageRecord[]) => {
     for (const record of records) insert.run(requestValues(record));
     for (const [upsert, bucketMs] of upserts) for (const row of rollupRows(records, bucketMs)) upsert.run(row);
@@ -221,7 +223,8 @@ function placeWithoutOverwriting(temp: string, target: string): void {
   try {
     linkSync(temp, target);
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'EEXIST') throw new Error(`${target} already exists; choose a new file name`);
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST')
+      throw new Error(`${target} already exists; choose a new file name`);
     // Filesystems without hard links: the existence check above has to do.
     renameSync(temp, target);
     return;

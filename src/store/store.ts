@@ -303,7 +303,10 @@ export async function openStore(settings: StoreSettings): Promise<Store> {
   if (settings.databaseUrl) {
     // Loaded on demand so the SQLite-only path never loads `pg`.
     const { openPostgresStore } = await import('./postgres.js');
-    return openPostgresStore({ url: settings.databaseUrl, ...(settings.databaseSchema ? { schema: settings.databaseSchema } : {}) });
+    return openPostgresStore({
+      url: settings.databaseUrl,
+      ...(settings.databaseSchema ? { schema: settings.databaseSchema } : {}),
+    });
   }
   const { openSqliteStore } = await import('./sqlite.js');
   return openSqliteStore({ dataDir: settings.dataDir });

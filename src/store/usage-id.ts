@@ -18,7 +18,8 @@ export function newUsageId(at: number): string {
 
 /** The time (epoch ms) an id begins with, or undefined when it is not one of ours. */
 export function usageIdTime(id: string): number | undefined {
-  if (id.length <= TIME_DIGITS || id[TIME_DIGITS] !== '-' || !/^[0-9a-z]+$/.test(id.slice(0, TIME_DIGITS))) return undefined;
+  if (id.length <= TIME_DIGITS || id[TIME_DIGITS] !== '-' || !/^[0-9a-z]+$/.test(id.slice(0, TIME_DIGITS)))
+    return undefined;
   const at = Number.parseInt(id.slice(0, TIME_DIGITS), 36);
   return Number.isSafeInteger(at) ? at : undefined;
 }

@@ -13,7 +13,15 @@ import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from './schema.js';
 import type { UsageBucket, UsageListRow, UsageRecord, UsageStore } from './store.js';
 import { usageIdTime } from './usage-id.js';
-import { BODY_COLUMNS, LATENCY_COLUMNS, recordFromRow, REQUEST_COLUMNS, ROLLUP_COLUMNS, SUM_COLUMNS, type RollupTable } from './usage-rows.js';
+import {
+  BODY_COLUMNS,
+  LATENCY_COLUMNS,
+  recordFromRow,
+  REQUEST_COLUMNS,
+  ROLLUP_COLUMNS,
+  SUM_COLUMNS,
+  type RollupTable,
+} from './usage-rows.js';
 
 /** Writes records and adds them to both rollups, in one transaction. */
 export type AppendUsage = (records: readonly UsageRecord[]) => Promise<void>;
@@ -42,7 +50,10 @@ export function compileUsageSql(db: Kysely<Database>): UsageWriteSql {
       .onConflict((oc) => oc.columns(['bucket', 'key_id', 'model']).doUpdateSet(addExcluded(table)))
       .compile().sql;
   return {
-    insertRequest: db.insertInto('usage_requests').values(sample as never).compile().sql,
+    insertRequest: db
+      .insertInto('usage_requests')
+      .values(sample as never)
+      .compile().sql,
     upsert: { usage_minutes: upsert('usage_minutes'), usage_hours: upsert('usage_hours') },
   };
 }
@@ -59,18 +70,23 @@ export function createUsageStore(db: Kysely<Database>, appendUsage: AppendUsage)
     },
 
     async list(query) {
-      let q = db.selectFrom('usage_requests').select([
-        ...LIST_COLUMNS,
-        sql<number>`case when request_body is null and response_body is null then 0 else 1 end`.as('captured'),
-      ]);
+      let q = db
+        .selectFrom('usage_requests')
+        .select([
+          ...LIST_COLUMNS,
+          sql<number>`case when request_body is null and response_body is null then 0 else 1 end`.as('captured'),
+        ]);
       if (query.keyId !== undefined) q = q.where('key_id', '=', query.keyId);
       if (query.model !== undefined) q = q.where('model', '=', query.model);
-      if (query.status !== undefined) q = q.where('status', '>=', query.status.min).where('status', '<=', query.status.max);
+      if (query.status !== undefined)
+        q = q.where('status', '>=', query.status.min).where('status', '<=', query.status.max);
       if (query.from !== undefined) q = q.where('at', '>=', query.from);
       if (query.to !== undefined) q = q.where('at', '<', query.to);
       const after = query.after;
       if (after !== undefined) {
-        q = q.where((eb) => eb.or([eb('at', '<', after.at), eb.and([eb('at', '=', after.at), eb('id', '<', after.id)])]));
+        q = q.where((eb) =>
+          eb.or([eb('at', '<', after.at), eb.and([eb('at', '=', after.at), eb('id', '<', after.id)])]),
+        );
       }
       const rows = await q.orderBy('at', 'desc').orderBy('id', 'desc').limit(query.limit).execute();
       return rows.map((row): UsageListRow => {
@@ -83,7 +99,12 @@ export function createUsageStore(db: Kysely<Database>, appendUsage: AppendUsage)
       // The table is keyed by (at, id): the id gives the time to look in.
       const at = usageIdTime(id);
       if (at === undefined) return undefined;
-      const row = await db.selectFrom('usage_requests').selectAll().where('at', '=', at).where('id', '=', id).executeTakeFirst();
+      const row = await db
+        .selectFrom('usage_requests')
+        .selectAll()
+        .where('at', '=', at)
+        .where('id', '=', id)
+        .executeTakeFirst();
       return row && recordFromRow(row);
     },
 
@@ -104,7 +125,9 @@ export function createUsageStore(db: Kysely<Database>, appendUsage: AppendUsage)
         .where('bucket', '<', query.to)
         .groupBy(t);
       if (groupColumn) q = q.groupBy(groupColumn);
-      const rows = (await q.orderBy('t').orderBy('grp').execute()) as unknown as Array<Record<string, number | string | null>>;
+      const rows = (await q.orderBy('t').orderBy('grp').execute()) as unknown as Array<
+        Record<string, number | string | null>
+      >;
       return rows.map((row): UsageBucket => {
         const group = row.grp === null || row.grp === undefined || row.grp === '' ? null : String(row.grp);
         return {
@@ -129,7 +152,16 @@ export function createUsageStore(db: Kysely<Database>, appendUsage: AppendUsage)
         await trx
           .deleteFrom('usage_requests')
           .where(({ eb, refTuple, selectFrom }) =>
-            eb(refTuple('at', 'id'), 'in', selectFrom('usage_requests').select(['at', 'id']).where('at', '<', cutoffs.requestsBefore).orderBy('at').limit(limit).$asTuple('at', 'id')),
+            eb(
+              refTuple('at', 'id'),
+              'in',
+              selectFrom('usage_requests')
+                .select(['at', 'id'])
+                .where('at', '<', cutoffs.requestsBefore)
+                .orderBy('at')
+                .limit(limit)
+                .$asTuple('at', 'id'),
+            ),
           )
           .executeTakeFirst(),
         // Rollups are small (one row per minute or hour per key and model): no batching needed.
@@ -152,6 +184,7 @@ export function createUsageStore(db: Kysely<Database>, appendUsage: AppendUsage)
 /** `column = <table>.column + excluded.column` for every sum; the newest key name wins. */
 function addExcluded(table: RollupTable): Record<string, RawBuilder<number | string | null>> {
   const set: Record<string, RawBuilder<number | string | null>> = { key_name: sql`excluded.key_name` };
-  for (const column of SUM_COLUMNS) set[column] = sql`${sql.ref(`${table}.${column}`)} + ${sql.ref(`excluded.${column}`)}`;
+  for (const column of SUM_COLUMNS)
+    set[column] = sql`${sql.ref(`${table}.${column}`)} + ${sql.ref(`excluded.${column}`)}`;
   return set;
 }

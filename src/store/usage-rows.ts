@@ -74,10 +74,15 @@ export function recordFromRow(row: Readonly<Record<string, unknown>>): UsageReco
   for (const { name, field, kind } of REQUEST_COLUMNS) {
     const value = row[name] ?? null;
     record[field] =
-      kind === 'flag' ? Number(value) === 1
-      : kind === 'number' ? Number(value)
-      : kind === 'number?' ? (value === null ? null : Number(value))
-      : value;
+      kind === 'flag'
+        ? Number(value) === 1
+        : kind === 'number'
+          ? Number(value)
+          : kind === 'number?'
+            ? value === null
+              ? null
+              : Number(value)
+            : value;
   }
   return record as unknown as UsageRecord;
 }
@@ -94,7 +99,9 @@ export const COPY_REQUESTS_SQL = `copy "usage_requests" (${REQUEST_COLUMNS.map((
 export function copyRows(records: readonly UsageRecord[]): string {
   let out = '';
   for (const r of records) {
-    out += requestValues(r).map((v) => (v === null ? '\\N' : typeof v === 'number' ? String(v) : copyText(v))).join('\t');
+    out += requestValues(r)
+      .map((v) => (v === null ? '\\N' : typeof v === 'number' ? String(v) : copyText(v)))
+      .join('\t');
     out += '\n';
   }
   return out;
@@ -110,17 +117,53 @@ export const MINUTE_MS = 60_000;
 export const HOUR_MS = 3_600_000;
 export type RollupTable = 'usage_minutes' | 'usage_hours';
 /** Each rollup table with the width of its buckets. */
-export const ROLLUP_TABLES: ReadonlyArray<readonly [RollupTable, number]> = [['usage_minutes', MINUTE_MS], ['usage_hours', HOUR_MS]];
+export const ROLLUP_TABLES: ReadonlyArray<readonly [RollupTable, number]> = [
+  ['usage_minutes', MINUTE_MS],
+  ['usage_hours', HOUR_MS],
+];
 
 export const LATENCY_COLUMNS: readonly string[] = Object.freeze(
   Array.from({ length: USAGE_LATENCY_BOUNDS_MS.length + 1 }, (_, i) => `lat_${String(i).padStart(2, '0')}`),
 );
-export const SUM_COLUMNS: readonly string[] = Object.freeze(['requests', 'errors', 'aborted', 'input_tokens', 'output_tokens', 'cached_tokens', 'duration_ms_sum', ...LATENCY_COLUMNS]);
+export const SUM_COLUMNS: readonly string[] = Object.freeze([
+  'requests',
+  'errors',
+  'aborted',
+  'input_tokens',
+  'output_tokens',
+  'cached_tokens',
+  'duration_ms_sum',
+  ...LATENCY_COLUMNS,
+]);
 /** A rollup row's columns, in the order of its upsert: the key and key name, then the sums. */
-export const ROLLUP_COLUMNS: readonly string[] = Object.freeze(['bucket', 'key_id', 'key_name', 'model', ...SUM_COLUMNS]);
+export const ROLLUP_COLUMNS: readonly string[] = Object.freeze([
+  'bucket',
+  'key_id',
+  'key_name',
+  'model',
+  ...SUM_COLUMNS,
+]);
 const [KEY_NAME, REQUESTS, ERRORS, ABORTED, INPUT, OUTPUT, CACHED, DURATION, LATENCY] = [
-  'key_name', 'requests', 'errors', 'aborted', 'input_tokens', 'output_tokens', 'cached_tokens', 'duration_ms_sum', 'lat_00',
-].map((name) => ROLLUP_COLUMNS.indexOf(name)) as [number, number, number, number, number, number, number, number, number];
+  'key_name',
+  'requests',
+  'errors',
+  'aborted',
+  'input_tokens',
+  'output_tokens',
+  'cached_tokens',
+  'duration_ms_sum',
+  'lat_00',
+].map((name) => ROLLUP_COLUMNS.indexOf(name)) as [
+  number,
+  number,
+  number,
+  number,
+  number,
+  number,
+  number,
+  number,
+  number,
+];
 
 /** Whether a call counts as an error in the rollups. A client leaving is counted apart. */
 function isErrorCall(record: Pick<UsageRecord, 'status' | 'clientAborted' | 'errorClass'>): boolean {

@@ -56,7 +56,11 @@ const MUX_404 = /^404 page not found\s*$/;
 const MUX_405 = /^Method Not Allowed\s*$/;
 
 /** Read any of llama-swap's error bodies. */
-export function parseUpstreamErrorBody(status: number, body: string, contentType: string | undefined): ParsedUpstreamError {
+export function parseUpstreamErrorBody(
+  status: number,
+  body: string,
+  contentType: string | undefined,
+): ParsedUpstreamError {
   const text = body.trim();
   if (text === '') return { message: `HTTP ${status} with an empty body`, fromLlamaSwap: false, routeMissing: false };
   if ((contentType ?? '').includes('json') || text.startsWith('{')) {
@@ -88,7 +92,8 @@ export function parseUpstreamErrorBody(status: number, body: string, contentType
   if ((status === 404 && MUX_404.test(text)) || (status === 405 && MUX_405.test(text))) {
     return { message: text, fromLlamaSwap: true, routeMissing: true };
   }
-  if (text.startsWith('llama-swap: ')) return { message: text.slice('llama-swap: '.length), fromLlamaSwap: true, routeMissing: false };
+  if (text.startsWith('llama-swap: '))
+    return { message: text.slice('llama-swap: '.length), fromLlamaSwap: true, routeMissing: false };
   return { message: text.length > 500 ? `${text.slice(0, 500)}…` : text, fromLlamaSwap: false, routeMissing: false };
 }
 
@@ -101,7 +106,12 @@ export function httpError(status: number, body: string, contentType: string | un
   });
 }
 
-const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT', 'ETIMEDOUT']);
+const TIMEOUT_CODES = new Set([
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'ETIMEDOUT',
+]);
 
 /** Map a transport failure (undici / socket error) to `timeout` or `unreachable`. */
 export function transportError(err: unknown, what: string, timedOut: boolean): UpstreamError {

@@ -89,13 +89,27 @@ export function createLlamaSwapClient(options: LlamaSwapClientOptions): LlamaSwa
   }
 
   /** One request whose body is read (or discarded) within the deadline. */
-  async function exchange(method: 'GET' | 'POST', path: string, what: string, opts: CallOptions, floorMs = 0, discardBody = false): Promise<Exchange> {
+  async function exchange(
+    method: 'GET' | 'POST',
+    path: string,
+    what: string,
+    opts: CallOptions,
+    floorMs = 0,
+    discardBody = false,
+  ): Promise<Exchange> {
     const limit = opts.timeoutMs ?? Math.max(timeoutMs, floorMs);
     const deadline = new AbortController();
     const timer = setTimeout(() => deadline.abort(), limit);
     const signal = opts.signal ? AbortSignal.any([opts.signal, deadline.signal]) : deadline.signal;
     try {
-      const res = await pool.request({ path: prefix + path, method, headers: baseHeaders, signal, headersTimeout: limit, bodyTimeout: limit });
+      const res = await pool.request({
+        path: prefix + path,
+        method,
+        headers: baseHeaders,
+        signal,
+        headersTimeout: limit,
+        bodyTimeout: limit,
+      });
       let text = '';
       if (discardBody && res.statusCode < 400) await res.body.dump();
       else text = await res.body.text();
@@ -150,7 +164,11 @@ export function createLlamaSwapClient(options: LlamaSwapClientOptions): LlamaSwa
       try {
         const res = await exchange('GET', '/health', 'health check', opts);
         if (res.status === 200) return { ok: true, status: res.status };
-        return { ok: false, status: res.status, error: httpError(res.status, res.text, res.contentType, 'health check').message };
+        return {
+          ok: false,
+          status: res.status,
+          error: httpError(res.status, res.text, res.contentType, 'health check').message,
+        };
       } catch (err) {
         if (err instanceof UpstreamError) return { ok: false, error: err.message };
         throw err;
@@ -182,8 +200,13 @@ export function createLlamaSwapClient(options: LlamaSwapClientOptions): LlamaSwa
       const res = await exchange('GET', '/api/profiles', 'profile list', opts);
       if (res.status === 404) return {};
       if (res.status < 200 || res.status >= 300) throw httpError(res.status, res.text, res.contentType, 'profile list');
-      const body = parseJson<{ active?: unknown; profiles?: Array<{ id?: unknown; pins?: unknown }> }>(res, 'profile list');
-      const active = Array.isArray(body.profiles) ? body.profiles.find((p) => typeof body.active === 'string' && p.id === body.active) : undefined;
+      const body = parseJson<{ active?: unknown; profiles?: Array<{ id?: unknown; pins?: unknown }> }>(
+        res,
+        'profile list',
+      );
+      const active = Array.isArray(body.profiles)
+        ? body.profiles.find((p) => typeof body.active === 'string' && p.id === body.active)
+        : undefined;
       const pins: Record<string, string> = {};
       if (active && typeof active.pins === 'object' && active.pins !== null) {
         for (const [name, target] of Object.entries(active.pins)) if (typeof target === 'string') pins[name] = target;
@@ -193,15 +216,22 @@ export function createLlamaSwapClient(options: LlamaSwapClientOptions): LlamaSwa
 
     async unload(modelId, opts = {}) {
       const what = `unload of ${modelId}`;
-      const res = await exchange('POST', `/api/models/unload/${encodeModelPath(modelId)}`, what, opts, UNLOAD_TIMEOUT_FLOOR_MS);
+      const res = await exchange(
+        'POST',
+        `/api/models/unload/${encodeModelPath(modelId)}`,
+        what,
+        opts,
+        UNLOAD_TIMEOUT_FLOOR_MS,
+      );
       if (res.status === 200) return { unloaded: true, via: 'api' };
       const err = httpError(res.status, res.text, res.contentType, what);
       if (err.routeMissing) {
         return {
           unloaded: false,
           unsupported: true,
-          message: 'This llama-swap version cannot unload a single model (no POST /api/models/unload/{model}); ' +
-              'only unloading all models is supported. Upgrade llama-swap.',
+          message:
+            'This llama-swap version cannot unload a single model (no POST /api/models/unload/{model}); ' +
+            'only unloading all models is supported. Upgrade llama-swap.',
         };
       }
       throw err;
@@ -219,17 +249,26 @@ export function createLlamaSwapClient(options: LlamaSwapClientOptions): LlamaSwa
 
     async load(modelId, opts = {}) {
       const what = `load of ${modelId}`;
-      const res = await exchange('GET', `/upstream/${encodeModelPath(modelId)}/`, what, opts, LOAD_TIMEOUT_FLOOR_MS, true);
+      const res = await exchange(
+        'GET',
+        `/upstream/${encodeModelPath(modelId)}/`,
+        what,
+        opts,
+        LOAD_TIMEOUT_FLOOR_MS,
+        true,
+      );
       if (res.status >= 200 && res.status < 500 && res.status !== 404) return { status: res.status };
       const err = httpError(res.status, res.text, res.contentType, what);
       // A 404 from the model server's own root page (e.g. vLLM) still means it is up; a 404 from
       // llama-swap means the model is unknown.
-      if (res.status === 404 && !err.fromLlamaSwap && !/model not found/.test(err.upstreamMessage ?? '')) return { status: res.status };
+      if (res.status === 404 && !err.fromLlamaSwap && !/model not found/.test(err.upstreamMessage ?? ''))
+        return { status: res.status };
       throw err;
     },
 
     async logStream(source, opts = {}) {
-      const id = source === 'combined' ? '' : typeof source === 'string' ? `/${source}` : `/${encodeModelPath(source.model)}`;
+      const id =
+        source === 'combined' ? '' : typeof source === 'string' ? `/${source}` : `/${encodeModelPath(source.model)}`;
       const path = `/logs/stream${id}${opts.noHistory ? '?no-history' : ''}`;
       const body = await openStream(path, 'log stream', opts, 'application/json');
       return textStream(body, 'log stream', opts.signal);
@@ -250,7 +289,11 @@ function parseJson<T>(res: { status: number; text: string }, what: string): T {
   try {
     return JSON.parse(res.text) as T;
   } catch (err) {
-    throw new UpstreamError('http', `llama-swap ${what} returned invalid JSON (HTTP ${res.status})`, { status: res.status, body: res.text.slice(0, 4096), cause: err });
+    throw new UpstreamError('http', `llama-swap ${what} returned invalid JSON (HTTP ${res.status})`, {
+      status: res.status,
+      body: res.text.slice(0, 4096),
+      cause: err,
+    });
   }
 }
 

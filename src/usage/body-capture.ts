@@ -44,7 +44,12 @@ export class BodyCapture {
 export function isTextual(contentType: string | undefined): boolean {
   if (contentType === undefined) return false;
   const type = contentType.toLowerCase();
-  return type.startsWith('text/') || type.includes('json') || type.startsWith('application/x-www-form-urlencoded') || type.includes('xml');
+  return (
+    type.startsWith('text/') ||
+    type.includes('json') ||
+    type.startsWith('application/x-www-form-urlencoded') ||
+    type.includes('xml')
+  );
 }
 
 /**
@@ -52,7 +57,8 @@ export function isTextual(contentType: string | undefined): boolean {
  * has received the body whole and kept its start in memory.
  */
 export function captureRequestBody(maxBytes: number): ProxyStep {
-  if (!Number.isSafeInteger(maxBytes) || maxBytes < 1) throw new Error('captureRequestBody: maxBytes must be a positive integer');
+  if (!Number.isSafeInteger(maxBytes) || maxBytes < 1)
+    throw new Error('captureRequestBody: maxBytes must be a positive integer');
   return function captureRequestBodyStep(ctx) {
     const head = ctx.decided.body;
     if (!head) return;

@@ -144,13 +144,19 @@ export class MemoryLimitStore implements LimitStore {
       if (w.requests.length >= limits.rpm) {
         // The call becomes allowed when enough of the oldest counted calls have left the window.
         const oldestThatMustLeave = w.requests.at(w.requests.length - limits.rpm);
-        return { allowed: false, limit: 'rpm', max: limits.rpm, retryAfterMs: oldestThatMustLeave + LIMIT_WINDOW_MS - now };
+        return {
+          allowed: false,
+          limit: 'rpm',
+          max: limits.rpm,
+          retryAfterMs: oldestThatMustLeave + LIMIT_WINDOW_MS - now,
+        };
       }
     }
     if (limits.tpm !== null) {
       expire(w, now);
       // Full: the call waits until the sum drops below the limit (one token of room).
-      if (w.tokenSum + w.reserved >= limits.tpm) return { allowed: false, limit: 'tpm', max: limits.tpm, retryAfterMs: tpmRetryAfter(w, limits.tpm, 1, now) };
+      if (w.tokenSum + w.reserved >= limits.tpm)
+        return { allowed: false, limit: 'tpm', max: limits.tpm, retryAfterMs: tpmRetryAfter(w, limits.tpm, 1, now) };
     }
     if (limits.rpm !== null) w.requests.push(now);
     if (limits.concurrent !== null) {
@@ -182,7 +188,8 @@ export class MemoryLimitStore implements LimitStore {
     const w = this.#window(keyId);
     expire(w, now);
     const need = Math.min(Math.max(0, Math.ceil(tokens)), tpm);
-    if (w.tokenSum + w.reserved + need > tpm) return { allowed: false, limit: 'tpm', max: tpm, retryAfterMs: tpmRetryAfter(w, tpm, need, now) };
+    if (w.tokenSum + w.reserved + need > tpm)
+      return { allowed: false, limit: 'tpm', max: tpm, retryAfterMs: tpmRetryAfter(w, tpm, need, now) };
     w.reserved += need;
     return { allowed: true, reservation: { tokens: need } };
   }
@@ -214,7 +221,14 @@ export class MemoryLimitStore implements LimitStore {
   #window(keyId: string): KeyWindow {
     let w = this.#windows.get(keyId);
     if (!w) {
-      w = { requests: new TimeLog(), tokenTimes: new TimeLog(), tokenAmounts: new TimeLog(), tokenSum: 0, reserved: 0, inFlight: 0 };
+      w = {
+        requests: new TimeLog(),
+        tokenTimes: new TimeLog(),
+        tokenAmounts: new TimeLog(),
+        tokenSum: 0,
+        reserved: 0,
+        inFlight: 0,
+      };
       this.#windows.set(keyId, w);
     }
     return w;
@@ -224,7 +238,8 @@ export class MemoryLimitStore implements LimitStore {
     const now = this.#now();
     for (const [keyId, w] of this.#windows) {
       expire(w, now);
-      if (w.inFlight === 0 && w.reserved === 0 && w.requests.length === 0 && w.tokenTimes.length === 0) this.#windows.delete(keyId);
+      if (w.inFlight === 0 && w.reserved === 0 && w.requests.length === 0 && w.tokenTimes.length === 0)
+        this.#windows.delete(keyId);
     }
   }
 }
@@ -263,12 +278,16 @@ const LIMIT_WORDING: Record<LimitKind, (max: number) => string> = {
  * `keyLimits`: refuses a call over its key's limits with 429 and `Retry-After` (whole seconds,
  * at least 1). Open mode and keys without limits pass untouched.
  */
-export function keyLimits(store: LimitStore, onLimited?: (keyName: string | undefined, limit: LimitKind) => void): ProxyStep {
+export function keyLimits(
+  store: LimitStore,
+  onLimited?: (keyName: string | undefined, limit: LimitKind) => void,
+): ProxyStep {
   return function keyLimitsStep(ctx) {
     const caller = ctx.decided.caller;
     const limits = caller?.limits;
     const keyId = caller?.keyId;
-    if (!limits || keyId === undefined || (limits.rpm === null && limits.tpm === null && limits.concurrent === null)) return;
+    if (!limits || keyId === undefined || (limits.rpm === null && limits.tpm === null && limits.concurrent === null))
+      return;
     const apply = (decision: LimitDecision): void => {
       if (decision.allowed) {
         if (decision.slot) {

@@ -87,22 +87,86 @@ export class GatewayMetrics {
     this.#keys = new LabelCap(options.maxKeys ?? 200);
     this.#processMetrics = options.processMetrics ?? true;
     const registers = [this.#registry];
-    const histogram = (name: string, help: string) => new Histogram({ name, help, labelNames: ['model', 'key'] as const, buckets: LATENCY_BUCKETS_S, registers });
-    this.#requests = new Counter({ name: 'gatehouse_requests_total', help: 'Calls to /v1 that ended, by model, key name and HTTP status (499: the client left before a status was sent).', labelNames: ['model', 'key', 'status'] as const, registers });
-    this.#tokens = new Counter({ name: 'gatehouse_tokens_total', help: 'Tokens of calls that ended, by type: input (cached included), output, cached.', labelNames: ['model', 'key', 'type'] as const, registers });
-    this.#duration = histogram('gatehouse_request_duration_seconds', 'Time from the call arriving to the response ending.');
-    this.#ttfb = histogram('gatehouse_time_to_first_byte_seconds', 'Time from the call arriving to the response headers being sent.');
-    this.#ttft = histogram('gatehouse_time_to_first_token_seconds', 'Time from the call arriving to the first generated token (streams) or the first body byte.');
-    this.#inFlight = new Gauge({ name: 'gatehouse_requests_in_flight', help: 'Calls to /v1 not yet ended, streams included.', registers });
-    this.#upstreamErrors = new Counter({ name: 'gatehouse_upstream_errors_total', help: 'Calls that failed because of llama-swap or the model server (timeout, unreachable, broken stream, 5xx), by class (upstream_timeout, upstream_unreachable, upstream_status ...).', labelNames: ['model', 'class'] as const, registers });
-    this.#rateLimited = new Counter({ name: 'gatehouse_rate_limited_total', help: 'Calls refused with 429 by a per-key limit, by key name and limit (rpm, tpm, concurrent).', labelNames: ['key', 'limit'] as const, registers });
-    this.#dropped = new Counter({ name: 'gatehouse_usage_records_dropped_total', help: 'Usage records dropped because the write queue was full (the store was too slow or down).', registers });
-    this.#written = new Counter({ name: 'gatehouse_usage_records_written_total', help: 'Usage records written to the store.', registers });
-    this.#writeFailures = new Counter({ name: 'gatehouse_usage_write_failures_total', help: 'Failed batch writes of usage records (the batch is retried).', registers });
+    const histogram = (name: string, help: string) =>
+      new Histogram({ name, help, labelNames: ['model', 'key'] as const, buckets: LATENCY_BUCKETS_S, registers });
+    this.#requests = new Counter({
+      name: 'gatehouse_requests_total',
+      help: 'Calls to /v1 that ended, by model, key name and HTTP status (499: the client left before a status was sent).',
+      labelNames: ['model', 'key', 'status'] as const,
+      registers,
+    });
+    this.#tokens = new Counter({
+      name: 'gatehouse_tokens_total',
+      help: 'Tokens of calls that ended, by type: input (cached included), output, cached.',
+      labelNames: ['model', 'key', 'type'] as const,
+      registers,
+    });
+    this.#duration = histogram(
+      'gatehouse_request_duration_seconds',
+      'Time from the call arriving to the response ending.',
+    );
+    this.#ttfb = histogram(
+      'gatehouse_time_to_first_byte_seconds',
+      'Time from the call arriving to the response headers being sent.',
+    );
+    this.#ttft = histogram(
+      'gatehouse_time_to_first_token_seconds',
+      'Time from the call arriving to the first generated token (streams) or the first body byte.',
+    );
+    this.#inFlight = new Gauge({
+      name: 'gatehouse_requests_in_flight',
+      help: 'Calls to /v1 not yet ended, streams included.',
+      registers,
+    });
+    this.#upstreamErrors = new Counter({
+      name: 'gatehouse_upstream_errors_total',
+      help: 'Calls that failed because of llama-swap or the model server (timeout, unreachable, broken stream, 5xx), by class (upstream_timeout, upstream_unreachable, upstream_status ...).',
+      labelNames: ['model', 'class'] as const,
+      registers,
+    });
+    this.#rateLimited = new Counter({
+      name: 'gatehouse_rate_limited_total',
+      help: 'Calls refused with 429 by a per-key limit, by key name and limit (rpm, tpm, concurrent).',
+      labelNames: ['key', 'limit'] as const,
+      registers,
+    });
+    this.#dropped = new Counter({
+      name: 'gatehouse_usage_records_dropped_total',
+      help: 'Usage records dropped because the write queue was full (the store was too slow or down).',
+      registers,
+    });
+    this.#written = new Counter({
+      name: 'gatehouse_usage_records_written_total',
+      help: 'Usage records written to the store.',
+      registers,
+    });
+    this.#writeFailures = new Counter({
+      name: 'gatehouse_usage_write_failures_total',
+      help: 'Failed batch writes of usage records (the batch is retried).',
+      registers,
+    });
     const { queueLength, limitsShared } = options;
     // Read when scraped: the writer's queue and the limit store own these values.
-    this.#registry.registerMetric(new Gauge({ name: 'gatehouse_usage_queue_length', help: 'Usage records waiting to be written.', registers: [], collect() { this.set(queueLength?.() ?? 0); } }));
-    this.#registry.registerMetric(new Gauge({ name: 'gatehouse_limits_shared', help: 'Per-key limits are counted in Redis for every replica (1), or by this replica alone (0: GATEHOUSE_REDIS_URL unset, or Redis unreachable).', registers: [], collect() { this.set(limitsShared?.() ? 1 : 0); } }));
+    this.#registry.registerMetric(
+      new Gauge({
+        name: 'gatehouse_usage_queue_length',
+        help: 'Usage records waiting to be written.',
+        registers: [],
+        collect() {
+          this.set(queueLength?.() ?? 0);
+        },
+      }),
+    );
+    this.#registry.registerMetric(
+      new Gauge({
+        name: 'gatehouse_limits_shared',
+        help: 'Per-key limits are counted in Redis for every replica (1), or by this replica alone (0: GATEHOUSE_REDIS_URL unset, or Redis unreachable).',
+        registers: [],
+        collect() {
+          this.set(limitsShared?.() ? 1 : 0);
+        },
+      }),
+    );
   }
 
   callStarted(): void {

@@ -230,7 +230,13 @@ export type AcquireReply = [1, 0 | 1] | [0, 'rpm' | 'tpm' | 'concurrent', number
 export function parseAcquireReply(reply: unknown): AcquireReply {
   if (Array.isArray(reply)) {
     if (reply.length === 2 && reply[0] === 1 && (reply[1] === 0 || reply[1] === 1)) return reply as AcquireReply;
-    if (reply.length === 4 && reply[0] === 0 && (reply[1] === 'rpm' || reply[1] === 'tpm' || reply[1] === 'concurrent') && typeof reply[2] === 'number' && typeof reply[3] === 'number') {
+    if (
+      reply.length === 4 &&
+      reply[0] === 0 &&
+      (reply[1] === 'rpm' || reply[1] === 'tpm' || reply[1] === 'concurrent') &&
+      typeof reply[2] === 'number' &&
+      typeof reply[3] === 'number'
+    ) {
       return reply as AcquireReply;
     }
   }

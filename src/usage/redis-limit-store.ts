@@ -26,8 +26,24 @@ import { createRequire } from 'node:module';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { KeyLimits } from '../store/store.js';
-import { LIMIT_WINDOW_MS, MemoryLimitStore, type LimitDecision, type LimitStore, type LimitsStatus, type ReservationDecision, type TokenReservation } from './limits.js';
-import { ACQUIRE_LUA, ADD_TOKENS_LUA, limitKeys, parseAcquireReply, RENEW_LUA, RESERVE_LUA, SETTLE_LUA } from './redis-limit-scripts.js';
+import {
+  LIMIT_WINDOW_MS,
+  MemoryLimitStore,
+  type LimitDecision,
+  type LimitStore,
+  type LimitsStatus,
+  type ReservationDecision,
+  type TokenReservation,
+} from './limits.js';
+import {
+  ACQUIRE_LUA,
+  ADD_TOKENS_LUA,
+  limitKeys,
+  parseAcquireReply,
+  RENEW_LUA,
+  RESERVE_LUA,
+  SETTLE_LUA,
+} from './redis-limit-scripts.js';
 
 export interface RedisLimitStoreOptions {
   /** `redis://[:password@]host:port[/db]` or `rediss://` (TLS). A secret: never logged. */
@@ -51,11 +67,38 @@ export interface RedisLimitStoreOptions {
 
 /** The scripts, as ioredis commands (EVALSHA, falling back to EVAL after a Redis restart). */
 interface LimitCommands {
-  gatehouseAcquire(rpmKey: string, tpmKey: string, slotsKey: string, reservedKey: string, now: string, windowMs: number, rpm: string, tpm: string, concurrent: string, id: string, leaseMs: number): Promise<unknown>;
+  gatehouseAcquire(
+    rpmKey: string,
+    tpmKey: string,
+    slotsKey: string,
+    reservedKey: string,
+    now: string,
+    windowMs: number,
+    rpm: string,
+    tpm: string,
+    concurrent: string,
+    id: string,
+    leaseMs: number,
+  ): Promise<unknown>;
   gatehouseAddTokens(tpmKey: string, now: string, windowMs: number, tokens: number): Promise<unknown>;
   gatehouseRenew(slotsKey: string, now: string, leaseMs: number, ...ids: string[]): Promise<unknown>;
-  gatehouseReserve(tpmKey: string, reservedKey: string, now: string, windowMs: number, tpm: number, need: number, id: string): Promise<unknown>;
-  gatehouseSettle(tpmKey: string, reservedKey: string, now: string, windowMs: number, member: string, tokens: number): Promise<unknown>;
+  gatehouseReserve(
+    tpmKey: string,
+    reservedKey: string,
+    now: string,
+    windowMs: number,
+    tpm: number,
+    need: number,
+    id: string,
+  ): Promise<unknown>;
+  gatehouseSettle(
+    tpmKey: string,
+    reservedKey: string,
+    now: string,
+    windowMs: number,
+    member: string,
+    tokens: number,
+  ): Promise<unknown>;
 }
 
 type State = 'connecting' | 'up' | 'down';
@@ -129,7 +172,8 @@ export class RedisLimitStore implements LimitStore {
     const startTimeout = options.startTimeoutMs ?? 1000;
     this.#started = new Promise<void>((resolve) => (this.#settleStart = resolve));
     const startTimer = setTimeout(() => {
-      if (this.#state === 'connecting') this.#trip(this.#lastError ?? new Error(`no connection within ${startTimeout} ms`));
+      if (this.#state === 'connecting')
+        this.#trip(this.#lastError ?? new Error(`no connection within ${startTimeout} ms`));
     }, startTimeout);
     startTimer.unref();
     void this.#started.then(() => clearTimeout(startTimer));
@@ -154,7 +198,21 @@ export class RedisLimitStore implements LimitStore {
     let reply;
     try {
       reply = parseAcquireReply(
-        await this.#timed(this.#redis.gatehouseAcquire(keys.rpm, keys.tpm, keys.slots, keys.reserved, this.#nowArg(), LIMIT_WINDOW_MS, optional(limits.rpm), optional(limits.tpm), optional(limits.concurrent), id, this.#leaseMs)),
+        await this.#timed(
+          this.#redis.gatehouseAcquire(
+            keys.rpm,
+            keys.tpm,
+            keys.slots,
+            keys.reserved,
+            this.#nowArg(),
+            LIMIT_WINDOW_MS,
+            optional(limits.rpm),
+            optional(limits.tpm),
+            optional(limits.concurrent),
+            id,
+            this.#leaseMs,
+          ),
+        ),
       );
     } catch (error) {
       this.#trip(error);
@@ -189,7 +247,9 @@ export class RedisLimitStore implements LimitStore {
     this.#fallback.addTokens(keyId, whole);
     if (this.#state !== 'up') return;
     try {
-      await this.#timed(this.#redis.gatehouseAddTokens(limitKeys(this.#prefix, keyId).tpm, this.#nowArg(), LIMIT_WINDOW_MS, whole));
+      await this.#timed(
+        this.#redis.gatehouseAddTokens(limitKeys(this.#prefix, keyId).tpm, this.#nowArg(), LIMIT_WINDOW_MS, whole),
+      );
     } catch (error) {
       this.#trip(error);
     }
@@ -206,13 +266,17 @@ export class RedisLimitStore implements LimitStore {
     const id = `${this.#replica}:${(++this.#seq).toString(36)}`;
     let reply: unknown;
     try {
-      reply = await this.#timed(this.#redis.gatehouseReserve(keys.tpm, keys.reserved, this.#nowArg(), LIMIT_WINDOW_MS, tpm, need, id));
+      reply = await this.#timed(
+        this.#redis.gatehouseReserve(keys.tpm, keys.reserved, this.#nowArg(), LIMIT_WINDOW_MS, tpm, need, id),
+      );
     } catch (error) {
       this.#trip(error);
       return this.#fallback.reserveTokens(keyId, tpm, need);
     }
-    if (Array.isArray(reply) && reply[0] === 1) return { allowed: true, reservation: { tokens: need, id: `${id}|${need}` } };
-    if (Array.isArray(reply) && reply[0] === 0 && typeof reply[1] === 'number') return { allowed: false, limit: 'tpm', max: tpm, retryAfterMs: reply[1] };
+    if (Array.isArray(reply) && reply[0] === 1)
+      return { allowed: true, reservation: { tokens: need, id: `${id}|${need}` } };
+    if (Array.isArray(reply) && reply[0] === 0 && typeof reply[1] === 'number')
+      return { allowed: false, limit: 'tpm', max: tpm, retryAfterMs: reply[1] };
     throw new Error(`unexpected reply from the reserve script: ${JSON.stringify(reply)}`);
   }
 
@@ -224,7 +288,9 @@ export class RedisLimitStore implements LimitStore {
     if (this.#state !== 'up') return;
     const keys = limitKeys(this.#prefix, keyId);
     try {
-      await this.#timed(this.#redis.gatehouseSettle(keys.tpm, keys.reserved, this.#nowArg(), LIMIT_WINDOW_MS, reservation.id, whole));
+      await this.#timed(
+        this.#redis.gatehouseSettle(keys.tpm, keys.reserved, this.#nowArg(), LIMIT_WINDOW_MS, reservation.id, whole),
+      );
     } catch (error) {
       this.#trip(error);
     }
@@ -232,7 +298,11 @@ export class RedisLimitStore implements LimitStore {
 
   status(): LimitsStatus {
     const up = this.#state === 'up';
-    return { scope: up ? 'shared' : 'replica', redis: up ? 'connected' : 'unavailable', unavailableSince: up ? null : this.#downSince };
+    return {
+      scope: up ? 'shared' : 'replica',
+      redis: up ? 'connected' : 'unavailable',
+      unavailableSince: up ? null : this.#downSince,
+    };
   }
 
   async close(): Promise<void> {
@@ -288,7 +358,13 @@ export class RedisLimitStore implements LimitStore {
   async #renew(): Promise<void> {
     if (this.#state !== 'up' || this.#held.size === 0) return;
     try {
-      await Promise.all([...this.#held].map(([keyId, ids]) => this.#timed(this.#redis.gatehouseRenew(limitKeys(this.#prefix, keyId).slots, this.#nowArg(), this.#leaseMs, ...ids))));
+      await Promise.all(
+        [...this.#held].map(([keyId, ids]) =>
+          this.#timed(
+            this.#redis.gatehouseRenew(limitKeys(this.#prefix, keyId).slots, this.#nowArg(), this.#leaseMs, ...ids),
+          ),
+        ),
+      );
     } catch (error) {
       this.#trip(error);
     }
@@ -341,9 +417,15 @@ export class RedisLimitStore implements LimitStore {
     this.#downSince = null;
     this.#settleStart?.();
     if (wasDown) {
-      this.#logger.info({ limits: 'shared', redis: this.#where, down_ms: downForMs }, `Redis at ${this.#where} is back: per-key limits are shared by every replica again.`);
+      this.#logger.info(
+        { limits: 'shared', redis: this.#where, down_ms: downForMs },
+        `Redis at ${this.#where} is back: per-key limits are shared by every replica again.`,
+      );
     } else {
-      this.#logger.info({ limits: 'shared', redis: this.#where, prefix: this.#prefix }, `Limits: per-key limits are shared by every replica through Redis at ${this.#where} (key prefix ${this.#prefix}).`);
+      this.#logger.info(
+        { limits: 'shared', redis: this.#where, prefix: this.#prefix },
+        `Limits: per-key limits are shared by every replica through Redis at ${this.#where} (key prefix ${this.#prefix}).`,
+      );
     }
   }
 

@@ -63,7 +63,12 @@ interface Sums {
   latency: number[];
 }
 
-export async function usageSummary(store: Store, range: SummaryRange, groupBy: SummaryGroupBy | null, now: number): Promise<UsageSummary> {
+export async function usageSummary(
+  store: Store,
+  range: SummaryRange,
+  groupBy: SummaryGroupBy | null,
+  now: number,
+): Promise<UsageSummary> {
   const { rangeMs, stepMs, resolution } = SUMMARY_RANGES[range];
   // The bucket holding `now` is the last one: the current minute/quarter/day so far.
   const to = Math.floor(now / stepMs) * stepMs + stepMs;
@@ -92,7 +97,10 @@ export async function usageSummary(store: Store, range: SummaryRange, groupBy: S
   const series = (sums: Sums[]) => sums.map((s, i) => ({ t: new Date(from + i * stepMs).toISOString(), ...stats(s) }));
   const summaryGroups: SummaryGroup[] = [...groups.entries()].map(([id, group]) => {
     const totals = stats(sumAll(group.series));
-    const head = groupBy === 'key' ? { key: { id, name: (id !== null ? names?.get(id) : undefined) ?? group.keyName } } : { model: id };
+    const head =
+      groupBy === 'key'
+        ? { key: { id, name: (id !== null ? names?.get(id) : undefined) ?? group.keyName } }
+        : { model: id };
     return { ...head, totals, series: series(group.series) };
   });
   summaryGroups.sort((a, b) => b.totals.requests - a.totals.requests);
@@ -110,7 +118,16 @@ export async function usageSummary(store: Store, range: SummaryRange, groupBy: S
 }
 
 function emptySums(): Sums {
-  return { requests: 0, errors: 0, aborted: 0, inputTokens: 0, outputTokens: 0, cachedTokens: 0, durationMsSum: 0, latency: new Array<number>(USAGE_LATENCY_BOUNDS_MS.length + 1).fill(0) };
+  return {
+    requests: 0,
+    errors: 0,
+    aborted: 0,
+    inputTokens: 0,
+    outputTokens: 0,
+    cachedTokens: 0,
+    durationMsSum: 0,
+    latency: new Array<number>(USAGE_LATENCY_BOUNDS_MS.length + 1).fill(0),
+  };
 }
 
 function add(into: Sums, b: Sums | UsageBucket): void {

@@ -136,7 +136,8 @@ function usageCounts(u: Record<string, unknown>): TokenCounts {
   const cacheRead = count(u.cache_read_input_tokens);
   const cacheCreation = count(u.cache_creation_input_tokens);
   const output = count(u.completion_tokens) ?? count(u.output_tokens);
-  if (count(u.prompt_tokens) !== null) return { input: count(u.prompt_tokens), output, cached: count(nested(u.prompt_tokens_details, 'cached_tokens')) };
+  if (count(u.prompt_tokens) !== null)
+    return { input: count(u.prompt_tokens), output, cached: count(nested(u.prompt_tokens_details, 'cached_tokens')) };
   if (cacheRead !== null || cacheCreation !== null) {
     // Anthropic: input_tokens counts only what was not read from or written to the cache.
     return { input: (count(u.input_tokens) ?? 0) + (cacheRead ?? 0) + (cacheCreation ?? 0), output, cached: cacheRead };

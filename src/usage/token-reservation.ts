@@ -18,7 +18,11 @@ import { requestedOutputTokens } from './requested-output-tokens.js';
 export const DEFAULT_OUTPUT_TOKENS = 512;
 export const PROMPT_BYTES_PER_TOKEN = 4;
 
-export function tokenReservation(store: LimitStore, onLimited?: (keyName: string | undefined, limit: LimitKind) => void, onError?: (error: unknown) => void): ProxyStep {
+export function tokenReservation(
+  store: LimitStore,
+  onLimited?: (keyName: string | undefined, limit: LimitKind) => void,
+  onError?: (error: unknown) => void,
+): ProxyStep {
   return function tokenReservationStep(ctx) {
     const caller = ctx.decided.caller;
     const tpm = caller?.limits?.tpm;

@@ -73,11 +73,16 @@ export function createUsageAccounting(options: UsageAccountingOptions): UsageAcc
   const report = throttledErrorLog(logger);
 
   let writer: UsageWriter | undefined;
-  const redisLimits = options.limits === undefined && settings.redisUrl !== undefined
-    ? new RedisLimitStore({ url: settings.redisUrl, prefix: settings.redisPrefix ?? 'gatehouse:', logger })
-    : undefined;
+  const redisLimits =
+    options.limits === undefined && settings.redisUrl !== undefined
+      ? new RedisLimitStore({ url: settings.redisUrl, prefix: settings.redisPrefix ?? 'gatehouse:', logger })
+      : undefined;
   const limits = options.limits ?? redisLimits ?? new MemoryLimitStore();
-  const metrics = new GatewayMetrics({ ...options.metrics, queueLength: () => writer?.queued ?? 0, limitsShared: () => limits.status().scope === 'shared' });
+  const metrics = new GatewayMetrics({
+    ...options.metrics,
+    queueLength: () => writer?.queued ?? 0,
+    limitsShared: () => limits.status().scope === 'shared',
+  });
   if (recording) {
     writer = new UsageWriter(store.usage, {
       ...options.writer,
@@ -90,7 +95,12 @@ export function createUsageAccounting(options: UsageAccountingOptions): UsageAcc
     });
   }
   const retention = store
-    ? new UsageRetention(store.usage, { ...options.retention, now, retentionMs: settings.usageRetentionMs, onError: (error) => report(error, 'pruning old usage records failed') })
+    ? new UsageRetention(store.usage, {
+        ...options.retention,
+        now,
+        retentionMs: settings.usageRetentionMs,
+        onError: (error) => report(error, 'pruning old usage records failed'),
+      })
     : undefined;
   const capture = recording && settings.usageCaptureBytes > 0;
 
@@ -99,7 +109,11 @@ export function createUsageAccounting(options: UsageAccountingOptions): UsageAcc
     limits,
     recording,
     limitStep: keyLimits(limits, (keyName, limit) => metrics.rateLimited(keyName, limit)),
-    reserveStep: tokenReservation(limits, (keyName, limit) => metrics.rateLimited(keyName, limit), (error) => report(error, 'counting tokens for the TPM limit failed')),
+    reserveStep: tokenReservation(
+      limits,
+      (keyName, limit) => metrics.rateLimited(keyName, limit),
+      (error) => report(error, 'counting tokens for the TPM limit failed'),
+    ),
     captureStep: capture ? captureRequestBody(settings.usageCaptureBytes) : undefined,
     tap: recording ? createUsageTap({ captureBytes: capture ? settings.usageCaptureBytes : 0 }) : undefined,
     onStart: createCallRecorder({ metrics, writer, now }),

@@ -25,7 +25,13 @@ import type { ObservedTokens, ProxyContext, UsageProbe } from '../core/context.j
 import type { ResponseTap, TapFactory } from '../core/steps.js';
 import { SseParser } from '../core/sse-decoder.js';
 import { BodyCapture } from './body-capture.js';
-import { readTimingsCounts, readUsageCounts, timingsCountsAt, usageCountsAt, type TokenCounts } from './token-fields.js';
+import {
+  readTimingsCounts,
+  readUsageCounts,
+  timingsCountsAt,
+  usageCountsAt,
+  type TokenCounts,
+} from './token-fields.js';
 
 export interface UsageTapOptions {
   /** Bytes of each response body to keep for the request log; 0 = none. */
@@ -110,7 +116,9 @@ class StreamTap implements ResponseTap, UsageProbe {
   constructor(ctx: ProxyContext, capture: BodyCapture | undefined) {
     this.#ctx = ctx;
     this.#capture = capture;
-    this.#parser = new SseParser((event, bytes, start, end) => this.#frame(event, bytes, start, end), { maxLineBytes: MAX_FRAME_LINE });
+    this.#parser = new SseParser((event, bytes, start, end) => this.#frame(event, bytes, start, end), {
+      maxLineBytes: MAX_FRAME_LINE,
+    });
   }
 
   onChunk(chunk: Buffer): void {
@@ -187,7 +195,12 @@ class StreamTap implements ResponseTap, UsageProbe {
       };
     }
     if (timings && timings.output !== null) {
-      return { input: reported?.input ?? timings.input, output: timings.output, cached: reported?.cached ?? timings.cached, source: 'timings' };
+      return {
+        input: reported?.input ?? timings.input,
+        output: timings.output,
+        cached: reported?.cached ?? timings.cached,
+        source: 'timings',
+      };
     }
     if (reported || this.#generatedFrames > 0) {
       // Cut short (client gone, upstream broke) or a backend that reports nothing: the frames
@@ -230,7 +243,13 @@ export function scanFrame(data: Buffer, start: number, end: number): number {
     if (value >= end) break;
     const first = data[value];
     if (first === QUOTE) {
-      if ((found & GENERATED_TEXT) === 0 && value + 1 < end && data[value + 1] !== QUOTE && isGeneratedKey(data, start, keyEnd)) found |= GENERATED_TEXT;
+      if (
+        (found & GENERATED_TEXT) === 0 &&
+        value + 1 < end &&
+        data[value + 1] !== QUOTE &&
+        isGeneratedKey(data, start, keyEnd)
+      )
+        found |= GENERATED_TEXT;
     } else if (first === OPEN) {
       if (isKey(data, start, keyEnd, USAGE)) {
         found |= HAS_USAGE;
@@ -247,7 +266,8 @@ export function scanFrame(data: Buffer, start: number, end: number): number {
 /** Whether the key ending with the quote at `quote` is one whose string value is generated text. */
 function isGeneratedKey(data: Buffer, start: number, quote: number): boolean {
   if (endsWith(data, start, quote, CONTENT)) return true;
-  for (const name of EXACT_GENERATED) if (endsWith(data, start, quote, name) && data[quote - name.length - 1] === QUOTE) return true;
+  for (const name of EXACT_GENERATED)
+    if (endsWith(data, start, quote, name) && data[quote - name.length - 1] === QUOTE) return true;
   return false;
 }
 
@@ -320,7 +340,12 @@ class BodyTap implements ResponseTap, UsageProbe {
       const complete = c !== undefined && c.input !== null && c.output !== null && c.cached !== null;
       const timings = complete ? undefined : readTimingsCounts(body);
       if (c) {
-        this.#tokens = { input: c.input ?? timings?.input ?? null, output: c.output ?? timings?.output ?? 0, cached: c.cached ?? timings?.cached ?? null, source: 'usage' };
+        this.#tokens = {
+          input: c.input ?? timings?.input ?? null,
+          output: c.output ?? timings?.output ?? 0,
+          cached: c.cached ?? timings?.cached ?? null,
+          source: 'usage',
+        };
       } else if (timings) {
         this.#tokens = { ...timings, source: 'timings' };
       }

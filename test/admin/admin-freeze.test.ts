@@ -79,7 +79,11 @@ async function readyAttacker(token: string): Promise<{ attack: () => Promise<Ans
   let out = '';
   const answers = new Promise<Answer[]>((resolve, reject) => {
     child.on('error', reject);
-    child.on('exit', (code) => (code === 0 ? resolve(JSON.parse(out.slice(out.indexOf('\n') + 1)) as Answer[]) : reject(new Error(`the attacker exited with ${code}`))));
+    child.on('exit', (code) =>
+      code === 0
+        ? resolve(JSON.parse(out.slice(out.indexOf('\n') + 1)) as Answer[])
+        : reject(new Error(`the attacker exited with ${code}`)),
+    );
   });
   await new Promise<void>((resolve) => {
     child.stdout.on('data', (c: Buffer) => {
@@ -99,11 +103,15 @@ async function readyAttacker(token: string): Promise<{ attack: () => Promise<Ans
 function openStream(): { arrivals: number[]; status: () => number; stop: () => void } {
   const arrivals: number[] = [];
   let status = 0;
-  const req = request(`${gateway.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, agent: false }, (res) => {
-    status = res.statusCode ?? 0;
-    res.on('data', () => arrivals.push(performance.now()));
-    res.on('error', () => undefined);
-  });
+  const req = request(
+    `${gateway.url}/v1/chat/completions`,
+    { method: 'POST', headers: { 'content-type': 'application/json' }, agent: false },
+    (res) => {
+      status = res.statusCode ?? 0;
+      res.on('data', () => arrivals.push(performance.now()));
+      res.on('error', () => undefined);
+    },
+  );
   req.on('error', () => undefined);
   req.end(JSON.stringify({ model: 'qwen3-8b', stream: true, messages: [{ role: 'user', content: 'keep talking' }] }));
   return { arrivals, status: () => status, stop: () => req.destroy() };
@@ -121,7 +129,8 @@ describe('oversized bodies on the public admin routes', () => {
   it('refuses 8 parallel 20 MB setup and sign-in posts with 413 while a stream, /healthz and memory stay steady', async () => {
     // The first refusal of each kind runs code for the first time; that one-off is not what is measured.
     const overCap = { body: { password: 'x'.repeat(70_000) } };
-    for (const path of ['/api/setup', '/api/login']) expect((await api(gateway, 'POST', path, overCap)).status).toBe(413);
+    for (const path of ['/api/setup', '/api/login'])
+      expect((await api(gateway, 'POST', path, overCap)).status).toBe(413);
     const attacker = await readyAttacker(printedSetupToken(gateway));
     const stream = openStream();
     while (stream.arrivals.length < 10) await sleep(10);
@@ -155,7 +164,13 @@ describe('oversized bodies on the public admin routes', () => {
 
     for (const answer of answers) {
       if (answer.status === 0) expect(['EPIPE', 'ECONNRESET']).toContain(answer.body);
-      else expect({ status: answer.status, body: JSON.parse(answer.body) as unknown }).toEqual({ status: 413, body: { error: { code: 'body_too_large', message: "The request body exceeds this route's limit of 64 KiB." } } });
+      else
+        expect({ status: answer.status, body: JSON.parse(answer.body) as unknown }).toEqual({
+          status: 413,
+          body: {
+            error: { code: 'body_too_large', message: "The request body exceeds this route's limit of 64 KiB." },
+          },
+        });
     }
     const during = stream.arrivals.filter((t) => t >= attackStart - 100 && t <= attackEnd);
     expect(during.length).toBeGreaterThan(5);
@@ -173,10 +188,18 @@ describe('oversized bodies on the public admin routes', () => {
 
   it('answers a Content-Length over the cap at once, before the body is sent', async () => {
     const answer = await new Promise<number>((resolve, reject) => {
-      const req = request(`${gateway.url}/api/login`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': String(50 * MiB) }, agent: false }, (res) => {
-        res.resume();
-        resolve(res.statusCode ?? 0);
-      });
+      const req = request(
+        `${gateway.url}/api/login`,
+        {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'content-length': String(50 * MiB) },
+          agent: false,
+        },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        },
+      );
       req.on('error', reject);
       req.write('{"password":"');
     });
@@ -187,9 +210,15 @@ describe('oversized bodies on the public admin routes', () => {
     const fits = JSON.stringify({ password: 'x'.repeat(64 * 1024 - 20) });
     const over = JSON.stringify({ password: 'x'.repeat(64 * 1024) });
     expect(Buffer.byteLength(fits)).toBeLessThanOrEqual(64 * 1024);
-    const small = await api(gateway, 'POST', '/api/login', { rawBody: fits, headers: { 'content-type': 'application/json' } });
+    const small = await api(gateway, 'POST', '/api/login', {
+      rawBody: fits,
+      headers: { 'content-type': 'application/json' },
+    });
     expect(small.status).toBe(401);
-    const large = await api(gateway, 'POST', '/api/login', { rawBody: over, headers: { 'content-type': 'application/json' } });
+    const large = await api(gateway, 'POST', '/api/login', {
+      rawBody: over,
+      headers: { 'content-type': 'application/json' },
+    });
     expect(large.status).toBe(413);
     expect(errorCode(large)).toBe('body_too_large');
   });

@@ -29,9 +29,9 @@ describe('admin access settings', () => {
   });
 
   it('refuses GATEHOUSE_ADMIN_PASSWORD and its _FILE together', () => {
-    expect(errorOf({ GATEHOUSE_ADMIN_PASSWORD: 'a long enough password', GATEHOUSE_ADMIN_PASSWORD_FILE: '/run/secrets/x' })).toContain(
-      'GATEHOUSE_ADMIN_PASSWORD and GATEHOUSE_ADMIN_PASSWORD_FILE are both set; set one of them',
-    );
+    expect(
+      errorOf({ GATEHOUSE_ADMIN_PASSWORD: 'a long enough password', GATEHOUSE_ADMIN_PASSWORD_FILE: '/run/secrets/x' }),
+    ).toContain('GATEHOUSE_ADMIN_PASSWORD and GATEHOUSE_ADMIN_PASSWORD_FILE are both set; set one of them');
   });
 
   it('refuses a password shorter than 12 characters without echoing it', () => {
@@ -41,19 +41,30 @@ describe('admin access settings', () => {
   });
 
   it('names an unreadable password file', () => {
-    expect(errorOf({ GATEHOUSE_ADMIN_PASSWORD_FILE: '/nonexistent/gatehouse-password' })).toContain('GATEHOUSE_ADMIN_PASSWORD_FILE: cannot read /nonexistent/gatehouse-password');
+    expect(errorOf({ GATEHOUSE_ADMIN_PASSWORD_FILE: '/nonexistent/gatehouse-password' })).toContain(
+      'GATEHOUSE_ADMIN_PASSWORD_FILE: cannot read /nonexistent/gatehouse-password',
+    );
   });
 
   it('parses trusted proxies as addresses and CIDRs, and names a bad entry', () => {
-    expect(loadSettings({ GATEHOUSE_TRUSTED_PROXIES: ' 127.0.0.1, 10.0.0.0/8 ,fd00::/8,::1' }).trustedProxies).toEqual(['127.0.0.1', '10.0.0.0/8', 'fd00::/8', '::1']);
+    expect(loadSettings({ GATEHOUSE_TRUSTED_PROXIES: ' 127.0.0.1, 10.0.0.0/8 ,fd00::/8,::1' }).trustedProxies).toEqual([
+      '127.0.0.1',
+      '10.0.0.0/8',
+      'fd00::/8',
+      '::1',
+    ]);
     for (const bad of ['10.0.0.0/33', 'proxy.local', '10.0.0.0/8/1', '::1/129', '10.0.0.0/x']) {
-      expect(errorOf({ GATEHOUSE_TRUSTED_PROXIES: `127.0.0.1,${bad}` })).toContain(`GATEHOUSE_TRUSTED_PROXIES: "${bad}" is not an IP address or CIDR`);
+      expect(errorOf({ GATEHOUSE_TRUSTED_PROXIES: `127.0.0.1,${bad}` })).toContain(
+        `GATEHOUSE_TRUSTED_PROXIES: "${bad}" is not an IP address or CIDR`,
+      );
     }
   });
 
   it('takes a session TTL between 5 minutes and 30 days, with a unit', () => {
     expect(loadSettings({ GATEHOUSE_SESSION_TTL: '12h' }).sessionTtlMs).toBe(12 * 3_600_000);
-    expect(errorOf({ GATEHOUSE_SESSION_TTL: '31d' })).toContain('GATEHOUSE_SESSION_TTL: "31d" must be between 5m and 30d');
+    expect(errorOf({ GATEHOUSE_SESSION_TTL: '31d' })).toContain(
+      'GATEHOUSE_SESSION_TTL: "31d" must be between 5m and 30d',
+    );
     expect(errorOf({ GATEHOUSE_SESSION_TTL: '1m' })).toContain('must be between 5m and 30d');
     expect(errorOf({ GATEHOUSE_SESSION_TTL: '3600' })).toContain('is not a duration');
   });

@@ -28,7 +28,11 @@ beforeEach(async () => {
 
 const keyCount = async () => (await gateway.store!.keys.list()).length;
 const createKey = (headers: Record<string, string>, body: string | undefined = JSON.stringify({ name: 'planted' })) =>
-  rawRequest(`${gateway.url}/api/keys`, { method: 'POST', headers: { cookie: `gatehouse_session=${cookie}`, ...headers }, body });
+  rawRequest(`${gateway.url}/api/keys`, {
+    method: 'POST',
+    headers: { cookie: `gatehouse_session=${cookie}`, ...headers },
+    body,
+  });
 
 describe('cross-site requests carrying a valid session cookie', () => {
   it('refuses a POST from another origin with 403 csrf_rejected and creates nothing', async () => {
@@ -50,8 +54,9 @@ describe('cross-site requests carrying a valid session cookie', () => {
     expect(json(res.body)).toEqual({
       error: {
         code: 'unsupported_media_type',
-        message: 'The admin API accepts only JSON: send Content-Type: application/json (got "text/plain"), with ' +
-            '{} when there is nothing to say.',
+        message:
+          'The admin API accepts only JSON: send Content-Type: application/json (got "text/plain"), with ' +
+          '{} when there is nothing to say.',
         details: [{ path: '/headers/content-type', message: 'must be application/json' }],
       },
     });
@@ -70,7 +75,9 @@ describe('cross-site requests carrying a valid session cookie', () => {
     for (const site of ['cross-site', 'same-site']) {
       const res = await createKey({ 'sec-fetch-site': site, origin: gateway.url, 'content-type': 'application/json' });
       expect(res.status, site).toBe(403);
-      expect(json(res.body)).toMatchObject({ error: { code: 'csrf_rejected', message: expect.stringContaining(`Sec-Fetch-Site is "${site}"`) } });
+      expect(json(res.body)).toMatchObject({
+        error: { code: 'csrf_rejected', message: expect.stringContaining(`Sec-Fetch-Site is "${site}"`) },
+      });
     }
     expect(await keyCount()).toBe(0);
   });
@@ -85,28 +92,55 @@ describe('cross-site requests carrying a valid session cookie', () => {
     const created = await api(gateway, 'POST', '/api/keys', { cookie, body: { name: 'kept' } });
     expect(created.status).toBe(201);
     const { key } = json(created.body) as { key: { id: string } };
-    const evil = { cookie: `gatehouse_session=${cookie}`, origin: 'http://evil.example', 'content-type': 'application/json' };
-    const patch = await rawRequest(`${gateway.url}/api/keys/${key.id}`, { method: 'PATCH', headers: evil, body: '{"revoked":true}' });
+    const evil = {
+      cookie: `gatehouse_session=${cookie}`,
+      origin: 'http://evil.example',
+      'content-type': 'application/json',
+    };
+    const patch = await rawRequest(`${gateway.url}/api/keys/${key.id}`, {
+      method: 'PATCH',
+      headers: evil,
+      body: '{"revoked":true}',
+    });
     expect(patch.status).toBe(403);
-    const del = await rawRequest(`${gateway.url}/api/keys/${key.id}?confirm=last`, { method: 'DELETE', headers: { cookie: evil.cookie, 'sec-fetch-site': 'cross-site' } });
+    const del = await rawRequest(`${gateway.url}/api/keys/${key.id}?confirm=last`, {
+      method: 'DELETE',
+      headers: { cookie: evil.cookie, 'sec-fetch-site': 'cross-site' },
+    });
     expect(del.status).toBe(403);
     expect((await gateway.store!.keys.get(key.id))?.revokedAt).toBeNull();
   });
 
   it('refuses a cross-origin sign-in and setup too (they carry no cookie but set one)', async () => {
-    const login = await rawRequest(`${gateway.url}/api/login`, { method: 'POST', headers: { origin: 'http://evil.example', 'content-type': 'application/json' }, body: JSON.stringify({ password: PASSWORD }) });
+    const login = await rawRequest(`${gateway.url}/api/login`, {
+      method: 'POST',
+      headers: { origin: 'http://evil.example', 'content-type': 'application/json' },
+      body: JSON.stringify({ password: PASSWORD }),
+    });
     expect(login.status).toBe(403);
     expect(login.headers['set-cookie']).toBeUndefined();
-    const plain = await rawRequest(`${gateway.url}/api/login`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: JSON.stringify({ password: PASSWORD }) });
+    const plain = await rawRequest(`${gateway.url}/api/login`, {
+      method: 'POST',
+      headers: { 'content-type': 'text/plain' },
+      body: JSON.stringify({ password: PASSWORD }),
+    });
     expect(plain.status).toBe(415);
-    const setup = await rawRequest(`${gateway.url}/api/setup`, { method: 'POST', headers: { 'sec-fetch-site': 'cross-site', 'content-type': 'application/json' }, body: '{}' });
+    const setup = await rawRequest(`${gateway.url}/api/setup`, {
+      method: 'POST',
+      headers: { 'sec-fetch-site': 'cross-site', 'content-type': 'application/json' },
+      body: '{}',
+    });
     expect(setup.status).toBe(403);
   });
 });
 
 describe('requests that pass the cross-site checks', () => {
   it('accepts the dashboard: same Origin, Sec-Fetch-Site same-origin, JSON', async () => {
-    const res = await createKey({ origin: gateway.url, 'sec-fetch-site': 'same-origin', 'content-type': 'application/json; charset=utf-8' });
+    const res = await createKey({
+      origin: gateway.url,
+      'sec-fetch-site': 'same-origin',
+      'content-type': 'application/json; charset=utf-8',
+    });
     expect(res.status).toBe(201);
   });
 
@@ -121,19 +155,29 @@ describe('requests that pass the cross-site checks', () => {
   });
 
   it('accepts a script: no Origin, no Sec-Fetch-Site, the admin token, JSON', async () => {
-    const res = await rawRequest(`${gateway.url}/api/keys`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' }, body: '{"name":"script"}' });
+    const res = await rawRequest(`${gateway.url}/api/keys`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      body: '{"name":"script"}',
+    });
     expect(res.status).toBe(201);
   });
 
   it('still wants JSON from a script with the admin token', async () => {
-    const res = await rawRequest(`${gateway.url}/api/keys`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'text/plain' }, body: '{"name":"script"}' });
+    const res = await rawRequest(`${gateway.url}/api/keys`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'text/plain' },
+      body: '{"name":"script"}',
+    });
     expect(res.status).toBe(415);
     expect(errorCode(res)).toBe('unsupported_media_type');
     expect(await keyCount()).toBe(0);
   });
 
   it('lets reads through from anywhere: GET is not a change (the cookie is SameSite=Strict anyway)', async () => {
-    const res = await rawRequest(`${gateway.url}/api/keys`, { headers: { cookie: `gatehouse_session=${cookie}`, origin: 'http://evil.example', 'sec-fetch-site': 'cross-site' } });
+    const res = await rawRequest(`${gateway.url}/api/keys`, {
+      headers: { cookie: `gatehouse_session=${cookie}`, origin: 'http://evil.example', 'sec-fetch-site': 'cross-site' },
+    });
     expect(res.status).toBe(200);
   });
 
@@ -146,11 +190,20 @@ describe('requests that pass the cross-site checks', () => {
 });
 
 describe('behind a reverse proxy', () => {
-  it('matches the browser\'s https Origin when a trusted proxy says X-Forwarded-Proto: https and X-Forwarded-Host', async () => {
+  it("matches the browser's https Origin when a trusted proxy says X-Forwarded-Proto: https and X-Forwarded-Host", async () => {
     const behind = await startAdminGateway(upstream.url, { adminPassword: PASSWORD, trustedProxies: ['127.0.0.1'] });
     try {
-      const headers = { origin: 'https://gatehouse.example', 'x-forwarded-proto': 'https', 'x-forwarded-host': 'gatehouse.example', 'content-type': 'application/json' };
-      const res = await rawRequest(`${behind.url}/api/login`, { method: 'POST', headers, body: JSON.stringify({ password: PASSWORD }) });
+      const headers = {
+        origin: 'https://gatehouse.example',
+        'x-forwarded-proto': 'https',
+        'x-forwarded-host': 'gatehouse.example',
+        'content-type': 'application/json',
+      };
+      const res = await rawRequest(`${behind.url}/api/login`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ password: PASSWORD }),
+      });
       expect(res.status).toBe(200);
     } finally {
       await behind.close();
@@ -158,9 +211,19 @@ describe('behind a reverse proxy', () => {
   });
 
   it('does not believe X-Forwarded-Proto from an untrusted peer, and says what to configure', async () => {
-    const headers = { origin: `https://${new URL(gateway.url).host}`, 'x-forwarded-proto': 'https', 'content-type': 'application/json' };
-    const res = await rawRequest(`${gateway.url}/api/login`, { method: 'POST', headers, body: JSON.stringify({ password: PASSWORD }) });
+    const headers = {
+      origin: `https://${new URL(gateway.url).host}`,
+      'x-forwarded-proto': 'https',
+      'content-type': 'application/json',
+    };
+    const res = await rawRequest(`${gateway.url}/api/login`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ password: PASSWORD }),
+    });
     expect(res.status).toBe(403);
-    expect(json(res.body)).toMatchObject({ error: { code: 'csrf_rejected', message: expect.stringContaining('GATEHOUSE_TRUSTED_PROXIES') } });
+    expect(json(res.body)).toMatchObject({
+      error: { code: 'csrf_rejected', message: expect.stringContaining('GATEHOUSE_TRUSTED_PROXIES') },
+    });
   });
 });

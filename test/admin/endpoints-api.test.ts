@@ -14,7 +14,12 @@ let gateway: TestGateway;
 
 beforeAll(async () => {
   sim = await startSimulator({ config: DEMO_CONFIG });
-  gateway = await startTestGateway(sim.url, { adminToken: ADMIN, publicUrl: 'https://llm.example.com/gatehouse' }, {}, { withStore: true });
+  gateway = await startTestGateway(
+    sim.url,
+    { adminToken: ADMIN, publicUrl: 'https://llm.example.com/gatehouse' },
+    {},
+    { withStore: true },
+  );
 });
 afterAll(async () => {
   await gateway.close();
@@ -24,7 +29,10 @@ afterAll(async () => {
 const api = (method: string, path: string, body?: unknown) =>
   rawRequest(`${gateway.url}${path}`, {
     method,
-    headers: { authorization: `Bearer ${ADMIN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: {
+      authorization: `Bearer ${ADMIN}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
 
@@ -42,7 +50,10 @@ describe('GET /api/endpoints', () => {
     expect(json(before.body)).toEqual({ publicUrl: 'https://llm.example.com/gatehouse', apiOpen: true });
 
     expect((await api('POST', '/api/keys', { name: 'Open WebUI' })).status).toBe(201);
-    expect(json((await api('GET', '/api/endpoints')).body)).toEqual({ publicUrl: 'https://llm.example.com/gatehouse', apiOpen: false });
+    expect(json((await api('GET', '/api/endpoints')).body)).toEqual({
+      publicUrl: 'https://llm.example.com/gatehouse',
+      apiOpen: false,
+    });
   });
 
   it('answers publicUrl null when GATEHOUSE_PUBLIC_URL is unset', async () => {

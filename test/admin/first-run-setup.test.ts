@@ -3,7 +3,16 @@ import { SETUP_TOKEN_META_KEY } from '../../src/auth/admin-account.js';
 import { startRecordingUpstream, type RecordingUpstream } from '../fakes/recording-upstream.js';
 import type { TestGateway } from '../helpers/gateway.js';
 import { json } from '../helpers/http.js';
-import { api, completeSetup, login, PASSWORD, printedSetupToken, sessionSetCookie, sessionToken, startAdminGateway } from '../helpers/admin.js';
+import {
+  api,
+  completeSetup,
+  login,
+  PASSWORD,
+  printedSetupToken,
+  sessionSetCookie,
+  sessionToken,
+  startAdminGateway,
+} from '../helpers/admin.js';
 
 let upstream: RecordingUpstream;
 const gateways: TestGateway[] = [];
@@ -42,11 +51,17 @@ describe('first run: the one-time setup link', () => {
 
   it('sets the password with the printed token and signs the browser in', async () => {
     const gateway = await start();
-    const res = await api(gateway, 'POST', '/api/setup', { body: { token: printedSetupToken(gateway), password: PASSWORD } });
+    const res = await api(gateway, 'POST', '/api/setup', {
+      body: { token: printedSetupToken(gateway), password: PASSWORD },
+    });
     expect(res.status).toBe(200);
     expect(json(res.body)).toEqual({ authenticated: true });
     const cookie = sessionToken(res);
-    expect(json((await api(gateway, 'GET', '/api/session', { cookie })).body)).toEqual({ authenticated: true, setupRequired: false, via: 'session' });
+    expect(json((await api(gateway, 'GET', '/api/session', { cookie })).body)).toEqual({
+      authenticated: true,
+      setupRequired: false,
+      via: 'session',
+    });
     expect((await api(gateway, 'GET', '/api/keys', { cookie })).status).toBe(200);
     expect(await gateway.store!.meta.get(SETUP_TOKEN_META_KEY)).toBeUndefined();
   });
@@ -55,7 +70,12 @@ describe('first run: the one-time setup link', () => {
     const gateway = await start();
     const res = await api(gateway, 'POST', '/api/setup', { body: { token: 'A'.repeat(43), password: PASSWORD } });
     expect(res.status).toBe(403);
-    expect(json(res.body)).toEqual({ error: { code: 'admin_forbidden', message: 'The setup token is not valid. Use the link the gateway printed in its log at its last start.' } });
+    expect(json(res.body)).toEqual({
+      error: {
+        code: 'admin_forbidden',
+        message: 'The setup token is not valid. Use the link the gateway printed in its log at its last start.',
+      },
+    });
     expect(sessionSetCookie(res)).toBeUndefined();
     expect(json((await api(gateway, 'GET', '/api/session')).body)).toMatchObject({ setupRequired: true });
     // The right token still works afterwards: a stranger's guess does not burn it.
@@ -68,7 +88,11 @@ describe('first run: the one-time setup link', () => {
     const res = await api(gateway, 'POST', '/api/setup', { body: { token, password: 'short-pass1' } });
     expect(res.status).toBe(422);
     expect(json(res.body)).toEqual({
-      error: { code: 'validation_failed', message: 'The new password must be at least 12 characters.', details: [{ path: '/password', message: 'must be at least 12 characters' }] },
+      error: {
+        code: 'validation_failed',
+        message: 'The new password must be at least 12 characters.',
+        details: [{ path: '/password', message: 'must be at least 12 characters' }],
+      },
     });
     const ok = await api(gateway, 'POST', '/api/setup', { body: { token, password: 'exactly-12ch' } });
     expect(ok.status).toBe(200);
@@ -98,17 +122,30 @@ describe('first run: the one-time setup link', () => {
 
   it('answers the 6th setup attempt after 5 wrong tokens with 429 and Retry-After, even with the right token', async () => {
     const gateway = await start();
-    for (let i = 0; i < 5; i++) expect((await api(gateway, 'POST', '/api/setup', { body: { token: `wrong-token-${i}`, password: PASSWORD } })).status).toBe(403);
-    const blocked = await api(gateway, 'POST', '/api/setup', { body: { token: printedSetupToken(gateway), password: PASSWORD } });
+    for (let i = 0; i < 5; i++)
+      expect(
+        (await api(gateway, 'POST', '/api/setup', { body: { token: `wrong-token-${i}`, password: PASSWORD } })).status,
+      ).toBe(403);
+    const blocked = await api(gateway, 'POST', '/api/setup', {
+      body: { token: printedSetupToken(gateway), password: PASSWORD },
+    });
     expect(blocked.status).toBe(429);
     expect(Number(blocked.headers['retry-after'])).toBeGreaterThan(890);
-    expect(json(blocked.body)).toEqual({ error: { code: 'rate_limited', message: 'Too many failed setup attempts from this address. Try again in 15 min.' } });
+    expect(json(blocked.body)).toEqual({
+      error: {
+        code: 'rate_limited',
+        message: 'Too many failed setup attempts from this address. Try again in 15 min.',
+      },
+    });
     expect(json((await api(gateway, 'GET', '/api/session')).body)).toMatchObject({ setupRequired: true });
   });
 
   it('does not count a weak password or a malformed body against the setup limit', async () => {
     const gateway = await start();
-    for (let i = 0; i < 6; i++) expect((await api(gateway, 'POST', '/api/setup', { body: { token: `wrong-token-${i}`, password: 'short' } })).status).toBe(422);
+    for (let i = 0; i < 6; i++)
+      expect(
+        (await api(gateway, 'POST', '/api/setup', { body: { token: `wrong-token-${i}`, password: 'short' } })).status,
+      ).toBe(422);
     for (let i = 0; i < 6; i++) expect((await api(gateway, 'POST', '/api/setup', { body: {} })).status).toBe(422);
     await completeSetup(gateway);
   });
@@ -117,7 +154,9 @@ describe('first run: the one-time setup link', () => {
     const gateway = await start();
     const token = printedSetupToken(gateway);
     const results = await Promise.all(
-      ['first racer password', 'second racer password'].map((password) => api(gateway, 'POST', '/api/setup', { body: { token, password } })),
+      ['first racer password', 'second racer password'].map((password) =>
+        api(gateway, 'POST', '/api/setup', { body: { token, password } }),
+      ),
     );
     const statuses = results.map((r) => r.status).sort();
     expect(statuses[0]).toBe(200);
@@ -137,7 +176,9 @@ describe('first run: the one-time setup link', () => {
     expect(newToken).not.toBe(oldToken);
     const stale = await api(second, 'POST', '/api/setup', { body: { token: oldToken, password: PASSWORD } });
     expect(stale.status).toBe(403);
-    expect((await api(second, 'POST', '/api/setup', { body: { token: newToken, password: PASSWORD } })).status).toBe(200);
+    expect((await api(second, 'POST', '/api/setup', { body: { token: newToken, password: PASSWORD } })).status).toBe(
+      200,
+    );
   });
 
   it('prints no link once a password exists', async () => {
@@ -146,14 +187,23 @@ describe('first run: the one-time setup link', () => {
     await first.close();
     const second = await start({}, {}, { dataDir: first.dataDir });
     expect(second.logText()).not.toContain('/setup#token=');
-    expect(json((await api(second, 'GET', '/api/session')).body)).toEqual({ authenticated: false, setupRequired: false, via: null });
+    expect(json((await api(second, 'GET', '/api/session')).body)).toEqual({
+      authenticated: false,
+      setupRequired: false,
+      via: null,
+    });
   });
 
   it('refuses login before setup with 401 that points at the setup link', async () => {
     const gateway = await start();
     const res = await api(gateway, 'POST', '/api/login', { body: { password: PASSWORD } });
     expect(res.status).toBe(401);
-    expect(json(res.body)).toEqual({ error: { code: 'admin_unauthorized', message: "No admin password is set yet: open the setup link printed in the gateway's log." } });
+    expect(json(res.body)).toEqual({
+      error: {
+        code: 'admin_unauthorized',
+        message: "No admin password is set yet: open the setup link printed in the gateway's log.",
+      },
+    });
   });
 });
 
@@ -163,7 +213,11 @@ describe('GATEHOUSE_ADMIN_PASSWORD', () => {
   it('sets the password at start: no setup link, no setup, sign-in works', async () => {
     const gateway = await start({ adminPassword: fromSettings });
     expect(gateway.logText()).not.toContain('/setup#token=');
-    expect(json((await api(gateway, 'GET', '/api/session')).body)).toEqual({ authenticated: false, setupRequired: false, via: null });
+    expect(json((await api(gateway, 'GET', '/api/session')).body)).toEqual({
+      authenticated: false,
+      setupRequired: false,
+      via: null,
+    });
     const setup = await api(gateway, 'POST', '/api/setup', { body: { token: 'A'.repeat(43), password: PASSWORD } });
     expect(setup.status).toBe(409);
     await login(gateway, fromSettings);
@@ -190,9 +244,14 @@ describe('GATEHOUSE_ADMIN_PASSWORD', () => {
   it('cannot be changed from the dashboard: 409 naming the setting', async () => {
     const gateway = await start({ adminPassword: fromSettings });
     const cookie = await login(gateway, fromSettings);
-    const res = await api(gateway, 'POST', '/api/password', { cookie, body: { currentPassword: fromSettings, newPassword: 'another long password' } });
+    const res = await api(gateway, 'POST', '/api/password', {
+      cookie,
+      body: { currentPassword: fromSettings, newPassword: 'another long password' },
+    });
     expect(res.status).toBe(409);
-    expect(json(res.body)).toMatchObject({ error: { code: 'conflict', message: expect.stringContaining('GATEHOUSE_ADMIN_PASSWORD') } });
+    expect(json(res.body)).toMatchObject({
+      error: { code: 'conflict', message: expect.stringContaining('GATEHOUSE_ADMIN_PASSWORD') },
+    });
     await login(gateway, fromSettings);
   });
 });

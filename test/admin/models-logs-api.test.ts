@@ -20,14 +20,25 @@ afterAll(async () => {
 const api = (method: string, path: string, body?: unknown) =>
   rawRequest(`${gateway.url}${path}`, {
     method,
-    headers: { authorization: `Bearer ${ADMIN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: {
+      authorization: `Bearer ${ADMIN}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
 
 interface ModelsAnswer {
   reachable: boolean;
   error: string | null;
-  models: Array<{ id: string; kind: string; state: string; aliases: string[]; peerId: string | null; unlisted: boolean; name: string | null }>;
+  models: Array<{
+    id: string;
+    kind: string;
+    state: string;
+    aliases: string[];
+    peerId: string | null;
+    unlisted: boolean;
+    name: string | null;
+  }>;
 }
 const models = async () => json((await api('GET', '/api/models')).body) as ModelsAnswer;
 const stateOf = async (id: string) => (await models()).models.find((m) => m.id === id)?.state;
@@ -36,9 +47,21 @@ describe('models admin API', () => {
   it('lists local models, peers and their states, with llama-swap reported reachable', async () => {
     const answer = await models();
     expect(answer.reachable).toBe(true);
-    expect(answer.models.find((m) => m.id === 'qwen3-8b')).toMatchObject({ kind: 'model', state: 'stopped', aliases: ['gpt-4o-mini', 'qwen'], name: 'Qwen3 8B' });
-    expect(answer.models.find((m) => m.id === 'gpu-box/llama-3.3-70b')).toMatchObject({ kind: 'peer', peerId: 'gpu-box', state: 'stopped' });
-    const upstream = json((await api('GET', '/api/upstream')).body) as { reachable: boolean; version: { version: string } };
+    expect(answer.models.find((m) => m.id === 'qwen3-8b')).toMatchObject({
+      kind: 'model',
+      state: 'stopped',
+      aliases: ['gpt-4o-mini', 'qwen'],
+      name: 'Qwen3 8B',
+    });
+    expect(answer.models.find((m) => m.id === 'gpu-box/llama-3.3-70b')).toMatchObject({
+      kind: 'peer',
+      peerId: 'gpu-box',
+      state: 'stopped',
+    });
+    const upstream = json((await api('GET', '/api/upstream')).body) as {
+      reachable: boolean;
+      version: { version: string };
+    };
     expect(upstream.reachable).toBe(true);
     expect(upstream.version.version).toBe('v250-sim');
   });
@@ -74,7 +97,11 @@ describe('models admin API', () => {
     try {
       const res = await rawRequest(`${dead.url}/api/models`, { headers: { authorization: `Bearer ${ADMIN}` } });
       expect(res.status).toBe(200);
-      expect(json(res.body)).toMatchObject({ reachable: false, error: expect.stringContaining('could not be reached'), models: [] });
+      expect(json(res.body)).toMatchObject({
+        reachable: false,
+        error: expect.stringContaining('could not be reached'),
+        models: [],
+      });
     } finally {
       await dead.close();
     }
@@ -82,30 +109,39 @@ describe('models admin API', () => {
 });
 
 /** Reads an SSE response into events until `until` says stop (bounded by time). */
-function readEvents(path: string, until: (events: Array<{ event: string; data: unknown }>) => boolean, onOpen?: () => void, ms = 5000) {
+function readEvents(
+  path: string,
+  until: (events: Array<{ event: string; data: unknown }>) => boolean,
+  onOpen?: () => void,
+  ms = 5000,
+) {
   return new Promise<Array<{ event: string; data: unknown }>>((resolve, reject) => {
     const events: Array<{ event: string; data: unknown }> = [];
     let buffer = '';
-    const req = request(`${gateway.url}${path}`, { headers: { authorization: `Bearer ${ADMIN}` }, agent: false }, (res) => {
-      if (res.statusCode !== 200) return reject(new Error(`status ${res.statusCode}`));
-      onOpen?.();
-      res.on('data', (chunk: Buffer) => {
-        buffer += chunk.toString('utf8');
-        let end: number;
-        while ((end = buffer.indexOf('\n\n')) >= 0) {
-          const frame = buffer.slice(0, end);
-          buffer = buffer.slice(end + 2);
-          if (frame.startsWith(':')) continue;
-          const event = /^event: (.*)$/m.exec(frame)?.[1] ?? 'message';
-          const data = /^data: (.*)$/m.exec(frame)?.[1];
-          events.push({ event, data: data === undefined ? undefined : JSON.parse(data) });
-        }
-        if (until(events)) {
-          req.destroy();
-          resolve(events);
-        }
-      });
-    });
+    const req = request(
+      `${gateway.url}${path}`,
+      { headers: { authorization: `Bearer ${ADMIN}` }, agent: false },
+      (res) => {
+        if (res.statusCode !== 200) return reject(new Error(`status ${res.statusCode}`));
+        onOpen?.();
+        res.on('data', (chunk: Buffer) => {
+          buffer += chunk.toString('utf8');
+          let end: number;
+          while ((end = buffer.indexOf('\n\n')) >= 0) {
+            const frame = buffer.slice(0, end);
+            buffer = buffer.slice(end + 2);
+            if (frame.startsWith(':')) continue;
+            const event = /^event: (.*)$/m.exec(frame)?.[1] ?? 'message';
+            const data = /^data: (.*)$/m.exec(frame)?.[1];
+            events.push({ event, data: data === undefined ? undefined : JSON.parse(data) });
+          }
+          if (until(events)) {
+            req.destroy();
+            resolve(events);
+          }
+        });
+      },
+    );
     const timer = setTimeout(() => {
       req.destroy();
       reject(new Error(`timed out; events so far: ${JSON.stringify(events).slice(0, 2000)}`));
@@ -135,23 +171,27 @@ describe('log streams admin API', () => {
 
   it('survives a llama-swap config reload: marks the gap, reconnects, and keeps streaming', async () => {
     let reloaded = false;
-    const events = await readEvents(
-      '/api/logs/stream?source=proxy',
-      (evs) => {
-        if (!reloaded && evs.length > 0) {
-          reloaded = true;
-          // Log once the gateway has reconnected to llama-swap's log stream (without history).
-          void sim
-            .reload()
-            .then(() => sim.waitForRequest((r) => r.path.startsWith('/logs/stream') && r.path.includes('no-history') && r.status === 200, 5000))
-            .then(() => sim.log('proxy', '[INFO] after the reload'));
-        }
-        return evs.some((e) => typeof e.data === 'string' && e.data.includes('after the reload'));
-      },
-    );
+    const events = await readEvents('/api/logs/stream?source=proxy', (evs) => {
+      if (!reloaded && evs.length > 0) {
+        reloaded = true;
+        // Log once the gateway has reconnected to llama-swap's log stream (without history).
+        void sim
+          .reload()
+          .then(() =>
+            sim.waitForRequest(
+              (r) => r.path.startsWith('/logs/stream') && r.path.includes('no-history') && r.status === 200,
+              5000,
+            ),
+          )
+          .then(() => sim.log('proxy', '[INFO] after the reload'));
+      }
+      return evs.some((e) => typeof e.data === 'string' && e.data.includes('after the reload'));
+    });
     const gap = events.findIndex((e) => e.event === 'gap');
     expect(gap).toBeGreaterThan(0);
-    expect(events.findIndex((e) => typeof e.data === 'string' && e.data.includes('after the reload'))).toBeGreaterThan(gap);
+    expect(events.findIndex((e) => typeof e.data === 'string' && e.data.includes('after the reload'))).toBeGreaterThan(
+      gap,
+    );
   });
 
   it("streams Gatehouse's own access log", async () => {

@@ -19,7 +19,9 @@ describe('the route table guard', () => {
   });
 
   it('refuses to register an /api route without the cross-site checks, public or not', () => {
-    expect(() => guarded().post('/api/keys', { onRequest: [session] }, handler)).toThrow(/lacks the sameOrigin\/jsonContentType checks/);
+    expect(() => guarded().post('/api/keys', { onRequest: [session] }, handler)).toThrow(
+      /lacks the sameOrigin\/jsonContentType checks/,
+    );
     expect(() => guarded().post('/api/login', handler)).toThrow(/lacks the sameOrigin\/jsonContentType checks/);
   });
 

@@ -52,8 +52,17 @@ describe('admin secrets at rest and in logs', () => {
     setupToken = printedSetupToken(gateway);
     const first = await completeSetup(gateway);
     const second = await login(gateway);
-    expect((await api(gateway, 'POST', '/api/password', { cookie: first, body: { currentPassword: PASSWORD, newPassword: NEW_PASSWORD } })).status).toBe(200);
-    expect((await api(gateway, 'POST', '/api/login', { body: { password: 'a wrong password guess' } })).status).toBe(401);
+    expect(
+      (
+        await api(gateway, 'POST', '/api/password', {
+          cookie: first,
+          body: { currentPassword: PASSWORD, newPassword: NEW_PASSWORD },
+        })
+      ).status,
+    ).toBe(200);
+    expect((await api(gateway, 'POST', '/api/login', { body: { password: 'a wrong password guess' } })).status).toBe(
+      401,
+    );
     const third = await login(gateway, NEW_PASSWORD);
     sessions = [first, second, third];
   });
@@ -62,14 +71,21 @@ describe('admin secrets at rest and in logs', () => {
   });
 
   it('stores the password as scrypt with its parameters, and sessions as SHA-256 only', async () => {
-    expect(await gateway.store!.meta.get(PASSWORD_META_KEY)).toMatch(/^scrypt\$32768\$8\$3\$[A-Za-z0-9_-]{22}\$[A-Za-z0-9_-]{43}$/);
+    expect(await gateway.store!.meta.get(PASSWORD_META_KEY)).toMatch(
+      /^scrypt\$32768\$8\$3\$[A-Za-z0-9_-]{22}\$[A-Za-z0-9_-]{43}$/,
+    );
     expect(await gateway.store!.sessions.findByTokenHash(hashSessionToken(sessions[2]!))).toBeDefined();
     // Sanity: the search below reads the right bytes; the hash of a live session is there.
     expect(databaseBytes(gateway.dataDir).includes(Buffer.from(hashSessionToken(sessions[2]!)))).toBe(true);
   });
 
   it('never writes the setup token, a password or a session token to the database files', async () => {
-    const secrets = { 'setup token': setupToken, password: PASSWORD, 'new password': NEW_PASSWORD, 'wrong guess': 'a wrong password guess' };
+    const secrets = {
+      'setup token': setupToken,
+      password: PASSWORD,
+      'new password': NEW_PASSWORD,
+      'wrong guess': 'a wrong password guess',
+    };
     const sessionSecrets = Object.fromEntries(sessions.map((s, i) => [`session token ${i}`, s]));
     expectAbsent(databaseBytes(gateway.dataDir), { ...secrets, ...sessionSecrets }, 'the database (open)');
     await gateway.close();
@@ -77,11 +93,18 @@ describe('admin secrets at rest and in logs', () => {
   });
 
   it('logs the setup token only in the one setup link at start, and never a password or session token', () => {
-    const lines = gateway.logText().split('\n').filter((l) => l.includes(setupToken));
+    const lines = gateway
+      .logText()
+      .split('\n')
+      .filter((l) => l.includes(setupToken));
     expect(lines).toHaveLength(1);
     expect(JSON.parse(lines[0]!)).toMatchObject({ level: 40, admin: 'setup_required' });
     const sessionSecrets = Object.fromEntries(sessions.map((s, i) => [`session token ${i}`, s]));
-    expectAbsent(gateway.logText(), { password: PASSWORD, 'new password': NEW_PASSWORD, 'wrong guess': 'a wrong password guess', ...sessionSecrets }, 'the log');
+    expectAbsent(
+      gateway.logText(),
+      { password: PASSWORD, 'new password': NEW_PASSWORD, 'wrong guess': 'a wrong password guess', ...sessionSecrets },
+      'the log',
+    );
   });
 });
 

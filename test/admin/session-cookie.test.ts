@@ -24,7 +24,11 @@ async function start(trustedProxies: string[] = []): Promise<TestGateway> {
 }
 
 const signIn = (gateway: TestGateway, headers: Record<string, string> = {}) =>
-  rawRequest(`${gateway.url}/api/login`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ password: PASSWORD }) });
+  rawRequest(`${gateway.url}/api/login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify({ password: PASSWORD }),
+  });
 
 /** `name=value; Attr; Attr=x` → attribute names (lowercase) to values. */
 function attributes(line: string): Map<string, string> {
@@ -43,7 +47,15 @@ describe('the gatehouse_session cookie', () => {
   it('is Secure when a trusted proxy says the browser came over HTTPS', async () => {
     const gateway = await start(['127.0.0.1']);
     const line = sessionSetCookie(await signIn(gateway, { 'x-forwarded-proto': 'https' }))!;
-    expect(attributes(line)).toEqual(new Map([['max-age', '2592000'], ['path', '/'], ['httponly', ''], ['samesite', 'Strict'], ['secure', '']]));
+    expect(attributes(line)).toEqual(
+      new Map([
+        ['max-age', '2592000'],
+        ['path', '/'],
+        ['httponly', ''],
+        ['samesite', 'Strict'],
+        ['secure', ''],
+      ]),
+    );
   });
 
   it('is not Secure when a trusted proxy says HTTP', async () => {
@@ -60,9 +72,17 @@ describe('the gatehouse_session cookie', () => {
 
   it('is cleared at sign-out with the same attributes, Secure included behind an HTTPS proxy', async () => {
     const gateway = await start(['127.0.0.1']);
-    const token = /^gatehouse_session=([^;]+)/.exec(sessionSetCookie(await signIn(gateway, { 'x-forwarded-proto': 'https' }))!)![1]!;
-    const res = await api(gateway, 'POST', '/api/logout', { cookie: token, body: {}, headers: { 'x-forwarded-proto': 'https' } });
+    const token = /^gatehouse_session=([^;]+)/.exec(
+      sessionSetCookie(await signIn(gateway, { 'x-forwarded-proto': 'https' }))!,
+    )![1]!;
+    const res = await api(gateway, 'POST', '/api/logout', {
+      cookie: token,
+      body: {},
+      headers: { 'x-forwarded-proto': 'https' },
+    });
     expect(res.status).toBe(200);
-    expect(sessionSetCookie(res)).toBe('gatehouse_session=; Max-Age=0; Path=/; Expires=Thu, 01 Jan 1970 00:00:00 GMT; HttpOnly; Secure; SameSite=Strict');
+    expect(sessionSetCookie(res)).toBe(
+      'gatehouse_session=; Max-Age=0; Path=/; Expires=Thu, 01 Jan 1970 00:00:00 GMT; HttpOnly; Secure; SameSite=Strict',
+    );
   });
 });

@@ -3,7 +3,17 @@ import { hashSessionToken } from '../../src/auth/admin-sessions.js';
 import { startRecordingUpstream, type RecordingUpstream } from '../fakes/recording-upstream.js';
 import type { TestGateway } from '../helpers/gateway.js';
 import { json } from '../helpers/http.js';
-import { api, completeSetup, DAY, login, manualClock, PASSWORD, sessionSetCookie, startAdminGateway, type ManualClock } from '../helpers/admin.js';
+import {
+  api,
+  completeSetup,
+  DAY,
+  login,
+  manualClock,
+  PASSWORD,
+  sessionSetCookie,
+  startAdminGateway,
+  type ManualClock,
+} from '../helpers/admin.js';
 
 const ADMIN_TOKEN = 'admin-token-for-scripts';
 const MINUTE = 60_000;
@@ -20,8 +30,17 @@ afterAll(async () => {
   await upstream.close();
 });
 
-async function start(clock: ManualClock, overrides: Parameters<typeof startAdminGateway>[1] = {}, dataDir?: string): Promise<TestGateway> {
-  const gateway = await startAdminGateway(upstream.url, { adminToken: ADMIN_TOKEN, ...overrides }, { now: clock.now }, dataDir ? { dataDir } : {});
+async function start(
+  clock: ManualClock,
+  overrides: Parameters<typeof startAdminGateway>[1] = {},
+  dataDir?: string,
+): Promise<TestGateway> {
+  const gateway = await startAdminGateway(
+    upstream.url,
+    { adminToken: ADMIN_TOKEN, ...overrides },
+    { now: clock.now },
+    dataDir ? { dataDir } : {},
+  );
   gateways.push(gateway);
   return gateway;
 }
@@ -36,7 +55,11 @@ describe('sessions', () => {
     await first.close();
     const second = await start(clock, {}, first.dataDir);
     expect((await keys(second, cookie)).status).toBe(200);
-    expect(json((await api(second, 'GET', '/api/session', { cookie })).body)).toEqual({ authenticated: true, setupRequired: false, via: 'session' });
+    expect(json((await api(second, 'GET', '/api/session', { cookie })).body)).toEqual({
+      authenticated: true,
+      setupRequired: false,
+      via: 'session',
+    });
   });
 
   it('end after the idle TTL without requests, and the row is deleted', async () => {
@@ -112,7 +135,10 @@ describe('changing the password', () => {
     const gateway = await start(clock);
     const here = await completeSetup(gateway);
     const elsewhere = await login(gateway);
-    const res = await api(gateway, 'POST', '/api/password', { cookie: here, body: { currentPassword: PASSWORD, newPassword: NEW_PASSWORD } });
+    const res = await api(gateway, 'POST', '/api/password', {
+      cookie: here,
+      body: { currentPassword: PASSWORD, newPassword: NEW_PASSWORD },
+    });
     expect(res.status).toBe(200);
     expect(json(res.body)).toEqual({});
     expect(sessionSetCookie(res)).toBeUndefined();
@@ -125,7 +151,14 @@ describe('changing the password', () => {
     const clock = manualClock();
     const gateway = await start(clock);
     const here = await completeSetup(gateway);
-    expect((await api(gateway, 'POST', '/api/password', { cookie: here, body: { currentPassword: PASSWORD, newPassword: NEW_PASSWORD } })).status).toBe(200);
+    expect(
+      (
+        await api(gateway, 'POST', '/api/password', {
+          cookie: here,
+          body: { currentPassword: PASSWORD, newPassword: NEW_PASSWORD },
+        })
+      ).status,
+    ).toBe(200);
     expect((await api(gateway, 'POST', '/api/login', { body: { password: PASSWORD } })).status).toBe(401);
     await login(gateway, NEW_PASSWORD);
   });
@@ -134,10 +167,17 @@ describe('changing the password', () => {
     const clock = manualClock();
     const gateway = await start(clock);
     const here = await completeSetup(gateway);
-    const res = await api(gateway, 'POST', '/api/password', { cookie: here, body: { currentPassword: PASSWORD, newPassword: 'too short' } });
+    const res = await api(gateway, 'POST', '/api/password', {
+      cookie: here,
+      body: { currentPassword: PASSWORD, newPassword: 'too short' },
+    });
     expect(res.status).toBe(422);
     expect(json(res.body)).toEqual({
-      error: { code: 'validation_failed', message: 'The new password must be at least 12 characters.', details: [{ path: '/newPassword', message: 'must be at least 12 characters' }] },
+      error: {
+        code: 'validation_failed',
+        message: 'The new password must be at least 12 characters.',
+        details: [{ path: '/newPassword', message: 'must be at least 12 characters' }],
+      },
     });
     await login(gateway, PASSWORD);
   });
@@ -159,7 +199,9 @@ describe('changing the password', () => {
     const clock = manualClock();
     const gateway = await start(clock);
     await completeSetup(gateway);
-    const res = await api(gateway, 'POST', '/api/password', { body: { currentPassword: PASSWORD, newPassword: NEW_PASSWORD } });
+    const res = await api(gateway, 'POST', '/api/password', {
+      body: { currentPassword: PASSWORD, newPassword: NEW_PASSWORD },
+    });
     expect(res.status).toBe(401);
     await login(gateway, PASSWORD);
   });

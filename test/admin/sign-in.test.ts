@@ -3,7 +3,18 @@ import { hashSessionToken } from '../../src/auth/admin-sessions.js';
 import { startRecordingUpstream, type RecordingUpstream } from '../fakes/recording-upstream.js';
 import type { TestGateway } from '../helpers/gateway.js';
 import { json, rawRequest } from '../helpers/http.js';
-import { api, completeSetup, errorCode, login, manualClock, PASSWORD, sessionSetCookie, sessionToken, startAdminGateway, type ManualClock } from '../helpers/admin.js';
+import {
+  api,
+  completeSetup,
+  errorCode,
+  login,
+  manualClock,
+  PASSWORD,
+  sessionSetCookie,
+  sessionToken,
+  startAdminGateway,
+  type ManualClock,
+} from '../helpers/admin.js';
 
 const ADMIN_TOKEN = 'admin-token-for-scripts';
 let upstream: RecordingUpstream;
@@ -20,7 +31,9 @@ afterAll(async () => {
 });
 
 /** A set-up gateway (password = PASSWORD) on a manual clock. */
-async function ready(overrides: Parameters<typeof startAdminGateway>[1] = {}): Promise<{ gateway: TestGateway; clock: ManualClock }> {
+async function ready(
+  overrides: Parameters<typeof startAdminGateway>[1] = {},
+): Promise<{ gateway: TestGateway; clock: ManualClock }> {
   const clock = manualClock();
   const gateway = await startAdminGateway(upstream.url, { adminToken: ADMIN_TOKEN, ...overrides }, { now: clock.now });
   gateways.push(gateway);
@@ -55,7 +68,9 @@ describe('sign-in', () => {
     for (let i = 0; i < 6; i++) {
       const res = await api(gateway, 'POST', '/api/login', { body: { pass: PASSWORD } });
       expect(res.status).toBe(422);
-      expect(json(res.body)).toMatchObject({ error: { code: 'validation_failed', details: [{ path: '/password', message: 'is required (a string)' }] } });
+      expect(json(res.body)).toMatchObject({
+        error: { code: 'validation_failed', details: [{ path: '/password', message: 'is required (a string)' }] },
+      });
     }
     await login(gateway);
   });
@@ -70,7 +85,12 @@ describe('sign-in', () => {
     expect(blocked.status).toBe(429);
     // The first failure leaves the 15-minute window 900 - 5 = 895 s from now.
     expect(blocked.headers['retry-after']).toBe('895');
-    expect(json(blocked.body)).toEqual({ error: { code: 'rate_limited', message: 'Too many failed sign-in attempts from this address. Try again in 15 min.' } });
+    expect(json(blocked.body)).toEqual({
+      error: {
+        code: 'rate_limited',
+        message: 'Too many failed sign-in attempts from this address. Try again in 15 min.',
+      },
+    });
     expect(sessionSetCookie(blocked)).toBeUndefined();
 
     clock.advance(894_000);
@@ -97,7 +117,8 @@ describe('sign-in', () => {
   it('limits each client address separately behind a trusted proxy (first untrusted X-Forwarded-For hop)', async () => {
     const { gateway } = await ready({ trustedProxies: ['127.0.0.1', '10.0.0.0/8'] });
     const from = (chain: string) => ({ 'x-forwarded-for': chain });
-    for (let i = 0; i < 5; i++) expect((await attempt(gateway, 'wrong', from('203.0.113.7, 10.1.2.3'))).status).toBe(401);
+    for (let i = 0; i < 5; i++)
+      expect((await attempt(gateway, 'wrong', from('203.0.113.7, 10.1.2.3'))).status).toBe(401);
     expect((await attempt(gateway, 'wrong', from('203.0.113.7, 10.1.2.3'))).status).toBe(429);
     // A spoofed left-most entry does not make a new client: the proxy saw 203.0.113.7.
     expect((await attempt(gateway, 'wrong', from('198.51.100.1, 203.0.113.7, 10.9.9.9'))).status).toBe(429);
@@ -107,18 +128,26 @@ describe('sign-in', () => {
 
   it('ignores X-Forwarded-For from a peer that is not a trusted proxy', async () => {
     const { gateway } = await ready();
-    for (let i = 0; i < 5; i++) expect((await attempt(gateway, 'wrong', { 'x-forwarded-for': `198.51.100.${i}` })).status).toBe(401);
+    for (let i = 0; i < 5; i++)
+      expect((await attempt(gateway, 'wrong', { 'x-forwarded-for': `198.51.100.${i}` })).status).toBe(401);
     expect((await attempt(gateway, PASSWORD, { 'x-forwarded-for': '198.51.100.200' })).status).toBe(429);
   });
 
   it('rate-limits wrong current passwords on the change-password route too', async () => {
     const { gateway } = await ready();
     const cookie = await login(gateway);
-    const change = (currentPassword: string) => api(gateway, 'POST', '/api/password', { cookie, body: { currentPassword, newPassword: 'a brand new password' } });
+    const change = (currentPassword: string) =>
+      api(gateway, 'POST', '/api/password', { cookie, body: { currentPassword, newPassword: 'a brand new password' } });
     for (let i = 0; i < 5; i++) {
       const res = await change('wrong current password');
       expect(res.status).toBe(401);
-      expect(json(res.body)).toEqual({ error: { code: 'admin_unauthorized', message: 'The current password is wrong.', details: [{ path: '/currentPassword', message: 'does not match' }] } });
+      expect(json(res.body)).toEqual({
+        error: {
+          code: 'admin_unauthorized',
+          message: 'The current password is wrong.',
+          details: [{ path: '/currentPassword', message: 'does not match' }],
+        },
+      });
     }
     expect((await change(PASSWORD)).status).toBe(429);
     // The session itself is still good: a wrong current password does not sign anyone out.
@@ -133,7 +162,9 @@ describe('sign-out', () => {
     const res = await api(gateway, 'POST', '/api/logout', { cookie, body: {} });
     expect(res.status).toBe(200);
     expect(json(res.body)).toEqual({ authenticated: false });
-    expect(sessionSetCookie(res)).toMatch(/^gatehouse_session=; Max-Age=0; Path=\/; Expires=Thu, 01 Jan 1970 00:00:00 GMT; HttpOnly; SameSite=Strict$/);
+    expect(sessionSetCookie(res)).toMatch(
+      /^gatehouse_session=; Max-Age=0; Path=\/; Expires=Thu, 01 Jan 1970 00:00:00 GMT; HttpOnly; SameSite=Strict$/,
+    );
     expect(await gateway.store!.sessions.findByTokenHash(hashSessionToken(cookie))).toBeUndefined();
     const after = await api(gateway, 'GET', '/api/keys', { cookie });
     expect(after.status).toBe(401);
@@ -160,8 +191,12 @@ describe('who may open the admin API', () => {
     const res = await api(gateway, 'GET', '/api/keys');
     expect(res.status).toBe(401);
     expect(json(res.body)).toEqual({
-      error: { code: 'admin_unauthorized', message: 'Admin authentication required. Sign in to the dashboard, or send Authorization: Bearer ' +
-            '<GATEHOUSE_ADMIN_TOKEN>.' },
+      error: {
+        code: 'admin_unauthorized',
+        message:
+          'Admin authentication required. Sign in to the dashboard, or send Authorization: Bearer ' +
+          '<GATEHOUSE_ADMIN_TOKEN>.',
+      },
     });
   });
 
@@ -169,24 +204,37 @@ describe('who may open the admin API', () => {
     const { gateway } = await ready();
     const headers = { authorization: `Bearer ${ADMIN_TOKEN}` };
     expect((await api(gateway, 'GET', '/api/keys', { headers })).status).toBe(200);
-    expect(json((await api(gateway, 'GET', '/api/session', { headers })).body)).toEqual({ authenticated: true, setupRequired: false, via: 'token' });
+    expect(json((await api(gateway, 'GET', '/api/session', { headers })).body)).toEqual({
+      authenticated: true,
+      setupRequired: false,
+      via: 'token',
+    });
     const created = await api(gateway, 'POST', '/api/keys', { headers, body: { name: 'from a script' } });
     expect(created.status).toBe(201);
   });
 
   it('never lets a client API key in, whichever way it is sent', async () => {
     const { gateway } = await ready();
-    const created = await api(gateway, 'POST', '/api/keys', { headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, body: { name: 'client' } });
+    const created = await api(gateway, 'POST', '/api/keys', {
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      body: { name: 'client' },
+    });
     const { secret } = json(created.body) as { secret: string };
-    for (const headers of [{ authorization: `Bearer ${secret}` }, { 'x-api-key': secret }, { cookie: `gatehouse_session=${secret}` }]) {
+    for (const headers of [
+      { authorization: `Bearer ${secret}` },
+      { 'x-api-key': secret },
+      { cookie: `gatehouse_session=${secret}` },
+    ]) {
       const res = await rawRequest(`${gateway.url}/api/keys`, { headers });
       expect(res.status, JSON.stringify(Object.keys(headers))).toBe(401);
       expect(errorCode(res)).toBe('admin_unauthorized');
     }
-    expect(json((await rawRequest(`${gateway.url}/api/session`, { headers: { authorization: `Bearer ${secret}` } })).body)).toMatchObject({ authenticated: false, via: null });
+    expect(
+      json((await rawRequest(`${gateway.url}/api/session`, { headers: { authorization: `Bearer ${secret}` } })).body),
+    ).toMatchObject({ authenticated: false, via: null });
   });
 
-  it('lets a valid cookie through even next to an unrelated Authorization header (a proxy\'s Basic auth)', async () => {
+  it("lets a valid cookie through even next to an unrelated Authorization header (a proxy's Basic auth)", async () => {
     const { gateway } = await ready();
     const cookie = await login(gateway);
     const res = await api(gateway, 'GET', '/api/keys', { cookie, headers: { authorization: 'Basic dXNlcjpwYXNz' } });
@@ -196,7 +244,10 @@ describe('who may open the admin API', () => {
   it('reports the session, and keeps its cookie, when a browser sends both a session and the token', async () => {
     const { gateway } = await ready();
     const cookie = await login(gateway);
-    const res = await api(gateway, 'GET', '/api/session', { cookie, headers: { authorization: `Bearer ${ADMIN_TOKEN}` } });
+    const res = await api(gateway, 'GET', '/api/session', {
+      cookie,
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+    });
     expect(json(res.body)).toEqual({ authenticated: true, setupRequired: false, via: 'session' });
     expect(sessionSetCookie(res)).toBeUndefined();
   });

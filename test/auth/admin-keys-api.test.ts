@@ -59,7 +59,13 @@ describe('POST /api/keys', () => {
     const res = await app.inject({
       method: 'POST',
       url: '/api/keys',
-      payload: { name: '  laptop  ', models: ['qwen', 'qwen', 'llama'], expiresAt: '2030-02-01T00:00:00Z', note: 'mine', limits: { rpm: 60, concurrent: 2 } },
+      payload: {
+        name: '  laptop  ',
+        models: ['qwen', 'qwen', 'llama'],
+        expiresAt: '2030-02-01T00:00:00Z',
+        note: 'mine',
+        limits: { rpm: 60, concurrent: 2 },
+      },
     });
     expect(res.statusCode).toBe(201);
     const body = res.json<{ key: Record<string, unknown>; secret: string }>();
@@ -91,7 +97,13 @@ describe('POST /api/keys', () => {
     const res = await app.inject({
       method: 'POST',
       url: '/api/keys',
-      payload: { models: ['ok', 3, ''], expiresAt: 'next tuesday', note: 7, limits: { rpm: 0, tpm: 1.5, burst: 3 }, colour: 'red' },
+      payload: {
+        models: ['ok', 3, ''],
+        expiresAt: 'next tuesday',
+        note: 7,
+        limits: { rpm: 0, tpm: 1.5, burst: 3 },
+        colour: 'red',
+      },
     });
     expect(res.statusCode).toBe(422);
     expect(res.json()).toEqual({
@@ -115,7 +127,11 @@ describe('POST /api/keys', () => {
   });
 
   it('refuses an expiry in the past, an empty name and a body that is not an object', async () => {
-    const past = await app.inject({ method: 'POST', url: '/api/keys', payload: { name: 'x', expiresAt: '2029-12-31' } });
+    const past = await app.inject({
+      method: 'POST',
+      url: '/api/keys',
+      payload: { name: 'x', expiresAt: '2029-12-31' },
+    });
     expect(past.json().error.details).toEqual([{ path: '/expiresAt', message: 'must be in the future' }]);
     const empty = await app.inject({ method: 'POST', url: '/api/keys', payload: { name: '   ' } });
     expect(empty.json().error.details).toEqual([{ path: '/name', message: 'must not be empty' }]);
@@ -151,7 +167,9 @@ describe('GET /api/keys', () => {
   it('shows last use recorded moments ago', async () => {
     const a = await createKey();
     index.markUsed(a.key.id, NOW - 5);
-    const { keys } = (await app.inject({ method: 'GET', url: '/api/keys' })).json<{ keys: Array<{ lastUsedAt: string }> }>();
+    const { keys } = (await app.inject({ method: 'GET', url: '/api/keys' })).json<{
+      keys: Array<{ lastUsedAt: string }>;
+    }>();
     expect(keys[0]?.lastUsedAt).toBe(new Date(NOW - 5).toISOString());
   });
 });
@@ -190,7 +208,9 @@ describe('PATCH /api/keys/:id', () => {
     const { key } = await createKey();
     const reinstate = await app.inject({ method: 'PATCH', url: `/api/keys/${key.id}`, payload: { revoked: false } });
     expect(reinstate.statusCode).toBe(422);
-    expect(reinstate.json().error.details).toEqual([{ path: '/revoked', message: 'only true is accepted: a revoked key cannot be reinstated; create a new one' }]);
+    expect(reinstate.json().error.details).toEqual([
+      { path: '/revoked', message: 'only true is accepted: a revoked key cannot be reinstated; create a new one' },
+    ]);
     const empty = await app.inject({ method: 'PATCH', url: `/api/keys/${key.id}`, payload: {} });
     expect(empty.json().error.details).toEqual([{ path: '', message: 'nothing to change' }]);
   });
@@ -231,7 +251,11 @@ describe('DELETE /api/keys/:id', () => {
     const { key } = await createKey();
     const res = await app.inject({ method: 'DELETE', url: `/api/keys/${key.id}${how.url}`, headers: how.headers });
     expect(res.statusCode).toBe(200);
-    expect(res.json()).toEqual({ deleted: true, remaining: 0, warning: expect.stringContaining('the API is now open') });
+    expect(res.json()).toEqual({
+      deleted: true,
+      remaining: 0,
+      warning: expect.stringContaining('the API is now open'),
+    });
     expect(index.hasAnyKeys()).toBe(false);
     expect(authenticateClient({}, index, NOW)).toEqual({ mode: 'open' });
   });

@@ -76,27 +76,53 @@ describe('authenticateClient', () => {
     it('reads repeated headers given as arrays or comma-joined', () => {
       expect(auth({ 'x-api-key': ['sk-nope', active.secret] })).toEqual({ mode: 'key', key: active.record });
       expect(auth({ 'x-api-key': `sk-nope, ${active.secret}` })).toEqual({ mode: 'key', key: active.record });
-      expect(auth({ authorization: ['Bearer sk-nope', `Bearer ${active.secret}`] })).toEqual({ mode: 'key', key: active.record });
+      expect(auth({ authorization: ['Bearer sk-nope', `Bearer ${active.secret}`] })).toEqual({
+        mode: 'key',
+        key: active.record,
+      });
     });
   });
 
   describe('several candidates', () => {
     it('accepts the call when any candidate is an active key (a foreign Bearer token alongside ours)', () => {
-      expect(auth({ authorization: `Bearer ${foreign}`, 'x-api-key': active.secret })).toEqual({ mode: 'key', key: active.record });
-      expect(auth({ authorization: `Bearer ${active.secret}`, 'x-api-key': foreign })).toEqual({ mode: 'key', key: active.record });
-      expect(auth({ 'api-key': active.secret, authorization: `Bearer ${revoked.secret}` })).toEqual({ mode: 'key', key: active.record });
+      expect(auth({ authorization: `Bearer ${foreign}`, 'x-api-key': active.secret })).toEqual({
+        mode: 'key',
+        key: active.record,
+      });
+      expect(auth({ authorization: `Bearer ${active.secret}`, 'x-api-key': foreign })).toEqual({
+        mode: 'key',
+        key: active.record,
+      });
+      expect(auth({ 'api-key': active.secret, authorization: `Bearer ${revoked.secret}` })).toEqual({
+        mode: 'key',
+        key: active.record,
+      });
     });
 
     it('uses the first active key in header order when two are sent', () => {
-      expect(auth({ authorization: `Bearer ${active.secret}`, 'x-api-key': active2.secret })).toEqual({ mode: 'key', key: active.record });
-      expect(auth({ 'x-api-key': active2.secret, 'api-key': active.secret })).toEqual({ mode: 'key', key: active2.record });
+      expect(auth({ authorization: `Bearer ${active.secret}`, 'x-api-key': active2.secret })).toEqual({
+        mode: 'key',
+        key: active.record,
+      });
+      expect(auth({ 'x-api-key': active2.secret, 'api-key': active.secret })).toEqual({
+        mode: 'key',
+        key: active2.record,
+      });
     });
 
     it('explains a refusal as revoked first, then expired, then invalid', () => {
-      expect(auth({ authorization: `Bearer ${foreign}`, 'x-api-key': revoked.secret })).toEqual({ error: 'revoked_api_key' });
-      expect(auth({ authorization: `Bearer ${expired.secret}`, 'x-api-key': revoked.secret })).toEqual({ error: 'revoked_api_key' });
-      expect(auth({ authorization: `Bearer ${foreign}`, 'x-api-key': expired.secret })).toEqual({ error: 'expired_api_key' });
-      expect(auth({ authorization: `Bearer ${foreign}`, 'x-api-key': 'sk-nope' })).toEqual({ error: 'invalid_api_key' });
+      expect(auth({ authorization: `Bearer ${foreign}`, 'x-api-key': revoked.secret })).toEqual({
+        error: 'revoked_api_key',
+      });
+      expect(auth({ authorization: `Bearer ${expired.secret}`, 'x-api-key': revoked.secret })).toEqual({
+        error: 'revoked_api_key',
+      });
+      expect(auth({ authorization: `Bearer ${foreign}`, 'x-api-key': expired.secret })).toEqual({
+        error: 'expired_api_key',
+      });
+      expect(auth({ authorization: `Bearer ${foreign}`, 'x-api-key': 'sk-nope' })).toEqual({
+        error: 'invalid_api_key',
+      });
     });
   });
 
@@ -107,7 +133,10 @@ describe('authenticateClient', () => {
   it('rejects an expired key, from its expiry instant on', () => {
     expect(auth({ authorization: `Bearer ${expired.secret}` })).toEqual({ error: 'expired_api_key' });
     expect(auth({ authorization: `Bearer ${expiresNow.secret}` })).toEqual({ error: 'expired_api_key' });
-    expect(authenticateClient({ authorization: `Bearer ${expiresNow.secret}` }, index, NOW - 1)).toEqual({ mode: 'key', key: expiresNow.record });
+    expect(authenticateClient({ authorization: `Bearer ${expiresNow.secret}` }, index, NOW - 1)).toEqual({
+      mode: 'key',
+      key: expiresNow.record,
+    });
   });
 
   it('revoked wins over expired for a key that is both', () => {
@@ -116,7 +145,9 @@ describe('authenticateClient', () => {
   });
 
   it('does not accept a key that differs only in case or by a prefix', () => {
-    const swapped = active.secret.slice(0, 3) + [...active.secret.slice(3)].map((c) => (c === c.toLowerCase() ? c.toUpperCase() : c.toLowerCase())).join('');
+    const swapped =
+      active.secret.slice(0, 3) +
+      [...active.secret.slice(3)].map((c) => (c === c.toLowerCase() ? c.toUpperCase() : c.toLowerCase())).join('');
     expect(auth({ 'x-api-key': swapped })).toEqual({ error: 'invalid_api_key' });
     expect(auth({ 'x-api-key': active.secret.slice(0, -1) })).toEqual({ error: 'invalid_api_key' });
     expect(auth({ 'x-api-key': active.record.prefix })).toEqual({ error: 'invalid_api_key' });
@@ -150,6 +181,7 @@ describe('keyCandidates', () => {
       ['Basic dXNlcjpwYXNz', []],
       ['Bearerx sk-abc', []],
     ];
-    for (const [authorization, expected] of cases) expect(keyCandidates({ authorization }), JSON.stringify(authorization)).toEqual(expected);
+    for (const [authorization, expected] of cases)
+      expect(keyCandidates({ authorization }), JSON.stringify(authorization)).toEqual(expected);
   });
 });

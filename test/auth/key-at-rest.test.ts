@@ -46,7 +46,9 @@ describe('API keys at rest', () => {
   it('never writes the raw key to the SQLite file, its WAL or shared memory', async () => {
     const dataDir = join(root, 'store');
     const store = await openSqliteStore({ dataDir });
-    const created = Array.from({ length: 20 }, (_, i) => newKeyRecord({ name: `k${i}`, models: ['m'], note: 'n' }, Date.now()));
+    const created = Array.from({ length: 20 }, (_, i) =>
+      newKeyRecord({ name: `k${i}`, models: ['m'], note: 'n' }, Date.now()),
+    );
     for (const k of created) await store.keys.create(k.record);
     const index = await KeyIndex.open(store);
     for (const k of created) {
@@ -75,7 +77,11 @@ describe('API keys at rest', () => {
     for (let i = 0; i < 5; i++) {
       const out = sink();
       const err = sink();
-      const code = await runKeysCommand(['create', '--name', `cli ${i}`, '--quiet'], { stdout: out.stream, stderr: err.stream }, { dataDir, databaseUrl: undefined });
+      const code = await runKeysCommand(
+        ['create', '--name', `cli ${i}`, '--quiet'],
+        { stdout: out.stream, stderr: err.stream },
+        { dataDir, databaseUrl: undefined },
+      );
       expect(code).toBe(0);
       secrets.push(out.text().trim());
     }

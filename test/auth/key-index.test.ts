@@ -204,7 +204,10 @@ describe('KeyIndex', () => {
       await store.keys.create(a.record);
       const { store: flaky, failNextTouches } = counted(store);
       const errors: string[] = [];
-      const index = await openIndex(flaky, { flushIntervalMs: 30, onError: (e, during) => errors.push(`${during}: ${(e as Error).message}`) });
+      const index = await openIndex(flaky, {
+        flushIntervalMs: 30,
+        onError: (e, during) => errors.push(`${during}: ${(e as Error).message}`),
+      });
       failNextTouches(1);
       index.markUsed(a.record.id, 10);
       await waitFor(() => errors.length > 0, 1000, 'the flush failure to be reported');

@@ -11,7 +11,7 @@ describe('admin password hashing', () => {
     expect(await verifyPassword('correct horse battery stapl', a)).toBe(false);
   });
 
-  it('verifies with the parameters stored in the hash, not today\'s defaults', async () => {
+  it("verifies with the parameters stored in the hash, not today's defaults", async () => {
     const cheap = await hashPassword('a password hashed cheaply', { N: 1024, r: 8, p: 1 });
     expect(cheap.startsWith('scrypt$1024$8$1$')).toBe(true);
     expect(await verifyPassword('a password hashed cheaply', cheap)).toBe(true);
@@ -23,8 +23,17 @@ describe('admin password hashing', () => {
   });
 
   it('fails loudly on a damaged stored hash instead of reading it as a wrong password', async () => {
-    for (const damaged of ['', 'plain text', 'scrypt$32768$8$3$salt', 'bcrypt$10$x$y$z$w', 'scrypt$1000$8$1$AAAAAAAAAAAAAAAAAAAAAA$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA', 'scrypt$1099511627776$8$1$AAAAAAAAAAAAAAAAAAAAAA$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA']) {
-      await expect(verifyPassword('whatever password', damaged), damaged).rejects.toThrow('the stored admin password hash is not in the scrypt$N$r$p$salt$hash form');
+    for (const damaged of [
+      '',
+      'plain text',
+      'scrypt$32768$8$3$salt',
+      'bcrypt$10$x$y$z$w',
+      'scrypt$1000$8$1$AAAAAAAAAAAAAAAAAAAAAA$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA',
+      'scrypt$1099511627776$8$1$AAAAAAAAAAAAAAAAAAAAAA$AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA',
+    ]) {
+      await expect(verifyPassword('whatever password', damaged), damaged).rejects.toThrow(
+        'the stored admin password hash is not in the scrypt$N$r$p$salt$hash form',
+      );
     }
   });
 

@@ -28,26 +28,43 @@ describe('ProxyTrust', () => {
   });
 
   it('takes the first untrusted X-Forwarded-For hop from the right', () => {
-    expect(trust.clientAddress(req('127.0.0.1', { 'x-forwarded-for': '1.1.1.1, 203.0.113.5, 10.0.0.7' }))).toBe('203.0.113.5');
+    expect(trust.clientAddress(req('127.0.0.1', { 'x-forwarded-for': '1.1.1.1, 203.0.113.5, 10.0.0.7' }))).toBe(
+      '203.0.113.5',
+    );
     expect(trust.clientAddress(req('127.0.0.1', { 'x-forwarded-for': '10.0.0.9, 10.0.0.7' }))).toBe('10.0.0.9');
-    expect(trust.clientAddress(req('127.0.0.1', { 'x-forwarded-for': '[2001:db8::1]:4711, 203.0.113.5:80' }))).toBe('203.0.113.5');
+    expect(trust.clientAddress(req('127.0.0.1', { 'x-forwarded-for': '[2001:db8::1]:4711, 203.0.113.5:80' }))).toBe(
+      '203.0.113.5',
+    );
     expect(trust.clientAddress(req('127.0.0.1'))).toBe('127.0.0.1');
   });
 
   it('stops at a hop that is not an address, keeping the last one it could check', () => {
-    expect(trust.clientAddress(req('127.0.0.1', { 'x-forwarded-for': '203.0.113.5, unknown, 10.0.0.7' }))).toBe('10.0.0.7');
+    expect(trust.clientAddress(req('127.0.0.1', { 'x-forwarded-for': '203.0.113.5, unknown, 10.0.0.7' }))).toBe(
+      '10.0.0.7',
+    );
   });
 
   it('ignores forwarding headers from an untrusted peer', () => {
-    const peer = req('198.51.100.1', { 'x-forwarded-for': '203.0.113.5', 'x-forwarded-proto': 'https', 'x-forwarded-host': 'evil.example', host: 'gw.local:3000' });
+    const peer = req('198.51.100.1', {
+      'x-forwarded-for': '203.0.113.5',
+      'x-forwarded-proto': 'https',
+      'x-forwarded-host': 'evil.example',
+      host: 'gw.local:3000',
+    });
     expect(trust.clientAddress(peer)).toBe('198.51.100.1');
     expect(trust.protocol(peer)).toBe('http');
     expect(trust.origin(peer)).toBe('http://gw.local:3000');
   });
 
-  it('builds the origin from a trusted proxy\'s X-Forwarded-Proto and -Host, dropping default ports', () => {
-    expect(trust.origin(req('10.0.0.2', { 'x-forwarded-proto': 'https', 'x-forwarded-host': 'GW.example:443', host: 'internal:3000' }))).toBe('https://gw.example');
-    expect(trust.origin(req('10.0.0.2', { 'x-forwarded-proto': 'https', host: 'gw.example' }))).toBe('https://gw.example');
+  it("builds the origin from a trusted proxy's X-Forwarded-Proto and -Host, dropping default ports", () => {
+    expect(
+      trust.origin(
+        req('10.0.0.2', { 'x-forwarded-proto': 'https', 'x-forwarded-host': 'GW.example:443', host: 'internal:3000' }),
+      ),
+    ).toBe('https://gw.example');
+    expect(trust.origin(req('10.0.0.2', { 'x-forwarded-proto': 'https', host: 'gw.example' }))).toBe(
+      'https://gw.example',
+    );
     expect(trust.protocol(req('198.51.100.1', {}, true))).toBe('https');
   });
 

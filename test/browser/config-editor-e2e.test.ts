@@ -14,7 +14,17 @@ import { createLlamaSwapClient } from '../../src/upstream/llama-swap-client.js';
 import { SCHEMA_PATH, tempDir } from '../config-editor/helpers.js';
 import { startSimulator, type Simulator } from '../fakes/llama-swap/index.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
-import { DESKTOP, inPage, launchBrowser, openPage, PHONE, requireDashboardBuild, signIn, type OpenPageOptions, type TestPage } from './helpers.js';
+import {
+  DESKTOP,
+  inPage,
+  launchBrowser,
+  openPage,
+  PHONE,
+  requireDashboardBuild,
+  signIn,
+  type OpenPageOptions,
+  type TestPage,
+} from './helpers.js';
 
 const PASSWORD = 'config editor password';
 const INITIAL = `# llama-swap config, edited from Gatehouse
@@ -46,9 +56,19 @@ beforeAll(async () => {
   sim = await startSimulator({ configFile: file, watchConfig: true, watchIntervalMs: 100 });
   const llamaSwap = createLlamaSwapClient({ baseUrl: new URL(sim.url) });
   const editor = new ConfigEditor({ configFile: file, schemaSource: schemaPath, dataDir: dir, proxyLog: llamaSwap });
-  gateway = await startTestGateway(sim.url, { adminPassword: PASSWORD }, { configEditor: editor, closeables: [editor, llamaSwap] }, { withStore: true });
+  gateway = await startTestGateway(
+    sim.url,
+    { adminPassword: PASSWORD },
+    { configEditor: editor, closeables: [editor, llamaSwap] },
+    { withStore: true },
+  );
   const off = new ConfigEditor({ configFile: undefined, dataDir: dir });
-  disabledGateway = await startTestGateway(sim.url, { adminPassword: PASSWORD }, { configEditor: off, closeables: [off] }, { withStore: true });
+  disabledGateway = await startTestGateway(
+    sim.url,
+    { adminPassword: PASSWORD },
+    { configEditor: off, closeables: [off] },
+    { withStore: true },
+  );
 }, 60_000);
 afterAll(async () => {
   await browser?.close();
@@ -72,10 +92,15 @@ async function editorReady(t: TestPage, settled: string | RegExp = 'No problems'
   await status(t, settled);
 }
 
-const status = (t: TestPage, text: string | RegExp) => t.page.locator('.lint-status').getByText(text).waitFor({ timeout: 5000 });
+const status = (t: TestPage, text: string | RegExp) =>
+  t.page.locator('.lint-status').getByText(text).waitFor({ timeout: 5000 });
 
 /** The editor's text as rendered, line by line (the file is small: every line is in the DOM). */
-const editorText = (t: TestPage) => inPage<string>(t.page, "Array.from(document.querySelectorAll('.cm-content .cm-line')).map((l) => l.textContent).join('\\n')");
+const editorText = (t: TestPage) =>
+  inPage<string>(
+    t.page,
+    "Array.from(document.querySelectorAll('.cm-content .cm-line')).map((l) => l.textContent).join('\\n')",
+  );
 
 async function goToEnd(t: TestPage): Promise<void> {
   await t.page.locator('.cm-content').click();
@@ -119,8 +144,14 @@ describe('the config editor', () => {
       await t.page.getByText('from INFERENCE_CONFIG_SCHEMA').waitFor();
 
       // Hover docs come from the schema.
-      const schema = JSON.parse(readFileSync(schemaPath, 'utf8')) as { properties: { healthCheckTimeout: { description: string } } };
-      await t.page.locator('.cm-line').filter({ hasText: 'healthCheckTimeout' }).getByText('healthCheckTimeout').hover();
+      const schema = JSON.parse(readFileSync(schemaPath, 'utf8')) as {
+        properties: { healthCheckTimeout: { description: string } };
+      };
+      await t.page
+        .locator('.cm-line')
+        .filter({ hasText: 'healthCheckTimeout' })
+        .getByText('healthCheckTimeout')
+        .hover();
       await t.page.locator('.cm-hover-doc').getByText(schema.properties.healthCheckTimeout.description).waitFor();
       await t.screenshot('config-editor-hover');
       expect(t.console.errors).toEqual([]);
@@ -138,13 +169,17 @@ describe('the config editor', () => {
       await t.page.locator('.cm-content').click();
       await t.page.keyboard.press('Control+Home');
       await t.page.keyboard.type('logLe');
-      await expect.poll(() => t.page.locator('.cm-tooltip-autocomplete .cm-completionLabel').allTextContents()).toEqual(['logLevel']);
+      await expect
+        .poll(() => t.page.locator('.cm-tooltip-autocomplete .cm-completionLabel').allTextContents())
+        .toEqual(['logLevel']);
       await t.page.waitForTimeout(150);
       await t.screenshot('config-editor-completion');
       await t.page.keyboard.press('Enter');
       await t.page.keyboard.press('Control+Space');
       const values = t.page.locator('.cm-tooltip-autocomplete .cm-completionLabel');
-      await expect.poll(() => values.allTextContents()).toEqual(expect.arrayContaining(['debug', 'info', 'warn', 'error']));
+      await expect
+        .poll(() => values.allTextContents())
+        .toEqual(expect.arrayContaining(['debug', 'info', 'warn', 'error']));
       await t.page.keyboard.type('wa');
       await expect.poll(() => values.allTextContents()).toEqual(['warn']);
       // CodeMirror ignores Enter for 75 ms after the list changes (its interactionDelay).
@@ -235,7 +270,7 @@ describe('the config editor', () => {
     }
   });
 
-  it('saves a config the schema accepts but llama-swap refuses (an alias on two models), then shows llama-swap\'s error', async () => {
+  it("saves a config the schema accepts but llama-swap refuses (an alias on two models), then shows llama-swap's error", async () => {
     const t = await configPage();
     try {
       await editorReady(t);
@@ -302,7 +337,8 @@ describe('the config editor', () => {
   });
 
   it('keeps a BOM and CRLF line breaks byte for byte, including on the lines it adds', async () => {
-    const crlf = '\uFEFF# a Windows-edited file\r\nmodels:\r\n  qwen:\r\n    cmd: llama-server --port ${PORT} -m qwen.gguf\r\n';
+    const crlf =
+      '\uFEFF# a Windows-edited file\r\nmodels:\r\n  qwen:\r\n    cmd: llama-server --port ${PORT} -m qwen.gguf\r\n';
     await writeFile(file, crlf);
     const t = await configPage();
     try {
@@ -316,7 +352,9 @@ describe('the config editor', () => {
       await status(t, 'No problems');
       await save(t);
       await reloadState(t, 'reloaded').waitFor({ timeout: 8000 });
-      expect((await readFile(file)).toString('hex')).toBe(Buffer.from(`${crlf}  llama:\r\n    cmd: llama-server --port \${PORT} -m llama.gguf\r\n`).toString('hex'));
+      expect((await readFile(file)).toString('hex')).toBe(
+        Buffer.from(`${crlf}  llama:\r\n    cmd: llama-server --port \${PORT} -m llama.gguf\r\n`).toString('hex'),
+      );
     } finally {
       await t.close();
     }
@@ -331,7 +369,10 @@ describe('the config editor', () => {
       try {
         await editorReady(t);
         await t.screenshot(name);
-        const overflow = await inPage<number>(t.page, 'document.documentElement.scrollWidth - document.documentElement.clientWidth');
+        const overflow = await inPage<number>(
+          t.page,
+          'document.documentElement.scrollWidth - document.documentElement.clientWidth',
+        );
         expect(overflow, name).toBeLessThanOrEqual(0);
       } finally {
         await t.close();

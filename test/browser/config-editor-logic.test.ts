@@ -8,9 +8,23 @@ import { readFileSync } from 'node:fs';
 import { EditorSelection, EditorState, type StateCommand, type Transaction } from '@codemirror/state';
 import { describe, expect, it } from 'vitest';
 import { diffConfig } from '../../web/src/lib/config-editor/diff.js';
-import { history, indentLess, indentMore, insertNewlineAndIndent, redo, toggleComment, undo } from '../../web/src/lib/config-editor/editor-commands.js';
+import {
+  history,
+  indentLess,
+  indentMore,
+  insertNewlineAndIndent,
+  redo,
+  toggleComment,
+  undo,
+} from '../../web/src/lib/config-editor/editor-commands.js';
 import { issueRange, toDiagnostics } from '../../web/src/lib/config-editor/issues.js';
-import { propertiesAt, schemasAt, valuesAt, yamlScalar, type JsonSchema } from '../../web/src/lib/config-editor/schema-walk.js';
+import {
+  propertiesAt,
+  schemasAt,
+  valuesAt,
+  yamlScalar,
+  type JsonSchema,
+} from '../../web/src/lib/config-editor/schema-walk.js';
 import { contextAt, ITEM, keyAt } from '../../web/src/lib/config-editor/yaml-context.js';
 import { SCHEMA_PATH } from '../config-editor/helpers.js';
 
@@ -29,22 +43,50 @@ const context = (text: string) => {
 
 describe('contextAt', () => {
   it('finds a top-level key being typed, with the keys already there', () => {
-    expect(context('healthCheckTimeout: 60\nmodels:\n  a:\n    cmd: x\nlogLe‸')).toEqual({ kind: 'key', path: [], prefix: 'logLe', from: 0, siblings: ['models', 'healthCheckTimeout'] });
+    expect(context('healthCheckTimeout: 60\nmodels:\n  a:\n    cmd: x\nlogLe‸')).toEqual({
+      kind: 'key',
+      path: [],
+      prefix: 'logLe',
+      from: 0,
+      siblings: ['models', 'healthCheckTimeout'],
+    });
   });
 
   it('finds a key inside a model, whatever the indentation width', () => {
-    expect(context('models:\n  qwen:\n    cmd: x\n    ali‸\n  llama:\n    cmd: y')).toMatchObject({ kind: 'key', path: ['models', 'qwen'], prefix: 'ali', siblings: ['cmd'] });
-    expect(context('models:\n    qwen:\n        cmd: x\n        ‸')).toMatchObject({ kind: 'key', path: ['models', 'qwen'], prefix: '', siblings: ['cmd'] });
+    expect(context('models:\n  qwen:\n    cmd: x\n    ali‸\n  llama:\n    cmd: y')).toMatchObject({
+      kind: 'key',
+      path: ['models', 'qwen'],
+      prefix: 'ali',
+      siblings: ['cmd'],
+    });
+    expect(context('models:\n    qwen:\n        cmd: x\n        ‸')).toMatchObject({
+      kind: 'key',
+      path: ['models', 'qwen'],
+      prefix: '',
+      siblings: ['cmd'],
+    });
   });
 
   it('finds a value being typed after "key: "', () => {
     expect(context('logLevel: d‸')).toEqual({ kind: 'value', path: [], key: 'logLevel', prefix: 'd', from: 10 });
-    expect(context('models:\n  a:\n    unlisted: ‸')).toEqual({ kind: 'value', path: ['models', 'a'], key: 'unlisted', prefix: '', from: 14 });
+    expect(context('models:\n  a:\n    unlisted: ‸')).toEqual({
+      kind: 'value',
+      path: ['models', 'a'],
+      key: 'unlisted',
+      prefix: '',
+      from: 14,
+    });
   });
 
   it('walks into sequences, block and compact', () => {
-    expect(context('hooks:\n  on_startup:\n    preload:\n      - ‸')).toMatchObject({ kind: 'key', path: ['hooks', 'on_startup', 'preload', ITEM] });
-    expect(context('groups:\n  g:\n    members:\n    - a\n    - ‸')).toMatchObject({ kind: 'key', path: ['groups', 'g', 'members', ITEM] });
+    expect(context('hooks:\n  on_startup:\n    preload:\n      - ‸')).toMatchObject({
+      kind: 'key',
+      path: ['hooks', 'on_startup', 'preload', ITEM],
+    });
+    expect(context('groups:\n  g:\n    members:\n    - a\n    - ‸')).toMatchObject({
+      kind: 'key',
+      path: ['groups', 'g', 'members', ITEM],
+    });
     expect(context('list:\n- name: a\n  ‸')).toMatchObject({ kind: 'key', path: ['list', ITEM], siblings: ['name'] });
   });
 
@@ -56,7 +98,10 @@ describe('contextAt', () => {
   });
 
   it('ignores sibling models when looking for the parent', () => {
-    expect(context('models:\n  a:\n    cmd: x\n    ttl: 5\n  b:\n    cmd: y\n    ‸')).toMatchObject({ path: ['models', 'b'], siblings: ['cmd'] });
+    expect(context('models:\n  a:\n    cmd: x\n    ttl: 5\n  b:\n    cmd: y\n    ‸')).toMatchObject({
+      path: ['models', 'b'],
+      siblings: ['cmd'],
+    });
   });
 });
 
@@ -74,8 +119,14 @@ describe("walking llama-swap's schema", () => {
 
   it('lists top-level and per-model properties with their docs', () => {
     const top = propertiesAt(schema, []);
-    expect(top.map((p) => p.name)).toEqual(expect.arrayContaining(['models', 'logLevel', 'healthCheckTimeout', 'groups', 'peers', 'routing']));
-    expect(top.find((p) => p.name === 'logLevel')).toMatchObject({ type: 'string', enumValues: ['debug', 'info', 'warn', 'error'], defaultValue: 'info' });
+    expect(top.map((p) => p.name)).toEqual(
+      expect.arrayContaining(['models', 'logLevel', 'healthCheckTimeout', 'groups', 'peers', 'routing']),
+    );
+    expect(top.find((p) => p.name === 'logLevel')).toMatchObject({
+      type: 'string',
+      enumValues: ['debug', 'info', 'warn', 'error'],
+      defaultValue: 'info',
+    });
     const model = propertiesAt(schema, ['models', 'any-model-id']);
     expect(model.find((p) => p.name === 'cmd')).toMatchObject({ required: true, type: 'string' });
     expect(model.find((p) => p.name === 'cmd')?.description).toMatch(/Command to run/);
@@ -138,8 +189,25 @@ describe('issue positions', () => {
 
   it('become errors and warnings, sorted by position', () => {
     const state = EditorState.create({ doc: 'a: 1\nb: 2\n' });
-    const issue = (line: number, kind: 'yaml' | 'loader') => ({ kind, message: 'm', path: '/b', line, column: 1, endLine: null, endColumn: null, from: null, to: null });
-    expect(toDiagnostics(state.doc, [issue(2, 'yaml')], [issue(1, 'loader')]).map((d) => [d.severity, d.from, d.source, d.message])).toEqual([
+    const issue = (line: number, kind: 'yaml' | 'loader') => ({
+      kind,
+      message: 'm',
+      path: '/b',
+      line,
+      column: 1,
+      endLine: null,
+      endColumn: null,
+      from: null,
+      to: null,
+    });
+    expect(
+      toDiagnostics(state.doc, [issue(2, 'yaml')], [issue(1, 'loader')]).map((d) => [
+        d.severity,
+        d.from,
+        d.source,
+        d.message,
+      ]),
+    ).toEqual([
       ['warning', 0, 'llama-swap loader', 'm (at /b)'],
       ['error', 5, 'YAML', 'm (at /b)'],
     ]);
@@ -169,7 +237,14 @@ describe('editing commands', () => {
     expect(withCursor(run(insertNewlineAndIndent, stateAt('  a:\n    cmd: x‸')))).toBe('  a:\n    cmd: x\n    ‸');
     expect(withCursor(run(insertNewlineAndIndent, stateAt('list:\n  - name: a‸')))).toBe('list:\n  - name: a\n    ‸');
     expect(withCursor(run(insertNewlineAndIndent, stateAt('  cmd: |   ‸')))).toBe('  cmd: |\n    ‸');
-    const crlf = run(insertNewlineAndIndent, EditorState.create({ doc: 'models:', selection: EditorSelection.cursor(7), extensions: EditorState.lineSeparator.of('\r\n') }));
+    const crlf = run(
+      insertNewlineAndIndent,
+      EditorState.create({
+        doc: 'models:',
+        selection: EditorSelection.cursor(7),
+        extensions: EditorState.lineSeparator.of('\r\n'),
+      }),
+    );
     expect(crlf.sliceDoc()).toBe('models:\r\n  ');
     expect(crlf.selection.main.head).toBe(crlf.doc.length);
   });
@@ -185,14 +260,26 @@ describe('editing commands', () => {
     const state = EditorState.create({ doc: 'a: 1\n  b: 2', selection: EditorSelection.range(0, 11) });
     const commented = run(toggleComment, state);
     expect(commented.doc.toString()).toBe('# a: 1\n#   b: 2');
-    expect(run(toggleComment, EditorState.create({ doc: commented.doc.toString(), selection: EditorSelection.range(0, commented.doc.length) })).doc.toString()).toBe('a: 1\n  b: 2');
+    expect(
+      run(
+        toggleComment,
+        EditorState.create({
+          doc: commented.doc.toString(),
+          selection: EditorSelection.range(0, commented.doc.length),
+        }),
+      ).doc.toString(),
+    ).toBe('a: 1\n  b: 2');
   });
 
   it('undoes typing as one step and redoes it', () => {
     let state = stateAt('a: ‸');
     for (const ch of 'info') {
       const pos = state.selection.main.head;
-      state = state.update({ changes: { from: pos, insert: ch }, selection: EditorSelection.cursor(pos + 1), userEvent: 'input.type' }).state;
+      state = state.update({
+        changes: { from: pos, insert: ch },
+        selection: EditorSelection.cursor(pos + 1),
+        userEvent: 'input.type',
+      }).state;
     }
     state = run(insertNewlineAndIndent, state);
     expect(state.doc.toString()).toBe('a: info\n');

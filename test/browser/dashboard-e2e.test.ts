@@ -85,7 +85,13 @@ describe('first run and sign-in', () => {
       await t.page.getByRole('button', { name: 'Sign out' }).click();
       await t.page.getByLabel('Admin password').waitFor();
       const cookies = await t.context.cookies();
-      const session = json((await rawRequest(`${gateway.url}/api/session`, { headers: { cookie: cookies.map((c) => `${c.name}=${c.value}`).join('; ') } })).body) as { authenticated: boolean };
+      const session = json(
+        (
+          await rawRequest(`${gateway.url}/api/session`, {
+            headers: { cookie: cookies.map((c) => `${c.name}=${c.value}`).join('; ') },
+          })
+        ).body,
+      ) as { authenticated: boolean };
       expect(session.authenticated).toBe(false);
     } finally {
       await t.close();
@@ -111,14 +117,22 @@ describe('cross-site protection', () => {
   it('rejects a cross-origin POST that carries a valid session cookie, and creates nothing', async () => {
     const t = await signedIn();
     try {
-      const before = await t.page.evaluate(async () => (await (await fetch('/api/keys')).json()) as { keys: unknown[] });
+      const before = await t.page.evaluate(
+        async () => (await (await fetch('/api/keys')).json()) as { keys: unknown[] },
+      );
       const evilPage = await t.context.newPage();
       await evilPage.goto(evilUrl);
       const outcome = await evilPage.evaluate(async (target) => {
         const results: Array<number | string> = [];
         for (const type of ['text/plain', 'application/x-www-form-urlencoded']) {
           try {
-            const res = await fetch(`${target}/api/keys`, { method: 'POST', mode: 'no-cors', credentials: 'include', headers: { 'content-type': type }, body: JSON.stringify({ name: 'pwned' }) });
+            const res = await fetch(`${target}/api/keys`, {
+              method: 'POST',
+              mode: 'no-cors',
+              credentials: 'include',
+              headers: { 'content-type': type },
+              body: JSON.stringify({ name: 'pwned' }),
+            });
             results.push(res.type);
           } catch (error) {
             results.push(String(error));
@@ -127,9 +141,13 @@ describe('cross-site protection', () => {
         return results;
       }, gateway.url);
       expect(outcome).toHaveLength(2);
-      const after = await t.page.evaluate(async () => (await (await fetch('/api/keys')).json()) as { keys: Array<{ name: string }> });
+      const after = await t.page.evaluate(
+        async () => (await (await fetch('/api/keys')).json()) as { keys: Array<{ name: string }> },
+      );
       expect(after.keys.length).toBe(before.keys.length);
-      expect(gateway.logLines().filter((l) => l.path === '/api/keys' && l.status === 403).length).toBeGreaterThanOrEqual(2);
+      expect(
+        gateway.logLines().filter((l) => l.path === '/api/keys' && l.status === 403).length,
+      ).toBeGreaterThanOrEqual(2);
     } finally {
       await t.close();
     }
@@ -177,7 +195,10 @@ describe('logs page', () => {
       await sim.reload();
       await lines.getByText('— reconnected: stream restarted (config reload?) —').first().waitFor({ timeout: 5000 });
       // A line logged before the gateway is following llama-swap's log again would be lost.
-      await sim.waitForRequest((r) => r.path.startsWith('/logs/stream') && r.path.includes('no-history') && r.status === 200, 5000);
+      await sim.waitForRequest(
+        (r) => r.path.startsWith('/logs/stream') && r.path.includes('no-history') && r.status === 200,
+        5000,
+      );
       sim.log('proxy', '[INFO] a line after the reload');
       await lines.getByText('a line after the reload').waitFor({ timeout: 5000 });
       await t.screenshot('e2e-real-logs');
@@ -204,12 +225,19 @@ describe('keys page', () => {
       await created.getByRole('button', { name: 'Copy', exact: true }).click();
       await created.getByRole('button', { name: 'Done' }).click();
 
-      const call = await rawRequest(`${gateway.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${secret}` }, body: '{"model":"qwen","messages":[{"role":"user","content":"hi"}]}' });
+      const call = await rawRequest(`${gateway.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${secret}` },
+        body: '{"model":"qwen","messages":[{"role":"user","content":"hi"}]}',
+      });
       expect(call.status).toBe(200);
       expect((await rawRequest(`${gateway.url}/v1/models`)).status).toBe(401);
 
       await t.page.reload();
-      await t.page.getByRole('cell', { name: /browser-made/ }).first().waitFor();
+      await t.page
+        .getByRole('cell', { name: /browser-made/ })
+        .first()
+        .waitFor();
       await t.screenshot('e2e-real-keys');
       expect(await t.page.content()).not.toContain(secret);
       const listed = await t.page.evaluate(async () => JSON.stringify(await (await fetch('/api/keys')).json()));

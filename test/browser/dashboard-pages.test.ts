@@ -9,7 +9,19 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { demoKeys, registerFakeAdminApi, type FakeAdminApi } from './fake-admin-api.js';
 import { fakeSummary } from './fake-usage.js';
-import { inPage, launchBrowser, openPage, PHONE, requireDashboardBuild, serveDashboard, signIn, completeSetup, type DashboardServer, type OpenPageOptions, type TestPage } from './helpers.js';
+import {
+  inPage,
+  launchBrowser,
+  openPage,
+  PHONE,
+  requireDashboardBuild,
+  serveDashboard,
+  signIn,
+  completeSetup,
+  type DashboardServer,
+  type OpenPageOptions,
+  type TestPage,
+} from './helpers.js';
 
 const PASSWORD = 'correct horse battery';
 
@@ -38,7 +50,10 @@ describe('dashboard pages against the admin API contract', () => {
     await browser?.close();
   });
 
-  async function start(initial: Parameters<typeof registerFakeAdminApi>[1] = {}, options: OpenPageOptions = {}): Promise<TestPage> {
+  async function start(
+    initial: Parameters<typeof registerFakeAdminApi>[1] = {},
+    options: OpenPageOptions = {},
+  ): Promise<TestPage> {
     server = await serveDashboard({
       setup: (app) => {
         api = registerFakeAdminApi(app, initial);
@@ -98,7 +113,10 @@ describe('dashboard pages against the admin API contract', () => {
     expect(await t.page.getByText('No models configured').count()).toBe(0);
     await t.screenshot('models-unreachable-light');
     api.state.upstreamReachable = true;
-    await t.page.getByRole('cell', { name: /qwen3-30b-a3b/ }).first().waitFor({ timeout: 2500 });
+    await t.page
+      .getByRole('cell', { name: /qwen3-30b-a3b/ })
+      .first()
+      .waitFor({ timeout: 2500 });
   });
 
   it('loads a model, shows changes made elsewhere within 2 s, and unloads all after confirming', async () => {
@@ -166,7 +184,10 @@ describe('dashboard pages against the admin API contract', () => {
     await t.screenshot('keys-created-secret-light');
     await created.getByRole('button', { name: 'Done' }).click();
     await created.waitFor({ state: 'hidden' });
-    await t.page.getByRole('cell', { name: /ci-runner/ }).first().waitFor();
+    await t.page
+      .getByRole('cell', { name: /ci-runner/ })
+      .first()
+      .waitFor();
     expect(await t.page.content()).not.toContain(secret);
   });
 
@@ -196,7 +217,10 @@ describe('dashboard pages against the admin API contract', () => {
     const t = await start({ keys: [first] });
     await signedIn(t.page, '/keys');
     await t.page.getByRole('button', { name: 'Delete open-webui' }).click();
-    await t.page.getByRole('dialog', { name: 'Delete “open-webui”?' }).getByRole('button', { name: 'Delete key' }).click();
+    await t.page
+      .getByRole('dialog', { name: 'Delete “open-webui”?' })
+      .getByRole('button', { name: 'Delete key' })
+      .click();
     const warning = t.page.getByRole('dialog', { name: 'This is the last API key' });
     await warning.getByText('Deleting it reopens the API').waitFor();
     expect(api.state.keys).toHaveLength(1);
@@ -204,7 +228,9 @@ describe('dashboard pages against the admin API contract', () => {
     await warning.getByRole('button', { name: 'Delete and open the API' }).click();
     await t.page.getByText('No API keys yet').waitFor();
     await t.page.getByText('That was the last API key').waitFor();
-    expect(api.requests).toEqual(expect.arrayContaining(['DELETE /api/keys/key_01', 'DELETE /api/keys/key_01?confirm=last']));
+    expect(api.requests).toEqual(
+      expect.arrayContaining(['DELETE /api/keys/key_01', 'DELETE /api/keys/key_01?confirm=last']),
+    );
     await t.screenshot('keys-empty-light');
   });
 
@@ -233,7 +259,9 @@ describe('dashboard pages against the admin API contract', () => {
     await t.page.getByLabel('Filter lines').fill('error');
     // The one ERROR line, and the marker (markers survive filters so a gap stays visible).
     await t.page.getByText('2 shown').waitFor();
-    expect(await lines.locator('.line:not(.marker)').allTextContents()).toEqual([expect.stringContaining('ERROR <whisper-large-v3>')]);
+    expect(await lines.locator('.line:not(.marker)').allTextContents()).toEqual([
+      expect.stringContaining('ERROR <whisper-large-v3>'),
+    ]);
     await t.page.getByLabel('Filter lines').fill('');
 
     // The connection breaks (gateway restart, proxy timeout): the view reconnects on its own.
@@ -280,7 +308,9 @@ describe('dashboard pages against the admin API contract', () => {
 
     await t.page.locator('label', { hasText: 'Dark' }).click();
     expect(await t.page.getByRole('radio', { name: 'Dark' }).isChecked()).toBe(true);
-    expect(await inPage(t.page, "[document.documentElement.dataset.theme, localStorage.getItem('gatehouse.theme')]")).toEqual(['dark', 'dark']);
+    expect(
+      await inPage(t.page, "[document.documentElement.dataset.theme, localStorage.getItem('gatehouse.theme')]"),
+    ).toEqual(['dark', 'dark']);
     await t.screenshot('settings-after-change-dark');
 
     await t.page.getByRole('button', { name: 'Sign out' }).click();
@@ -300,8 +330,11 @@ describe('dashboard pages against the admin API contract', () => {
     await t.page.keyboard.press('Tab');
     expect(await inPage(t.page, 'document.activeElement.textContent.trim()')).toBe('Models');
     // The focus ring is drawn (outline or box-shadow), not suppressed.
-    const ring = await inPage<string>(t.page, 'getComputedStyle(document.activeElement).outlineStyle + " " + ' +
-        'getComputedStyle(document.activeElement).boxShadow');
+    const ring = await inPage<string>(
+      t.page,
+      'getComputedStyle(document.activeElement).outlineStyle + " " + ' +
+        'getComputedStyle(document.activeElement).boxShadow',
+    );
     expect(ring).not.toBe('none none');
     await t.screenshot('focus-ring-light');
 
@@ -324,7 +357,9 @@ describe('dashboard pages against the admin API contract', () => {
     expect(await t.page.locator('[data-stat="p95"] dd').textContent()).toMatch(/^≈ /);
     // One row per key, in the server's order, with the chart's colours in the legend.
     const names = await t.page.locator('.groups-card tbody th').locator('button, .plain').allTextContents();
-    expect(names.map((n) => n.trim())).toEqual(expected.groups.map((g) => (g.key?.id === null ? 'No key' : g.key?.name)));
+    expect(names.map((n) => n.trim())).toEqual(
+      expected.groups.map((g) => (g.key?.id === null ? 'No key' : g.key?.name)),
+    );
     expect(await t.page.locator('.chart .legend li').count()).toBe(expected.groups.length);
     // The chart is one tab stop; the arrow keys read the buckets out.
     await t.page.locator('.chart .plot').focus();
@@ -355,7 +390,11 @@ describe('dashboard pages against the admin API contract', () => {
     await t.page.waitForURL('**status=5xx');
     await t.page.locator('table.requests tbody tr .error-class', { hasText: 'upstream_unreachable' }).first().waitFor();
     // The unfiltered rows stay until the server answers: wait for the filtered set.
-    await expect.poll(async () => new Set(await t.page.locator('table.requests tbody td.status .status-line').allTextContents()).size).toBe(1);
+    await expect
+      .poll(
+        async () => new Set(await t.page.locator('table.requests tbody td.status .status-line').allTextContents()).size,
+      )
+      .toBe(1);
     await t.page.getByLabel('Key', { exact: true }).selectOption({ label: 'home-assistant' });
     await t.page.waitForURL('**key=key_02**');
     await expect.poll(() => api.requests).toContain('GET /api/usage/requests?key=key_02&status=5xx&limit=50');
@@ -383,7 +422,9 @@ describe('dashboard pages against the admin API contract', () => {
     const t = await start({ usage: [] }, { colorScheme: 'dark' });
     await signedIn(t.page, '/usage');
     await t.page.getByRole('heading', { name: 'No calls yet' }).waitFor();
-    expect(await t.page.getByRole('link', { name: /Client setup on Endpoints/ }).getAttribute('href')).toBe('/endpoints');
+    expect(await t.page.getByRole('link', { name: /Client setup on Endpoints/ }).getAttribute('href')).toBe(
+      '/endpoints',
+    );
     await t.screenshot('usage-empty-dark');
 
     api.state.usageDown = true;
@@ -435,7 +476,10 @@ describe('dashboard pages against the admin API contract', () => {
     it(`renders every page (${variant.name})`, async () => {
       const t = await start({}, variant.options);
       await signedIn(t.page);
-      await t.page.getByRole('cell', { name: /qwen3-30b-a3b/ }).first().waitFor();
+      await t.page
+        .getByRole('cell', { name: /qwen3-30b-a3b/ })
+        .first()
+        .waitFor();
       await t.screenshot(`models-${variant.name}`);
 
       await t.page.goto('/keys');
@@ -446,7 +490,8 @@ describe('dashboard pages against the admin API contract', () => {
       await t.page.locator('table.requests tbody tr').first().waitFor();
       await t.page.locator('.chart svg rect.bar').first().waitFor();
       await t.screenshot(`usage-${variant.name}`);
-      if (variant.name === 'phone') expect(await inPage(t.page, 'document.documentElement.scrollWidth')).toBeLessThanOrEqual(PHONE.width);
+      if (variant.name === 'phone')
+        expect(await inPage(t.page, 'document.documentElement.scrollWidth')).toBeLessThanOrEqual(PHONE.width);
 
       await t.page.goto('/logs');
       await t.page.getByText('llama-swap listening on :8080').waitFor();

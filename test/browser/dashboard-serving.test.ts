@@ -38,7 +38,9 @@ describe('registerDashboard', () => {
   /** Like app.ts: a not-found handler rendering the admin error shape, and the HEAD / probe. */
   async function build(root = dist): Promise<FastifyInstance> {
     app = Fastify();
-    app.setNotFoundHandler((request, reply) => reply.code(404).send({ error: { code: 'not_found', message: `No route for ${request.method} ${request.url}.` } }));
+    app.setNotFoundHandler((request, reply) =>
+      reply.code(404).send({ error: { code: 'not_found', message: `No route for ${request.method} ${request.url}.` } }),
+    );
     app.head('/', async (_request, reply) => reply.code(200).send());
     registerDashboard(app, { root });
     app.get('/api/keys', async () => ({ keys: [] }));
@@ -54,8 +56,10 @@ describe('registerDashboard', () => {
     expect(res.body).toBe(INDEX);
     expect(res.headers['content-type']).toBe('text/html; charset=utf-8');
     expect(res.headers['content-security-policy']).toBe(DASHBOARD_CSP);
-    expect(DASHBOARD_CSP).toBe("default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; connect-src 'self'; " +
-        "frame-ancestors 'none'");
+    expect(DASHBOARD_CSP).toBe(
+      "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; connect-src 'self'; " +
+        "frame-ancestors 'none'",
+    );
     expect(res.headers['x-content-type-options']).toBe('nosniff');
     expect(res.headers['referrer-policy']).toBe('no-referrer');
     expect(res.headers['cache-control']).toBe('no-cache');
@@ -86,7 +90,12 @@ describe('registerDashboard', () => {
     const json = await server.inject({ method: 'GET', url: '/keys', headers: { accept: 'application/json' } });
     expect(json.statusCode).toBe(404);
     expect(json.json()).toMatchObject({ error: { code: 'not_found' } });
-    const post = await server.inject({ method: 'POST', url: '/keys', headers: { ...html, 'content-type': 'application/json' }, payload: '{}' });
+    const post = await server.inject({
+      method: 'POST',
+      url: '/keys',
+      headers: { ...html, 'content-type': 'application/json' },
+      payload: '{}',
+    });
     expect(post.statusCode).toBe(404);
   });
 
@@ -104,7 +113,11 @@ describe('registerDashboard', () => {
     expect(icon.headers['content-type']).toMatch(/^image\/svg\+xml/);
     expect(icon.headers['cache-control']).toBe('no-cache');
     expect(icon.headers.etag).toBeTruthy();
-    const again = await server.inject({ method: 'GET', url: '/favicon.svg', headers: { 'if-none-match': String(icon.headers.etag) } });
+    const again = await server.inject({
+      method: 'GET',
+      url: '/favicon.svg',
+      headers: { 'if-none-match': String(icon.headers.etag) },
+    });
     expect(again.statusCode).toBe(304);
   });
 
@@ -116,7 +129,13 @@ describe('registerDashboard', () => {
 
   it('serves no dotfile and nothing outside the build directory', async () => {
     const server = await build();
-    for (const url of ['/.env', '/assets/../.env', '/%2e%2e/outside.txt', '/..%2foutside.txt', '/assets/%2e%2e/%2e%2e/outside.txt']) {
+    for (const url of [
+      '/.env',
+      '/assets/../.env',
+      '/%2e%2e/outside.txt',
+      '/..%2foutside.txt',
+      '/assets/%2e%2e/%2e%2e/outside.txt',
+    ]) {
       const res = await server.inject({ method: 'GET', url });
       expect(res.statusCode, url).toBe(404);
       expect(res.body, url).not.toContain('SECRET=1');

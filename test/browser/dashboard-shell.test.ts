@@ -6,7 +6,15 @@
  */
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inPage, launchBrowser, openPage, PHONE, requireDashboardBuild, serveDashboard, type DashboardServer } from './helpers.js';
+import {
+  inPage,
+  launchBrowser,
+  openPage,
+  PHONE,
+  requireDashboardBuild,
+  serveDashboard,
+  type DashboardServer,
+} from './helpers.js';
 
 describe('dashboard shell without an admin API', () => {
   let browser: Browser;

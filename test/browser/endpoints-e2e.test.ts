@@ -8,10 +8,27 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { keyPlaceholder, NO_KEY_PLACEHOLDER, renderSnippet, SNIPPETS, type SnippetContext, type SnippetId } from '../../src/snippets/index.js';
+import {
+  keyPlaceholder,
+  NO_KEY_PLACEHOLDER,
+  renderSnippet,
+  SNIPPETS,
+  type SnippetContext,
+  type SnippetId,
+} from '../../src/snippets/index.js';
 import { DEMO_CONFIG, startSimulator, type Simulator } from '../fakes/llama-swap/index.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
-import { DESKTOP, inPage, launchBrowser, openPage, PHONE, requireDashboardBuild, signIn, type OpenPageOptions, type TestPage } from './helpers.js';
+import {
+  DESKTOP,
+  inPage,
+  launchBrowser,
+  openPage,
+  PHONE,
+  requireDashboardBuild,
+  signIn,
+  type OpenPageOptions,
+  type TestPage,
+} from './helpers.js';
 
 const run = promisify(execFile);
 const PASSWORD = 'endpoints page password';
@@ -26,7 +43,12 @@ beforeAll(async () => {
   browser = await launchBrowser();
   sim = await startSimulator({ config: DEMO_CONFIG });
   gateway = await startTestGateway(sim.url, { adminPassword: PASSWORD }, {}, { withStore: true });
-  publicGateway = await startTestGateway(sim.url, { adminPassword: PASSWORD, publicUrl: PUBLIC_URL }, {}, { withStore: true });
+  publicGateway = await startTestGateway(
+    sim.url,
+    { adminPassword: PASSWORD, publicUrl: PUBLIC_URL },
+    {},
+    { withStore: true },
+  );
 }, 60_000);
 afterAll(async () => {
   await browser?.close();
@@ -56,19 +78,27 @@ describe('the Endpoints page in open mode', () => {
   it('shows both base URLs, says the API is open, and leaves the key out where it can', async () => {
     const t = await endpointsPage(gateway);
     try {
-      expect(await t.page.getByRole('textbox', { name: 'OpenAI-style base URL' }).inputValue()).toBe(`${gateway.url}/v1`);
+      expect(await t.page.getByRole('textbox', { name: 'OpenAI-style base URL' }).inputValue()).toBe(
+        `${gateway.url}/v1`,
+      );
       expect(await t.page.getByRole('textbox', { name: 'Anthropic-style base URL' }).inputValue()).toBe(gateway.url);
       await t.page.getByText('Open mode:', { exact: false }).first().waitFor();
 
       const curl = await shownText(t, 'curl-openai-chat');
       expect(curl).not.toContain('Authorization');
-      expect(await snippet(t, 'curl-openai-chat').getByText(/Open mode: no key exists yet/).count()).toBe(1);
+      expect(
+        await snippet(t, 'curl-openai-chat')
+          .getByText(/Open mode: no key exists yet/)
+          .count(),
+      ).toBe(1);
 
       // A client that refuses an empty key gets the module's placeholder, and the note says why.
       await openClient(t, 'Python', 'openai');
       const python = await shownText(t, 'python-openai');
       expect(python).toContain(`api_key="${NO_KEY_PLACEHOLDER}"`);
-      await snippet(t, 'python-openai').getByText(/wants a non-empty one/).waitFor();
+      await snippet(t, 'python-openai')
+        .getByText(/wants a non-empty one/)
+        .waitFor();
       await t.screenshot('endpoints-open-mode');
 
       // The open-mode curl snippet works as shown.
@@ -95,31 +125,50 @@ describe('creating a key for a client', () => {
       expect(shown).toMatch(/Authorization: Bearer sk-[0-9A-Za-z]{43}/);
       expect(shown).toContain('"model": "llama-3.2-3b"');
       await snippet(t, 'curl-openai-chat').getByRole('button', { name: /^Copy/ }).click();
-      await snippet(t, 'curl-openai-chat').getByRole('button', { name: /Copied|^Copy/ }).waitFor();
+      await snippet(t, 'curl-openai-chat')
+        .getByRole('button', { name: /Copied|^Copy/ })
+        .waitFor();
       const copied = await inPage<string>(t.page, 'navigator.clipboard.readText()');
       expect(copied).toBe(shown);
 
       const before = gateway.logLines().length;
       const { stdout } = await run('bash', ['-c', copied]);
-      const body = JSON.parse(stdout) as { object: string; model: string; choices: Array<{ message: { role: string; content: string } }> };
+      const body = JSON.parse(stdout) as {
+        object: string;
+        model: string;
+        choices: Array<{ message: { role: string; content: string } }>;
+      };
       expect(body.object).toBe('chat.completion');
       expect(body.choices[0]?.message.role).toBe('assistant');
       expect(body.choices[0]?.message.content.length).toBeGreaterThan(0);
-      const call = gateway.logLines().slice(before).find((line) => line.path === '/v1/chat/completions');
+      const call = gateway
+        .logLines()
+        .slice(before)
+        .find((line) => line.path === '/v1/chat/completions');
       expect(call?.status).toBe(200);
 
       // The key is real and now required: without it, 401.
-      const { stdout: refused } = await run('bash', ['-c', copied.replace(/ {2}-H "Authorization: Bearer [^"]+" \\\n/, '')]);
+      const { stdout: refused } = await run('bash', [
+        '-c',
+        copied.replace(/ {2}-H "Authorization: Bearer [^"]+" \\\n/, ''),
+      ]);
       expect(JSON.parse(refused)).toMatchObject({ error: { code: 'missing_api_key' } });
       await t.screenshot('endpoints-key-created');
 
       // The secret stays in page memory: not in storage, not in the URL.
       const secret = /Bearer (sk-[0-9A-Za-z]+)/.exec(shown)![1]!;
-      const stored = await inPage<string>(t.page, 'JSON.stringify([Object.entries(localStorage), Object.entries(sessionStorage), location.href])');
+      const stored = await inPage<string>(
+        t.page,
+        'JSON.stringify([Object.entries(localStorage), Object.entries(sessionStorage), location.href])',
+      );
       expect(stored).not.toContain(secret);
 
       // Every snippet of every client is exactly the module's rendering for this context.
-      const ctx: SnippetContext = { origin: gateway.url, model: 'llama-3.2-3b', key: { kind: 'secret', value: secret } };
+      const ctx: SnippetContext = {
+        origin: gateway.url,
+        model: 'llama-3.2-3b',
+        key: { kind: 'secret', value: secret },
+      };
       let checked = 0;
       for (const group of ['curl', 'Python', 'TypeScript', 'Home Assistant', 'Coding agents', 'Editors', 'Chat UIs']) {
         await t.page.getByRole('tab', { name: group, exact: true }).click();
@@ -164,7 +213,11 @@ describe('creating a key for a client', () => {
     const t = await endpointsPage(gateway);
     try {
       const created = await t.page.evaluate(async () => {
-        const res = await fetch('/api/keys', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ name: 'Restricted', models: ['qwen3-8b'] }) });
+        const res = await fetch('/api/keys', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ name: 'Restricted', models: ['qwen3-8b'] }),
+        });
         return (await res.json()) as { key: { id: string; prefix: string } };
       });
       await t.page.reload();
@@ -173,7 +226,9 @@ describe('creating a key for a client', () => {
       await t.page.getByLabel('Key', { exact: true }).selectOption(created.key.id);
       const shown = await shownText(t, 'curl-openai-chat');
       expect(shown).toContain(`Authorization: Bearer ${keyPlaceholder(created.key.prefix)}`);
-      await snippet(t, 'curl-openai-chat').getByText(`Replace ${keyPlaceholder(created.key.prefix)} with your full key`, { exact: false }).waitFor();
+      await snippet(t, 'curl-openai-chat')
+        .getByText(`Replace ${keyPlaceholder(created.key.prefix)} with your full key`, { exact: false })
+        .waitFor();
       const models = await t.page.getByLabel('Model', { exact: true }).locator('option').allTextContents();
       expect(models).toEqual(['qwen3-8b — Qwen3 8B']);
       expect(shown).toContain('"model": "qwen3-8b"');
@@ -193,10 +248,14 @@ describe('creating a key for a client', () => {
     try {
       await t.page.getByRole('tab', { name: 'curl', exact: true }).focus();
       await t.page.keyboard.press('ArrowRight');
-      await expect.poll(() => t.page.getByRole('tab', { name: 'Python', exact: true }).getAttribute('aria-selected')).toBe('true');
+      await expect
+        .poll(() => t.page.getByRole('tab', { name: 'Python', exact: true }).getAttribute('aria-selected'))
+        .toBe('true');
       await snippet(t, 'python-openai').waitFor();
       await t.page.keyboard.press('End');
-      await expect.poll(() => t.page.getByRole('tab', { name: 'Chat UIs', exact: true }).getAttribute('aria-selected')).toBe('true');
+      await expect
+        .poll(() => t.page.getByRole('tab', { name: 'Chat UIs', exact: true }).getAttribute('aria-selected'))
+        .toBe('true');
       expect(await inPage(t.page, 'document.activeElement?.textContent?.trim()')).toBe('Chat UIs');
       expect(t.page.url()).toContain('client=Open+WebUI');
     } finally {
@@ -215,7 +274,10 @@ describe('creating a key for a client', () => {
         await openClient(t, 'Chat UIs');
         await snippet(t, 'open-webui-docker').waitFor();
         await t.screenshot(name, { fullPage: true });
-        const overflow = await inPage<number>(t.page, 'document.documentElement.scrollWidth - document.documentElement.clientWidth');
+        const overflow = await inPage<number>(
+          t.page,
+          'document.documentElement.scrollWidth - document.documentElement.clientWidth',
+        );
         expect(overflow, name).toBeLessThanOrEqual(0);
       } finally {
         await t.close();
@@ -228,7 +290,9 @@ describe('GATEHOUSE_PUBLIC_URL', () => {
   it('is the host in both base URLs and every snippet', async () => {
     const t = await endpointsPage(publicGateway);
     try {
-      expect(await t.page.getByRole('textbox', { name: 'OpenAI-style base URL' }).inputValue()).toBe(`${PUBLIC_URL}/v1`);
+      expect(await t.page.getByRole('textbox', { name: 'OpenAI-style base URL' }).inputValue()).toBe(
+        `${PUBLIC_URL}/v1`,
+      );
       expect(await t.page.getByRole('textbox', { name: 'Anthropic-style base URL' }).inputValue()).toBe(PUBLIC_URL);
       await t.page.getByText('Host from GATEHOUSE_PUBLIC_URL').waitFor();
       expect(await shownText(t, 'curl-openai-chat')).toContain(`curl ${PUBLIC_URL}/v1/chat/completions`);

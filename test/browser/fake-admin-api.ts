@@ -61,25 +61,165 @@ const iso = (offsetMs: number) => new Date(now + offsetMs).toISOString();
 
 function demoModels(): FakeModel[] {
   return [
-    { id: 'qwen3-30b-a3b', name: 'Qwen3 30B A3B', description: 'General chat and tools, Q4_K_M, 32k context', kind: 'model', aliases: ['qwen', 'gpt-4o-mini'], peerId: null, unlisted: false, state: 'ready', ttl: 600 },
-    { id: 'gemma-3-12b', name: 'Gemma 3 12B', description: 'Vision, Q5_K_M', kind: 'model', aliases: [], peerId: null, unlisted: false, state: 'starting', ttl: 300 },
-    { id: 'nomic-embed-text', name: null, description: 'Embeddings', kind: 'model', aliases: ['embed'], peerId: null, unlisted: false, state: 'stopped', ttl: null },
-    { id: 'whisper-large-v3', name: 'Whisper large v3', description: 'Speech to text', kind: 'model', aliases: [], peerId: null, unlisted: true, state: 'stopped', ttl: 120 },
-    { id: 'qwen', name: null, description: null, kind: 'alias', aliases: [], peerId: null, unlisted: false, state: 'ready', ttl: 600 },
-    { id: 'gpt-4o-mini', name: null, description: null, kind: 'alias', aliases: [], peerId: null, unlisted: false, state: 'ready', ttl: 600 },
-    { id: 'embed', name: null, description: null, kind: 'alias', aliases: [], peerId: null, unlisted: false, state: 'stopped', ttl: null },
-    { id: 'llama-3.3-70b', name: 'Llama 3.3 70B', description: 'On the workstation upstairs', kind: 'peer', aliases: [], peerId: 'workstation', unlisted: false, state: 'stopped', ttl: null },
+    {
+      id: 'qwen3-30b-a3b',
+      name: 'Qwen3 30B A3B',
+      description: 'General chat and tools, Q4_K_M, 32k context',
+      kind: 'model',
+      aliases: ['qwen', 'gpt-4o-mini'],
+      peerId: null,
+      unlisted: false,
+      state: 'ready',
+      ttl: 600,
+    },
+    {
+      id: 'gemma-3-12b',
+      name: 'Gemma 3 12B',
+      description: 'Vision, Q5_K_M',
+      kind: 'model',
+      aliases: [],
+      peerId: null,
+      unlisted: false,
+      state: 'starting',
+      ttl: 300,
+    },
+    {
+      id: 'nomic-embed-text',
+      name: null,
+      description: 'Embeddings',
+      kind: 'model',
+      aliases: ['embed'],
+      peerId: null,
+      unlisted: false,
+      state: 'stopped',
+      ttl: null,
+    },
+    {
+      id: 'whisper-large-v3',
+      name: 'Whisper large v3',
+      description: 'Speech to text',
+      kind: 'model',
+      aliases: [],
+      peerId: null,
+      unlisted: true,
+      state: 'stopped',
+      ttl: 120,
+    },
+    {
+      id: 'qwen',
+      name: null,
+      description: null,
+      kind: 'alias',
+      aliases: [],
+      peerId: null,
+      unlisted: false,
+      state: 'ready',
+      ttl: 600,
+    },
+    {
+      id: 'gpt-4o-mini',
+      name: null,
+      description: null,
+      kind: 'alias',
+      aliases: [],
+      peerId: null,
+      unlisted: false,
+      state: 'ready',
+      ttl: 600,
+    },
+    {
+      id: 'embed',
+      name: null,
+      description: null,
+      kind: 'alias',
+      aliases: [],
+      peerId: null,
+      unlisted: false,
+      state: 'stopped',
+      ttl: null,
+    },
+    {
+      id: 'llama-3.3-70b',
+      name: 'Llama 3.3 70B',
+      description: 'On the workstation upstairs',
+      kind: 'peer',
+      aliases: [],
+      peerId: 'workstation',
+      unlisted: false,
+      state: 'stopped',
+      ttl: null,
+    },
   ];
 }
 
 export function demoKeys(): FakeKey[] {
   const limits = { rpm: null, tpm: null, concurrent: null };
   return [
-    { id: 'key_01', name: 'open-webui', prefix: 'sk-gh7Qx2', status: 'active', createdAt: iso(-40 * 86_400_000), lastUsedAt: iso(-3 * 60_000), expiresAt: null, revokedAt: null, models: [], note: 'Family chat on the NAS', limits: { rpm: 120, tpm: 200_000, concurrent: 4 } },
-    { id: 'key_02', name: 'home-assistant', prefix: 'sk-Pw91aZ', status: 'active', createdAt: iso(-12 * 86_400_000), lastUsedAt: iso(-5 * 3_600_000), expiresAt: iso(80 * 86_400_000), revokedAt: null, models: ['qwen', 'whisper-large-v3'], note: '', limits },
-    { id: 'key_03', name: 'laptop (Claude Code)', prefix: 'sk-Lm3c0Q', status: 'active', createdAt: iso(-2 * 86_400_000), lastUsedAt: null, expiresAt: iso(28 * 86_400_000), revokedAt: null, models: ['qwen3-30b-a3b', 'gemma-3-12b', 'nomic-embed-text', 'embed'], note: 'Work laptop', limits: { rpm: 30, tpm: null, concurrent: null } },
-    { id: 'key_04', name: 'old-script', prefix: 'sk-Zz00kk', status: 'revoked', createdAt: iso(-90 * 86_400_000), lastUsedAt: iso(-31 * 86_400_000), expiresAt: null, revokedAt: iso(-30 * 86_400_000), models: [], note: 'Leaked in a gist', limits },
-    { id: 'key_05', name: 'trial', prefix: 'sk-Tr1a1x', status: 'expired', createdAt: iso(-60 * 86_400_000), lastUsedAt: iso(-45 * 86_400_000), expiresAt: iso(-30 * 86_400_000), revokedAt: null, models: ['gemma-3-12b'], note: '', limits },
+    {
+      id: 'key_01',
+      name: 'open-webui',
+      prefix: 'sk-gh7Qx2',
+      status: 'active',
+      createdAt: iso(-40 * 86_400_000),
+      lastUsedAt: iso(-3 * 60_000),
+      expiresAt: null,
+      revokedAt: null,
+      models: [],
+      note: 'Family chat on the NAS',
+      limits: { rpm: 120, tpm: 200_000, concurrent: 4 },
+    },
+    {
+      id: 'key_02',
+      name: 'home-assistant',
+      prefix: 'sk-Pw91aZ',
+      status: 'active',
+      createdAt: iso(-12 * 86_400_000),
+      lastUsedAt: iso(-5 * 3_600_000),
+      expiresAt: iso(80 * 86_400_000),
+      revokedAt: null,
+      models: ['qwen', 'whisper-large-v3'],
+      note: '',
+      limits,
+    },
+    {
+      id: 'key_03',
+      name: 'laptop (Claude Code)',
+      prefix: 'sk-Lm3c0Q',
+      status: 'active',
+      createdAt: iso(-2 * 86_400_000),
+      lastUsedAt: null,
+      expiresAt: iso(28 * 86_400_000),
+      revokedAt: null,
+      models: ['qwen3-30b-a3b', 'gemma-3-12b', 'nomic-embed-text', 'embed'],
+      note: 'Work laptop',
+      limits: { rpm: 30, tpm: null, concurrent: null },
+    },
+    {
+      id: 'key_04',
+      name: 'old-script',
+      prefix: 'sk-Zz00kk',
+      status: 'revoked',
+      createdAt: iso(-90 * 86_400_000),
+      lastUsedAt: iso(-31 * 86_400_000),
+      expiresAt: null,
+      revokedAt: iso(-30 * 86_400_000),
+      models: [],
+      note: 'Leaked in a gist',
+      limits,
+    },
+    {
+      id: 'key_05',
+      name: 'trial',
+      prefix: 'sk-Tr1a1x',
+      status: 'expired',
+      createdAt: iso(-60 * 86_400_000),
+      lastUsedAt: iso(-45 * 86_400_000),
+      expiresAt: iso(-30 * 86_400_000),
+      revokedAt: null,
+      models: ['gemma-3-12b'],
+      note: '',
+      limits,
+    },
   ];
 }
 
@@ -124,7 +264,8 @@ export function registerFakeAdminApi(app: FastifyInstance, initial: Partial<Fake
   const fail = (reply: FastifyReply, status: number, code: string, message: string, details?: unknown) =>
     reply.code(status).send({ error: { code, message, ...(details === undefined ? {} : { details }) } });
 
-  const sessionOf = (request: FastifyRequest) => /(?:^|;\s*)gatehouse_session=([^;]+)/.exec(request.headers.cookie ?? '')?.[1];
+  const sessionOf = (request: FastifyRequest) =>
+    /(?:^|;\s*)gatehouse_session=([^;]+)/.exec(request.headers.cookie ?? '')?.[1];
   const authed = (request: FastifyRequest) => {
     const id = sessionOf(request);
     return id !== undefined && sessions.has(id);
@@ -154,7 +295,9 @@ export function registerFakeAdminApi(app: FastifyInstance, initial: Partial<Fake
     if (state.password !== null) return fail(reply, 409, 'conflict', 'An admin password already exists.');
     if (body.token !== state.setupToken) return fail(reply, 403, 'admin_forbidden', 'Forbidden.');
     if (typeof body.password !== 'string' || body.password.length < 12)
-      return fail(reply, 422, 'validation_failed', 'Validation failed.', [{ path: '/password', message: 'must be at least 12 characters' }]);
+      return fail(reply, 422, 'validation_failed', 'Validation failed.', [
+        { path: '/password', message: 'must be at least 12 characters' },
+      ]);
     state.password = body.password;
     startSession(reply);
     return { authenticated: true };
@@ -162,7 +305,8 @@ export function registerFakeAdminApi(app: FastifyInstance, initial: Partial<Fake
 
   app.post('/api/login', async (request, reply) => {
     const body = request.body as { password?: string };
-    if (state.password === null || body.password !== state.password) return fail(reply, 401, 'admin_unauthorized', 'Wrong password.');
+    if (state.password === null || body.password !== state.password)
+      return fail(reply, 401, 'admin_unauthorized', 'Wrong password.');
     startSession(reply);
     return { authenticated: true };
   });
@@ -178,7 +322,9 @@ export function registerFakeAdminApi(app: FastifyInstance, initial: Partial<Fake
     const body = request.body as { currentPassword?: string; newPassword?: string };
     if (body.currentPassword !== state.password) return fail(reply, 401, 'admin_unauthorized', 'Wrong password.');
     if (typeof body.newPassword !== 'string' || body.newPassword.length < 12)
-      return fail(reply, 422, 'validation_failed', 'Validation failed.', [{ path: '/newPassword', message: 'must be at least 12 characters' }]);
+      return fail(reply, 422, 'validation_failed', 'Validation failed.', [
+        { path: '/newPassword', message: 'must be at least 12 characters' },
+      ]);
     state.password = body.newPassword;
     const current = sessionOf(request);
     for (const id of [...sessions]) if (id !== current) sessions.delete(id);
@@ -188,8 +334,15 @@ export function registerFakeAdminApi(app: FastifyInstance, initial: Partial<Fake
   app.get('/api/keys', async () => ({ keys: state.keys }));
 
   app.post('/api/keys', async (request, reply) => {
-    const body = request.body as { name?: string; models?: string[]; expiresAt?: string | null; note?: string; limits?: Partial<FakeKey['limits']> };
-    if (!body.name?.trim()) return fail(reply, 422, 'validation_failed', 'Validation failed.', [{ path: '/name', message: 'required' }]);
+    const body = request.body as {
+      name?: string;
+      models?: string[];
+      expiresAt?: string | null;
+      note?: string;
+      limits?: Partial<FakeKey['limits']>;
+    };
+    if (!body.name?.trim())
+      return fail(reply, 422, 'validation_failed', 'Validation failed.', [{ path: '/name', message: 'required' }]);
     const secret = `sk-${randomBytes(24).toString('base64url')}`;
     const key: FakeKey = {
       id: `key_${randomBytes(4).toString('hex')}`,
@@ -241,13 +394,22 @@ export function registerFakeAdminApi(app: FastifyInstance, initial: Partial<Fake
     }
     state.keys = state.keys.filter((k) => k.id !== id);
     return state.keys.length === 0
-      ? { deleted: true, remaining: 0, warning: 'That was the last API key: the API is now open, every client is let in without a key.' }
+      ? {
+          deleted: true,
+          remaining: 0,
+          warning: 'That was the last API key: the API is now open, every client is let in without a key.',
+        }
       : { deleted: true, remaining: state.keys.length };
   });
 
   app.get('/api/upstream', async () =>
     state.upstreamReachable
-      ? { reachable: true, url: 'http://127.0.0.1:8080', version: { version: '170', commit: 'a1b2c3d4e5f6', build_date: '2026-11-02' }, error: null }
+      ? {
+          reachable: true,
+          url: 'http://127.0.0.1:8080',
+          version: { version: '170', commit: 'a1b2c3d4e5f6', build_date: '2026-11-02' },
+          error: null,
+        }
       : { reachable: false, url: 'http://127.0.0.1:8080', version: null, error: 'connect ECONNREFUSED 127.0.0.1:8080' },
   );
 
@@ -305,7 +467,8 @@ export function registerFakeAdminApi(app: FastifyInstance, initial: Partial<Fake
       for (const res of streams.get(source) ?? []) sse(res, 'log', JSON.stringify(text));
     },
     emitGap(source) {
-      for (const res of streams.get(source) ?? []) sse(res, 'gap', JSON.stringify({ reason: 'upstream log stream closed' }));
+      for (const res of streams.get(source) ?? [])
+        sse(res, 'gap', JSON.stringify({ reason: 'upstream log stream closed' }));
     },
     dropStreams() {
       for (const set of streams.values()) for (const res of set) res.destroy();

@@ -71,10 +71,22 @@ export function demoUsage(now = Date.now()): FakeUsageRecord[] {
   ];
   const modelsFor = (keyId: string | undefined): Array<readonly [string, number]> =>
     keyId === 'key_02'
-      ? [['qwen', 5], ['whisper-large-v3', 2]]
+      ? [
+          ['qwen', 5],
+          ['whisper-large-v3', 2],
+        ]
       : keyId === 'key_03'
-        ? [['qwen3-30b-a3b', 6], ['gemma-3-12b', 2], ['nomic-embed-text', 1]]
-        : [['qwen3-30b-a3b', 4], ['qwen', 3], ['gemma-3-12b', 2], ['nomic-embed-text', 1]];
+        ? [
+            ['qwen3-30b-a3b', 6],
+            ['gemma-3-12b', 2],
+            ['nomic-embed-text', 1],
+          ]
+        : [
+            ['qwen3-30b-a3b', 4],
+            ['qwen', 3],
+            ['gemma-3-12b', 2],
+            ['nomic-embed-text', 1],
+          ];
   const records: FakeUsageRecord[] = [];
   let serial = 0;
   const add = (at: number) => {
@@ -82,7 +94,13 @@ export function demoUsage(now = Date.now()): FakeUsageRecord[] {
     const model = key === null ? null : pick(modelsFor(key.id));
     const embed = model === 'nomic-embed-text';
     const audio = model === 'whisper-large-v3';
-    const endpoint = embed ? '/v1/embeddings' : audio ? '/v1/audio/transcriptions' : key?.id === 'key_03' ? '/v1/messages' : '/v1/chat/completions';
+    const endpoint = embed
+      ? '/v1/embeddings'
+      : audio
+        ? '/v1/audio/transcriptions'
+        : key?.id === 'key_03'
+          ? '/v1/messages'
+          : '/v1/chat/completions';
     const streamed = !embed && !audio && random() < 0.7;
     const roll = random();
     let status = 200;
@@ -107,10 +125,13 @@ export function demoUsage(now = Date.now()): FakeUsageRecord[] {
     const ok = status === 200;
     const input = ok ? Math.round(40 + random() ** 2 * 6000) : null;
     const output = ok && !embed ? Math.round(aborted ? 5 + random() * 60 : 20 + random() ** 1.5 * 900) : ok ? 0 : null;
-    const cached = ok && input !== null && !embed && random() < 0.5 ? Math.round(input * random() * 0.8) : ok ? 0 : null;
+    const cached =
+      ok && input !== null && !embed && random() < 0.5 ? Math.round(input * random() * 0.8) : ok ? 0 : null;
     const ttfb = ok ? Math.round(15 + random() ** 3 * 2500) : status === 502 ? 3 + Math.round(random() * 20) : 1;
     const perToken = 6 + random() * 14;
-    const duration = ok ? Math.round(ttfb + (output ?? 0) * perToken * (streamed ? 1 : 0.9)) : ttfb + Math.round(random() * 3);
+    const duration = ok
+      ? Math.round(ttfb + (output ?? 0) * perToken * (streamed ? 1 : 0.9))
+      : ttfb + Math.round(random() * 3);
     serial++;
     const id = `0${Math.floor(at).toString(36)}-demo-${String(serial).padStart(6, '0')}`;
     const captured = ok && serial % 7 === 0;
@@ -118,7 +139,7 @@ export function demoUsage(now = Date.now()): FakeUsageRecord[] {
     records.push({
       id,
       at: new Date(at).toISOString(),
-      requestId: `req-${(serial * 2_654_435_761 % 4_294_967_296).toString(16).padStart(8, '0')}-${serial}`,
+      requestId: `req-${((serial * 2_654_435_761) % 4_294_967_296).toString(16).padStart(8, '0')}-${serial}`,
       key,
       model,
       method: 'POST',
@@ -128,7 +149,13 @@ export function demoUsage(now = Date.now()): FakeUsageRecord[] {
       inputTokens: aborted && endpoint === '/v1/chat/completions' ? null : input,
       outputTokens: output,
       cachedTokens: aborted ? null : cached,
-      tokensSource: !ok ? null : aborted ? 'estimate' : streamed && endpoint === '/v1/chat/completions' ? 'timings' : 'usage',
+      tokensSource: !ok
+        ? null
+        : aborted
+          ? 'estimate'
+          : streamed && endpoint === '/v1/chat/completions'
+            ? 'timings'
+            : 'usage',
       ttfbMs: ok || status === 502 ? ttfb : null,
       ttftMs: ok ? ttfb + Math.round(random() * 40) : null,
       durationMs: duration,
@@ -137,12 +164,29 @@ export function demoUsage(now = Date.now()): FakeUsageRecord[] {
       clientAborted: aborted,
       errorClass,
       captured,
-      requestBody: captured ? JSON.stringify({ model, stream: streamed, messages: [{ role: 'user', content: prompt }] }) : null,
+      requestBody: captured
+        ? JSON.stringify({ model, stream: streamed, messages: [{ role: 'user', content: prompt }] })
+        : null,
       responseBody: captured
         ? streamed
           ? `data: {"choices":[{"delta":{"role":"assistant"}}]}\n\ndata: {"choices":[{"delta":{"content":"- ` +
             `The budget"}}]}\n\n[... ${(output ?? 0) * 110} more bytes not captured]`
-          : JSON.stringify({ id: 'chatcmpl-1', object: 'chat.completion', model, choices: [{ index: 0, message: { role: 'assistant', content: '- The budget is approved.\n- Launch moves to May.\n- Hiring continues.' }, finish_reason: 'stop' }], usage: { prompt_tokens: input, completion_tokens: output } })
+          : JSON.stringify({
+              id: 'chatcmpl-1',
+              object: 'chat.completion',
+              model,
+              choices: [
+                {
+                  index: 0,
+                  message: {
+                    role: 'assistant',
+                    content: '- The budget is approved.\n- Launch moves to May.\n- Hiring continues.',
+                  },
+                  finish_reason: 'stop',
+                },
+              ],
+              usage: { prompt_tokens: input, completion_tokens: output },
+            })
         : null,
     });
   };
@@ -161,7 +205,9 @@ export function demoUsage(now = Date.now()): FakeUsageRecord[] {
     const n = Math.round(25 + random() * 40 + (d % 7 < 2 ? -15 : 0));
     for (let i = 0; i < n; i++) add(now - d * 86_400_000 - random() * 86_400_000);
   }
-  return records.filter((r) => Date.parse(r.at) <= now).sort((a, b) => (a.at === b.at ? (a.id < b.id ? 1 : -1) : a.at < b.at ? 1 : -1));
+  return records
+    .filter((r) => Date.parse(r.at) <= now)
+    .sort((a, b) => (a.at === b.at ? (a.id < b.id ? 1 : -1) : a.at < b.at ? 1 : -1));
 }
 
 interface Stats {
@@ -184,11 +230,19 @@ function stats(records: FakeUsageRecord[]): Stats {
     inputTokens: records.reduce((s, r) => s + (r.inputTokens ?? 0), 0),
     outputTokens: records.reduce((s, r) => s + (r.outputTokens ?? 0), 0),
     cachedTokens: records.reduce((s, r) => s + (r.cachedTokens ?? 0), 0),
-    latencyMs: records.length === 0 ? null : { avg: durations.reduce((a, b) => a + b, 0) / durations.length, p50: pct(50), p95: pct(95), p99: pct(99) },
+    latencyMs:
+      records.length === 0
+        ? null
+        : { avg: durations.reduce((a, b) => a + b, 0) / durations.length, p50: pct(50), p95: pct(95), p99: pct(99) },
   };
 }
 
-export function fakeSummary(records: FakeUsageRecord[], range: keyof typeof RANGES, groupBy: 'key' | 'model' | null, now = Date.now()) {
+export function fakeSummary(
+  records: FakeUsageRecord[],
+  range: keyof typeof RANGES,
+  groupBy: 'key' | 'model' | null,
+  now = Date.now(),
+) {
   const { rangeMs, stepMs } = RANGES[range];
   const to = Math.floor(now / stepMs) * stepMs + stepMs;
   const from = to - rangeMs;
@@ -218,11 +272,20 @@ export function fakeSummary(records: FakeUsageRecord[], range: keyof typeof RANG
     totals: stats(inRange),
     series: series(inRange),
     groups: [...groups.entries()]
-      .map(([id, rows]): { key?: { id: string | null; name: string | null }; model?: string | null; totals: Stats; series: ReturnType<typeof series> } => ({
-        ...(groupBy === 'key' ? { key: { id: id === '' ? null : id, name: id === '' ? null : (rows[0]?.key?.name ?? null) } } : { model: id === '' ? null : id }),
-        totals: stats(rows),
-        series: series(rows),
-      }))
+      .map(
+        ([id, rows]): {
+          key?: { id: string | null; name: string | null };
+          model?: string | null;
+          totals: Stats;
+          series: ReturnType<typeof series>;
+        } => ({
+          ...(groupBy === 'key'
+            ? { key: { id: id === '' ? null : id, name: id === '' ? null : (rows[0]?.key?.name ?? null) } }
+            : { model: id === '' ? null : id }),
+          totals: stats(rows),
+          series: series(rows),
+        }),
+      )
       .sort((a, b) => b.totals.requests - a.totals.requests),
   };
 }
@@ -234,7 +297,9 @@ export function registerFakeUsageApi(app: FastifyInstance, state: FakeUsageState
     });
   const view = ({ requestBody: _req, responseBody: _res, ...row }: FakeUsageRecord) => row;
 
-  app.get('/api/limits', async (_request, reply) => (state.limitsInfo ? state.limitsInfo : reply.code(404).send({ error: { code: 'not_found', message: 'Not found.' } })));
+  app.get('/api/limits', async (_request, reply) =>
+    state.limitsInfo ? state.limitsInfo : reply.code(404).send({ error: { code: 'not_found', message: 'Not found.' } }),
+  );
 
   app.get('/api/usage/summary', async (request, reply) => {
     if (state.usageDown) return down(reply);
@@ -261,7 +326,8 @@ export function registerFakeUsageApi(app: FastifyInstance, state: FakeUsageState
       (r) =>
         (!q.key || r.key?.id === q.key) &&
         (!q.model || r.model === q.model) &&
-        (!status || (/^\dxx$/.test(status) ? Math.floor(r.status / 100) === Number(status[0]) : r.status === Number(status))) &&
+        (!status ||
+          (/^\dxx$/.test(status) ? Math.floor(r.status / 100) === Number(status[0]) : r.status === Number(status))) &&
         (!q.from || r.at >= new Date(q.from).toISOString()) &&
         (!q.to || r.at < new Date(q.to).toISOString()),
     );
@@ -271,13 +337,17 @@ export function registerFakeUsageApi(app: FastifyInstance, state: FakeUsageState
     }
     const page = rows.slice(0, limit);
     const last = page.at(-1);
-    return { requests: page.map(view), nextCursor: rows.length > limit && last ? Buffer.from(`${last.at}|${last.id}`).toString('base64url') : null };
+    return {
+      requests: page.map(view),
+      nextCursor: rows.length > limit && last ? Buffer.from(`${last.at}|${last.id}`).toString('base64url') : null,
+    };
   });
 
   app.get('/api/usage/requests/:id', async (request, reply) => {
     if (state.usageDown) return down(reply);
     const record = state.usage.find((r) => r.id === (request.params as { id: string }).id);
-    if (!record) return reply.code(404).send({ error: { code: 'not_found', message: 'No usage record with that id.' } });
+    if (!record)
+      return reply.code(404).send({ error: { code: 'not_found', message: 'No usage record with that id.' } });
     return { request: record };
   });
 }

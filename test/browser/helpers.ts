@@ -44,7 +44,8 @@ export async function launchBrowser(): Promise<Browser> {
 /** Fails when web/dist has not been built (npm ci builds it through `prepare`). */
 export function requireDashboardBuild(): string {
   const index = path.join(DASHBOARD_DIST, 'index.html');
-  if (!existsSync(index)) throw new Error(`${index} does not exist: build the dashboard with \`npm run build\` before the browser tests.`);
+  if (!existsSync(index))
+    throw new Error(`${index} does not exist: build the dashboard with \`npm run build\` before the browser tests.`);
   return DASHBOARD_DIST;
 }
 
@@ -65,7 +66,8 @@ function collectConsoleErrors(page: Page): ConsoleErrors {
   page.on('console', (message: ConsoleMessage) => {
     if (message.type() !== 'error') return;
     const text = message.text();
-    if (text.startsWith('Failed to load resource')) collected.failedResources.push(`${text} (${message.location().url})`);
+    if (text.startsWith('Failed to load resource'))
+      collected.failedResources.push(`${text} (${message.location().url})`);
     else collected.errors.push(text);
   });
   page.on('pageerror', (error) => collected.errors.push(`uncaught: ${error.stack ?? error.message}`));
@@ -107,7 +109,9 @@ export async function openPage(browser: Browser, baseURL: string, options: OpenP
   });
   if (options.localStorage) {
     const entries = JSON.stringify(options.localStorage);
-    await context.addInitScript({ content: `for (const [k, v] of Object.entries(${entries})) localStorage.setItem(k, v);` });
+    await context.addInitScript({
+      content: `for (const [k, v] of Object.entries(${entries})) localStorage.setItem(k, v);`,
+    });
   }
   // Well under the test timeout, so a stuck step fails with the locator it waited for.
   context.setDefaultTimeout(10_000);
@@ -177,7 +181,9 @@ export interface DashboardServer {
  * A bare Fastify on 127.0.0.1:0 serving the built dashboard with registerDashboard. `setup`
  * may add routes (e.g. a fake admin API) before it listens.
  */
-export async function serveDashboard(options: { root?: string; setup?: (app: FastifyInstance) => void | Promise<void> } = {}): Promise<DashboardServer> {
+export async function serveDashboard(
+  options: { root?: string; setup?: (app: FastifyInstance) => void | Promise<void> } = {},
+): Promise<DashboardServer> {
   // forceCloseConnections: open event streams must not hold close() up.
   const app = Fastify({ logger: false, forceCloseConnections: true });
   registerDashboard(app, { root: options.root ?? DASHBOARD_DIST });

@@ -11,7 +11,9 @@ const ESC = '\u001b';
 describe('AnsiParser', () => {
   it('turns SGR colours and styles into classes and drops the escapes', () => {
     const parser = new AnsiParser();
-    expect(parser.parseLine(`${ESC}[2m[21:40:01]${ESC}[0m ${ESC}[31;1mERROR${ESC}[0m out of ${ESC}[4mmemory${ESC}[24m`)).toEqual([
+    expect(
+      parser.parseLine(`${ESC}[2m[21:40:01]${ESC}[0m ${ESC}[31;1mERROR${ESC}[0m out of ${ESC}[4mmemory${ESC}[24m`),
+    ).toEqual([
       { text: '[21:40:01]', classes: 'dim', style: '' },
       { text: ' ', classes: '', style: '' },
       { text: 'ERROR', classes: 'fg-1 b', style: '' },
@@ -22,13 +24,15 @@ describe('AnsiParser', () => {
 
   it('maps bright, 256-colour and true-colour codes', () => {
     const parser = new AnsiParser();
-    expect(parser.parseLine(`${ESC}[92ma${ESC}[38;5;9mb${ESC}[38;5;208mc${ESC}[38;2;1;2;3md${ESC}[48;5;232me`)).toEqual([
-      { text: 'a', classes: 'fg-10', style: '' },
-      { text: 'b', classes: 'fg-9', style: '' },
-      { text: 'c', classes: '', style: 'color: rgb(255, 135, 0)' },
-      { text: 'd', classes: '', style: 'color: rgb(1, 2, 3)' },
-      { text: 'e', classes: '', style: 'color: rgb(1, 2, 3); background-color: rgb(8, 8, 8)' },
-    ]);
+    expect(parser.parseLine(`${ESC}[92ma${ESC}[38;5;9mb${ESC}[38;5;208mc${ESC}[38;2;1;2;3md${ESC}[48;5;232me`)).toEqual(
+      [
+        { text: 'a', classes: 'fg-10', style: '' },
+        { text: 'b', classes: 'fg-9', style: '' },
+        { text: 'c', classes: '', style: 'color: rgb(255, 135, 0)' },
+        { text: 'd', classes: '', style: 'color: rgb(1, 2, 3)' },
+        { text: 'e', classes: '', style: 'color: rgb(1, 2, 3); background-color: rgb(8, 8, 8)' },
+      ],
+    );
   });
 
   it('carries colour across lines, as a terminal does, until reset', () => {
@@ -60,7 +64,10 @@ describe('LogBuffer', () => {
       const buffer = new LogBuffer();
       buffer.append(text.slice(0, cut));
       buffer.append(text.slice(cut));
-      expect(buffer.snapshot().map((line) => line.text), `cut at ${cut}`).toEqual(['one', 'two', 'three']);
+      expect(
+        buffer.snapshot().map((line) => line.text),
+        `cut at ${cut}`,
+      ).toEqual(['one', 'two', 'three']);
     }
   });
 

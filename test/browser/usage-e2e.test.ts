@@ -9,7 +9,16 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { countPromptTokens, DEMO_CONFIG, startSimulator, type Simulator } from '../fakes/llama-swap/index.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { json, rawRequest, type RawResponse } from '../helpers/http.js';
-import { inPage, launchBrowser, openPage, PHONE, requireDashboardBuild, signIn, type OpenPageOptions, type TestPage } from './helpers.js';
+import {
+  inPage,
+  launchBrowser,
+  openPage,
+  PHONE,
+  requireDashboardBuild,
+  signIn,
+  type OpenPageOptions,
+  type TestPage,
+} from './helpers.js';
 
 const PASSWORD = 'usage page passphrase';
 const ADMIN_TOKEN = 'usage-e2e-admin-token';
@@ -26,7 +35,12 @@ beforeAll(async () => {
   requireDashboardBuild();
   browser = await launchBrowser();
   sim = await startSimulator({ config: DEMO_CONFIG, knobs: { tokens: TOKENS, loadDelayMs: 30 } });
-  gateway = await startTestGateway(sim.url, { adminPassword: PASSWORD, adminToken: ADMIN_TOKEN, logLevel: 'warn', usageCaptureBytes: 4096 }, {}, { withStore: true });
+  gateway = await startTestGateway(
+    sim.url,
+    { adminPassword: PASSWORD, adminToken: ADMIN_TOKEN, logLevel: 'warn', usageCaptureBytes: 4096 },
+    {},
+    { withStore: true },
+  );
 }, 60_000);
 
 afterEach(async () => {
@@ -56,14 +70,22 @@ function chat(options: { secret?: string; model?: string; stream?: boolean } = {
   return rawRequest(`${gateway.url}/v1/chat/completions`, {
     method: 'POST',
     headers,
-    body: JSON.stringify({ model: options.model ?? 'qwen', messages: MESSAGES, ...(options.stream ? { stream: true } : {}) }),
+    body: JSON.stringify({
+      model: options.model ?? 'qwen',
+      messages: MESSAGES,
+      ...(options.stream ? { stream: true } : {}),
+    }),
   });
 }
 
 async function adminApi(method: string, path: string, body?: unknown): Promise<unknown> {
   const headers: Record<string, string> = { authorization: `Bearer ${ADMIN_TOKEN}` };
   if (body !== undefined) headers['content-type'] = 'application/json';
-  const res = await rawRequest(`${gateway.url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const res = await rawRequest(`${gateway.url}${path}`, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
   expect(res.status, res.body.toString()).toBeLessThan(300);
   return json(res.body);
 }
@@ -100,7 +122,9 @@ describe('usage page', () => {
     expect(await t.page.getByRole('link', { name: 'Usage' }).getAttribute('aria-current')).toBe('page');
     const snippet = await t.page.locator('.first-call pre').textContent();
     expect(snippet).toContain(`${gateway.url}/v1/chat/completions`);
-    expect(await t.page.getByRole('link', { name: /Client setup on Endpoints/ }).getAttribute('href')).toBe('/endpoints');
+    expect(await t.page.getByRole('link', { name: /Client setup on Endpoints/ }).getAttribute('href')).toBe(
+      '/endpoints',
+    );
     await t.screenshot('e2e-usage-empty');
   });
 
@@ -127,13 +151,18 @@ describe('usage page', () => {
     expect(await stat(t.page, 'cached')).toBe('0');
     expect(await stat(t.page, 'p50')).toMatch(/^≈ /);
     // The numbers are the server's: the same as the summary route says.
-    const summary = (await adminApi('GET', '/api/usage/summary?range=24h')) as { totals: { requests: number; inputTokens: number; outputTokens: number } };
+    const summary = (await adminApi('GET', '/api/usage/summary?range=24h')) as {
+      totals: { requests: number; inputTokens: number; outputTokens: number };
+    };
     expect(summary.totals).toMatchObject({ requests: 5, inputTokens: 3 * PROMPT_TOKENS, outputTokens: 3 * TOKENS });
 
     // Per key: alice and the calls without a key; the chart has its legend and hidden table.
     const groups = t.page.locator('.groups-card tbody tr');
     await groups.first().waitFor();
-    expect((await groups.locator('th').locator('button, .plain').allTextContents()).map((s) => s.trim())).toEqual(['No key', 'alice']);
+    expect((await groups.locator('th').locator('button, .plain').allTextContents()).map((s) => s.trim())).toEqual([
+      'No key',
+      'alice',
+    ]);
     expect(await t.page.locator('.chart .legend li').count()).toBe(2);
     expect(await t.page.getByRole('group', { name: /Requests per 15 minutes/ }).count()).toBe(1);
 
@@ -143,7 +172,9 @@ describe('usage page', () => {
     // The refused call was stopped before its body was read: no model.
     expect(await logModels(t.page)).toEqual(['—', 'no-such-model', 'llama-3.2-3b', 'qwen', 'qwen']);
     expect(await t.page.locator('table.requests tbody tr').nth(3).locator('.stream').count()).toBe(1);
-    expect(await t.page.locator('table.requests tbody tr').nth(0).locator('.error-class').textContent()).toBe('missing_api_key');
+    expect(await t.page.locator('table.requests tbody tr').nth(0).locator('.error-class').textContent()).toBe(
+      'missing_api_key',
+    );
     await t.screenshot('e2e-usage-overview', { fullPage: true });
 
     // Hover the last bar: the tooltip tells the bucket's numbers.
@@ -163,7 +194,9 @@ describe('usage page', () => {
     await t.page.waitForURL('**/usage?group=model');
     await t.page.locator('.groups-card h2', { hasText: 'By model' }).waitFor();
     await t.page.locator('.groups-card tbody th', { hasText: 'no-such-model' }).waitFor();
-    const byModel = (await t.page.locator('.groups-card tbody th button, .groups-card tbody th .plain').allTextContents()).map((s) => s.trim());
+    const byModel = (
+      await t.page.locator('.groups-card tbody th button, .groups-card tbody th .plain').allTextContents()
+    ).map((s) => s.trim());
     // Most requests first; the refused call named no model (the rest tie at one call each).
     expect(byModel[0]).toBe('qwen');
     expect(byModel.slice(1).sort()).toEqual(['No model', 'llama-3.2-3b', 'no-such-model']);
@@ -209,7 +242,10 @@ describe('usage page', () => {
     await drawer.waitFor({ state: 'hidden' });
 
     // The first row (newest): a 200 with its token counts, opened from the keyboard.
-    await rows.nth(0).getByRole('button', { name: /Details of the call/ }).focus();
+    await rows
+      .nth(0)
+      .getByRole('button', { name: /Details of the call/ })
+      .focus();
     await t.page.keyboard.press('Enter');
     await drawer.waitFor();
     await drawer.locator('pre.body').nth(1).waitFor();
@@ -220,7 +256,9 @@ describe('usage page', () => {
     await t.page.keyboard.press('Escape');
     await drawer.waitFor({ state: 'hidden' });
     // Focus went back to the row's button.
-    expect(await inPage(t.page, "document.activeElement?.getAttribute('aria-label') ?? ''")).toMatch(/^Details of the call/);
+    expect(await inPage(t.page, "document.activeElement?.getAttribute('aria-label') ?? ''")).toMatch(
+      /^Details of the call/,
+    );
   });
 
   it('sets a key’s limits in the Keys UI; the third call in a minute is refused and shows as 429', async () => {
@@ -242,7 +280,15 @@ describe('usage page', () => {
 
     const row = t.page.getByRole('row').filter({ has: t.page.getByText('limited', { exact: true }) });
     expect((await row.locator('td[data-label="Limits"]').textContent())?.trim()).toBe('2 rpm');
-    expect((await t.page.getByRole('row').filter({ has: t.page.getByText('alice', { exact: true }) }).locator('td[data-label="Limits"]').textContent())?.trim()).toBe('no limits');
+    expect(
+      (
+        await t.page
+          .getByRole('row')
+          .filter({ has: t.page.getByText('alice', { exact: true }) })
+          .locator('td[data-label="Limits"]')
+          .textContent()
+      )?.trim(),
+    ).toBe('no limits');
     // No Redis: limits are counted by this process alone, and the page says so.
     expect(await t.page.getByTestId('limits-scope').textContent()).toContain('per replica (per gateway process)');
     const keys = (await adminApi('GET', '/api/keys')) as { keys: Array<{ name: string; id: string; limits: unknown }> };
@@ -294,7 +340,11 @@ describe('usage page', () => {
     await phone.page.locator('table.requests').evaluate((e) => e.scrollIntoView({ block: 'start' }));
     await phone.screenshot('e2e-usage-phone-log');
     expect(await inPage(phone.page, 'document.documentElement.scrollWidth')).toBeLessThanOrEqual(PHONE.width);
-    await phone.page.locator('table.requests tbody tr').first().getByRole('button', { name: /Details of the call/ }).click();
+    await phone.page
+      .locator('table.requests tbody tr')
+      .first()
+      .getByRole('button', { name: /Details of the call/ })
+      .click();
     await phone.page.getByRole('dialog').waitFor();
     await phone.screenshot('e2e-usage-phone-drawer');
   });

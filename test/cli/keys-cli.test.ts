@@ -25,7 +25,10 @@ interface Run {
 
 function collector(): { stream: Writable; text: () => string } {
   let text = '';
-  return { stream: new Writable({ write: (chunk: Buffer, _e, done) => ((text += chunk.toString()), done()) }), text: () => text };
+  return {
+    stream: new Writable({ write: (chunk: Buffer, _e, done) => ((text += chunk.toString()), done()) }),
+    text: () => text,
+  };
 }
 
 /** Runs `gatehouse keys <args>`; `answer` is typed at the confirmation prompt on a TTY. */
@@ -59,14 +62,32 @@ async function storedKeys() {
 
 describe('gatehouse keys create', () => {
   it('prints the new key once with a warning to store it now', async () => {
-    const run = await keys(['create', '--name', 'laptop', '--models', 'qwen, llama ,', '--note', 'for me', '--rpm', '60', '--concurrent', '2']);
+    const run = await keys([
+      'create',
+      '--name',
+      'laptop',
+      '--models',
+      'qwen, llama ,',
+      '--note',
+      'for me',
+      '--rpm',
+      '60',
+      '--concurrent',
+      '2',
+    ]);
     expect(run.code).toBe(0);
     expect(run.stderr).toBe('');
     const secrets = run.stdout.match(/sk-[0-9A-Za-z]{43}/g);
     expect(secrets).toHaveLength(1);
     expect(run.stdout).toContain('Store it now: it will not be shown again.');
     const [stored] = await storedKeys();
-    expect(stored).toMatchObject({ name: 'laptop', models: ['qwen', 'llama'], note: 'for me', limits: { rpm: 60, tpm: null, concurrent: 2 }, expiresAt: null });
+    expect(stored).toMatchObject({
+      name: 'laptop',
+      models: ['qwen', 'llama'],
+      note: 'for me',
+      limits: { rpm: 60, tpm: null, concurrent: 2 },
+      expiresAt: null,
+    });
     expect(stored!.hash).toBe(hashApiKey(secrets![0]));
     expect(run.stdout).toBe(
       [
@@ -118,7 +139,9 @@ describe('gatehouse keys create', () => {
       const run = await keys(args);
       expect(run.code, args.join(' ')).toBe(2);
       expect(run.stdout, args.join(' ')).toBe('');
-      expect(run.stderr, args.join(' ')).toMatch(/^gatehouse keys create: .+\nRun "gatehouse keys --help" for usage\.\n$/);
+      expect(run.stderr, args.join(' ')).toMatch(
+        /^gatehouse keys create: .+\nRun "gatehouse keys --help" for usage\.\n$/,
+      );
     }
     expect(existsSync(dataDir)).toBe(false);
   });
@@ -144,8 +167,14 @@ describe('gatehouse keys list', () => {
     expect(header).toMatch(/^ID\s+PREFIX\s+NAME\s+STATUS\s+CREATED\s+LAST USED\s+EXPIRES\s+MODELS$/);
     expect(rows).toHaveLength(2);
     const rowOf = (id: string) => rows.find((row) => row.startsWith(`${id} `));
-    expect(rowOf(ka!.id)).toMatch(new RegExp(`^${ka!.id}\\s+${ka!.prefix}\\s+k\\s+revoked\\s+\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\dZ\\s+never\\s+never\\s+qwen$`));
-    expect(rowOf(kb!.id)).toMatch(new RegExp(`^${kb!.id}\\s+${kb!.prefix}\\s+k\\s+active\\s+.+\\s+never\\s+2099-01-01 00:00Z\\s+all$`));
+    expect(rowOf(ka!.id)).toMatch(
+      new RegExp(
+        `^${ka!.id}\\s+${ka!.prefix}\\s+k\\s+revoked\\s+\\d{4}-\\d\\d-\\d\\d \\d\\d:\\d\\dZ\\s+never\\s+never\\s+qwen$`,
+      ),
+    );
+    expect(rowOf(kb!.id)).toMatch(
+      new RegExp(`^${kb!.id}\\s+${kb!.prefix}\\s+k\\s+active\\s+.+\\s+never\\s+2099-01-01 00:00Z\\s+all$`),
+    );
     for (const secret of [a, b]) {
       expect(run.stdout).not.toContain(secret);
       expect(run.stdout).not.toContain(secret.slice(9));
@@ -159,7 +188,19 @@ describe('gatehouse keys list', () => {
     expect(run.code).toBe(0);
     const { keys: listed } = JSON.parse(run.stdout) as { keys: Array<Record<string, unknown>> };
     expect(listed).toHaveLength(1);
-    expect(Object.keys(listed[0]!).sort()).toEqual(['createdAt', 'expiresAt', 'id', 'lastUsedAt', 'limits', 'models', 'name', 'note', 'prefix', 'revokedAt', 'status']);
+    expect(Object.keys(listed[0]!).sort()).toEqual([
+      'createdAt',
+      'expiresAt',
+      'id',
+      'lastUsedAt',
+      'limits',
+      'models',
+      'name',
+      'note',
+      'prefix',
+      'revokedAt',
+      'status',
+    ]);
     expect(run.stdout).not.toContain(secret);
     expect(run.stdout).not.toContain(hashApiKey(secret));
   });
@@ -171,7 +212,10 @@ describe('gatehouse keys revoke', () => {
     await createQuiet();
     const [a, b] = await storedKeys();
     const byId = await keys(['revoke', a!.id]);
-    expect(byId).toMatchObject({ code: 0, stdout: `Revoked ${a!.id} (${a!.prefix}, "k"). Clients using it are refused from now on.\n` });
+    expect(byId).toMatchObject({
+      code: 0,
+      stdout: `Revoked ${a!.id} (${a!.prefix}, "k"). Clients using it are refused from now on.\n`,
+    });
     const byPrefix = await keys(['revoke', b!.prefix]);
     expect(byPrefix.code).toBe(0);
     expect((await storedKeys()).every((k) => k.revokedAt !== null)).toBe(true);
@@ -213,7 +257,9 @@ describe('gatehouse keys revoke', () => {
     }
     const run = await keys(['revoke', 'sk-AbC']);
     expect(run.code).toBe(1);
-    expect(run.stderr).toMatch(/^"sk-AbC" matches 2 keys \(key_\w+ sk-AbCde1 "one", key_\w+ sk-AbCde2 "two"\); use the full id\n$/);
+    expect(run.stderr).toMatch(
+      /^"sk-AbC" matches 2 keys \(key_\w+ sk-AbCde1 "one", key_\w+ sk-AbCde2 "two"\); use the full id\n$/,
+    );
     expect((await storedKeys()).every((k) => k.revokedAt === null)).toBe(true);
   });
 

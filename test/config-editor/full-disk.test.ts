@@ -12,12 +12,17 @@ import { removeDir, SCHEMA_PATH, startEditorServer, tempDir, V1, type EditorServ
 
 const ROOT = process.getuid?.() === 0;
 if (!ROOT) {
-  console.warn('SKIPPED test/config-editor/full-disk.test.ts: mounting a tmpfs and a bind mount needs root (uid 0); ' +
-      'CI runs these as root.');
+  console.warn(
+    'SKIPPED test/config-editor/full-disk.test.ts: mounting a tmpfs and a bind mount needs root (uid 0); ' +
+      'CI runs these as root.',
+  );
 }
 
 /** A valid config longer than one 4 KiB page, so writing it needs space the old file does not have. */
-const MODELS = Array.from({ length: 90 }, (_, i) => `  model-${i}:\n    cmd: llama-server --port \${PORT} -m model-${i}.gguf\n`);
+const MODELS = Array.from(
+  { length: 90 },
+  (_, i) => `  model-${i}:\n    cmd: llama-server --port \${PORT} -m model-${i}.gguf\n`,
+);
 const LONG = `${V1}${MODELS.join('')}`;
 
 let dir: string;
@@ -88,9 +93,14 @@ describe.skipIf(!ROOT)('saving a single-file bind mount in place (real tmpfs, ro
     const res = await s.request('PUT', '/api/config', { text: LONG, version: loaded.version });
     expect(res.status).toBe(500);
     expect((await readFile(file)).toString('utf8')).toBe(V1);
-    expect(res.body.error).toMatchObject({ code: 'config_write_failed', details: { code: 'ENOSPC', file: 'restored', oldCopyPath: null } });
+    expect(res.body.error).toMatchObject({
+      code: 'config_write_failed',
+      details: { code: 'ENOSPC', file: 'restored', oldCopyPath: null },
+    });
     expect(res.body.error.message).toContain(`Writing ${file} in place failed: ENOSPC`);
-    expect(res.body.error.message).toContain('The previous contents were put back, so the file is byte for byte as it was');
+    expect(res.body.error.message).toContain(
+      'The previous contents were put back, so the file is byte for byte as it was',
+    );
     expect((await readFile(file)).equals(Buffer.from(V1))).toBe(true);
     expect((await s.request('GET', '/api/config')).body.text).toBe(V1);
     expect(await hiddenFiles()).toEqual([]);

@@ -24,7 +24,10 @@ const FIXTURES = join(SHARED, 'fixtures');
 /** A path under `../shared/fixtures`; throws (fails the test) when it is missing. */
 export function fixturePath(relative: string): string {
   const path = join(FIXTURES, relative);
-  if (!existsSync(path)) throw new Error(`missing fixture ${path}: these tests need the ../shared checkout next to the repo (they never skip)`);
+  if (!existsSync(path))
+    throw new Error(
+      `missing fixture ${path}: these tests need the ../shared checkout next to the repo (they never skip)`,
+    );
   return path;
 }
 

@@ -19,7 +19,13 @@ describe('reload outcome, end to end with the simulator watching the file', () =
     await writeFile(file, V1);
     sim = await startSimulator({ configFile: file, watchConfig: true, watchIntervalMs: 100, reloadStatusDelayMs: 20 });
     client = createLlamaSwapClient({ baseUrl: new URL(sim.url), timeoutMs: 2000 });
-    server = await startEditorServer({ configFile: file, schemaSource: SCHEMA_PATH(), dataDir: join(dir, 'data'), proxyLog: client, reloadWatch: { startTimeoutMs: 6000, finishTimeoutMs: 8000 } });
+    server = await startEditorServer({
+      configFile: file,
+      schemaSource: SCHEMA_PATH(),
+      dataDir: join(dir, 'data'),
+      proxyLog: client,
+      reloadWatch: { startTimeoutMs: 6000, finishTimeoutMs: 8000 },
+    });
   });
   afterEach(async () => {
     await server.close();
@@ -35,9 +41,16 @@ describe('reload outcome, end to end with the simulator watching the file', () =
     const saved = await server.request('PUT', '/api/config', { text: V2, version: loaded.version });
     expect(saved.status).toBe(200);
     expect(saved.body.reload).toMatchObject({ state: 'pending', savedAt: expect.any(String) });
-    const status = await server.request('GET', `/api/config/reload-status?since=${encodeURIComponent(saved.body.reload.savedAt)}&wait=15000`);
+    const status = await server.request(
+      'GET',
+      `/api/config/reload-status?since=${encodeURIComponent(saved.body.reload.savedAt)}&wait=15000`,
+    );
     expect(status.status).toBe(200);
-    expect(status.body).toMatchObject({ state: 'reloaded', savedAt: saved.body.reload.savedAt, settledAt: expect.any(String) });
+    expect(status.body).toMatchObject({
+      state: 'reloaded',
+      savedAt: saved.body.reload.savedAt,
+      settledAt: expect.any(String),
+    });
     expect(status.body.message).toContain('Every model was stopped');
     expect(sim.logHistory('proxy')).toContain('[INFO] configuration reloaded\n');
     expect(sim.state('qwen')).toBe('stopped');
@@ -49,11 +62,21 @@ describe('reload outcome, end to end with the simulator watching the file', () =
     const text = `${V2}    aliases: [gpt-4o-mini]\n`;
     const saved = await server.request('PUT', '/api/config', { text, version: loaded.version });
     expect(saved.status).toBe(200);
-    expect(saved.body.warnings.map((w: { kind: string; message: string }) => [w.kind, w.message.includes('duplicate alias gpt-4o-mini found in model: llama')])).toEqual([['loader', true]]);
-    const status = await server.request('GET', `/api/config/reload-status?since=${encodeURIComponent(saved.body.reload.savedAt)}&wait=15000`);
+    expect(
+      saved.body.warnings.map((w: { kind: string; message: string }) => [
+        w.kind,
+        w.message.includes('duplicate alias gpt-4o-mini found in model: llama'),
+      ]),
+    ).toEqual([['loader', true]]);
+    const status = await server.request(
+      'GET',
+      `/api/config/reload-status?since=${encodeURIComponent(saved.body.reload.savedAt)}&wait=15000`,
+    );
     expect(status.body).toMatchObject({ state: 'failed' });
     // which of the two models llama-swap names depends on Go's map order
-    expect(status.body.message).toMatch(/^llama-swap refused the saved config and keeps running the previous one: duplicate alias gpt-4o-mini found in model: (qwen|llama)$/);
+    expect(status.body.message).toMatch(
+      /^llama-swap refused the saved config and keeps running the previous one: duplicate alias gpt-4o-mini found in model: (qwen|llama)$/,
+    );
     // llama-swap kept the old config
     expect(sim.state('llama')).toBeUndefined();
   });
@@ -68,7 +91,10 @@ describe('reload outcome, end to end with the simulator watching the file', () =
       const saved = await server.request('PUT', '/api/config', { text, version });
       expect(saved.status).toBe(200);
       version = saved.body.version;
-      const status = await server.request('GET', `/api/config/reload-status?since=${encodeURIComponent(saved.body.reload.savedAt)}&wait=15000`);
+      const status = await server.request(
+        'GET',
+        `/api/config/reload-status?since=${encodeURIComponent(saved.body.reload.savedAt)}&wait=15000`,
+      );
       expect(status.body.state).toBe(state);
     }
   });
@@ -106,7 +132,12 @@ describe('reload-status without a usable watch', () => {
   it('is unknown before any save', async () => {
     server = await startEditorServer({ configFile: file, schemaSource: SCHEMA_PATH(), dataDir: join(dir, 'data') });
     const res = await server.request('GET', '/api/config/reload-status');
-    expect(res.body).toEqual({ state: 'unknown', message: 'No config has been saved from Gatehouse since it started.', savedAt: null, settledAt: null });
+    expect(res.body).toEqual({
+      state: 'unknown',
+      message: 'No config has been saved from Gatehouse since it started.',
+      savedAt: null,
+      settledAt: null,
+    });
   });
 
   it('refuses a malformed since or wait with 422', async () => {
@@ -119,7 +150,13 @@ describe('reload-status without a usable watch', () => {
   it('is unknown, with the -watch-config hint, when llama-swap does not watch the file', async () => {
     sim = await startSimulator({ configFile: file });
     client = createLlamaSwapClient({ baseUrl: new URL(sim.url), timeoutMs: 2000 });
-    server = await startEditorServer({ configFile: file, schemaSource: SCHEMA_PATH(), dataDir: join(dir, 'data'), proxyLog: client, reloadWatch: { startTimeoutMs: 400 } });
+    server = await startEditorServer({
+      configFile: file,
+      schemaSource: SCHEMA_PATH(),
+      dataDir: join(dir, 'data'),
+      proxyLog: client,
+      reloadWatch: { startTimeoutMs: 400 },
+    });
     const loaded = (await server.request('GET', '/api/config')).body;
     const saved = await server.request('PUT', '/api/config', { text: V2, version: loaded.version });
     expect(saved.body.reload.state).toBe('pending');
@@ -134,11 +171,19 @@ describe('reload-status without a usable watch', () => {
 
   it('is unknown, saying why, when llama-swap cannot be reached (the save still succeeds)', async () => {
     client = createLlamaSwapClient({ baseUrl: new URL(await deadUrl()), timeoutMs: 500 });
-    server = await startEditorServer({ configFile: file, schemaSource: SCHEMA_PATH(), dataDir: join(dir, 'data'), proxyLog: client });
+    server = await startEditorServer({
+      configFile: file,
+      schemaSource: SCHEMA_PATH(),
+      dataDir: join(dir, 'data'),
+      proxyLog: client,
+    });
     const loaded = (await server.request('GET', '/api/config')).body;
     const saved = await server.request('PUT', '/api/config', { text: V2, version: loaded.version });
     expect(saved.status).toBe(200);
-    expect(saved.body.reload).toMatchObject({ state: 'unknown', message: expect.stringContaining("Could not watch llama-swap's proxy log") });
+    expect(saved.body.reload).toMatchObject({
+      state: 'unknown',
+      message: expect.stringContaining("Could not watch llama-swap's proxy log"),
+    });
   });
 });
 
@@ -209,15 +254,23 @@ describe('ReloadWatcher', () => {
     const watcher = await ReloadWatcher.arm({ source });
     watcher.begin(new Date());
     const status = await watcher.waitSettled(3000);
-    expect(status).toMatchObject({ state: 'failed', message: 'llama-swap refused the saved config and keeps running the previous one: boom' });
+    expect(status).toMatchObject({
+      state: 'failed',
+      message: 'llama-swap refused the saved config and keeps running the previous one: boom',
+    });
     expect(source.calls).toEqual([{ noHistory: true }, { noHistory: false }]);
   });
 
   it('falls back to the last start line of the history when its own text is gone', async () => {
     const source = scriptedSource([
       { chunks: [] },
-      { chunks: ['[INFO] reloading configuration\n[WARN] failed to reload config: old\n[INFO] reloading ' +
-            'configuration\n[INFO] configuration reloaded\n'], keepOpen: true },
+      {
+        chunks: [
+          '[INFO] reloading configuration\n[WARN] failed to reload config: old\n[INFO] reloading ' +
+            'configuration\n[INFO] configuration reloaded\n',
+        ],
+        keepOpen: true,
+      },
     ]);
     const watcher = await ReloadWatcher.arm({ source });
     watcher.begin(new Date());
@@ -225,7 +278,9 @@ describe('ReloadWatcher', () => {
   });
 
   it('ignores reload lines written before the save', async () => {
-    const source = scriptedSource([{ chunks: ['[INFO] reloading configuration\n[INFO] configuration reloaded\n'], keepOpen: true }]);
+    const source = scriptedSource([
+      { chunks: ['[INFO] reloading configuration\n[INFO] configuration reloaded\n'], keepOpen: true },
+    ]);
     const watcher = await ReloadWatcher.arm({ source, startTimeoutMs: 300 });
     await source.played(0);
     watcher.begin(new Date());
@@ -234,17 +289,31 @@ describe('ReloadWatcher', () => {
   });
 
   it('counts an outcome logged while the write was still finishing (after the rename, before the directory sync)', async () => {
-    const source = scriptedSource([{ chunks: ['[INFO] reloading configuration\n[WARN] failed to reload config: duplicate alias\n'], keepOpen: true }]);
+    const source = scriptedSource([
+      { chunks: ['[INFO] reloading configuration\n[WARN] failed to reload config: duplicate alias\n'], keepOpen: true },
+    ]);
     const watcher = await ReloadWatcher.arm({ source, startTimeoutMs: 300 });
     watcher.writing();
     await source.played(0);
     watcher.begin(new Date());
     const status = await watcher.waitSettled(2000);
-    expect(status).toMatchObject({ state: 'failed', message: expect.stringContaining('duplicate alias'), savedAt: expect.any(String) });
+    expect(status).toMatchObject({
+      state: 'failed',
+      message: expect.stringContaining('duplicate alias'),
+      savedAt: expect.any(String),
+    });
   });
 
   it('reports a server that could not be built as failed', async () => {
-    const source = scriptedSource([{ chunks: ['[INFO] reloading configuration\n', '[WARN] failed to build new server during reload: group g: member x is not a model\n'], keepOpen: true }]);
+    const source = scriptedSource([
+      {
+        chunks: [
+          '[INFO] reloading configuration\n',
+          '[WARN] failed to build new server during reload: group g: member x is not a model\n',
+        ],
+        keepOpen: true,
+      },
+    ]);
     const watcher = await ReloadWatcher.arm({ source });
     watcher.begin(new Date());
     const status = await watcher.waitSettled(3000);

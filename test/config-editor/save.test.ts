@@ -3,7 +3,17 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { REAL_FILE_OPS, type FileOps } from '../../src/config-editor/config-file.js';
 import { RELOAD_NOTICE } from '../../src/config-editor/config-editor.js';
-import { fixtureBytes, listDir, removeDir, SCHEMA_PATH, startEditorServer, tempDir, V1, V2, type EditorServer } from './helpers.js';
+import {
+  fixtureBytes,
+  listDir,
+  removeDir,
+  SCHEMA_PATH,
+  startEditorServer,
+  tempDir,
+  V1,
+  V2,
+  type EditorServer,
+} from './helpers.js';
 
 let dir: string;
 let file: string;
@@ -21,8 +31,16 @@ afterEach(async () => {
 });
 
 /** `null`: INFERENCE_CONFIG_FILE unset. */
-async function start(configFile: string | null = file, extra: { fileOps?: Partial<FileOps>; cwd?: string } = {}): Promise<EditorServer> {
-  server = await startEditorServer({ configFile: configFile ?? undefined, schemaSource: SCHEMA_PATH(), dataDir: join(dir, 'data'), ...extra });
+async function start(
+  configFile: string | null = file,
+  extra: { fileOps?: Partial<FileOps>; cwd?: string } = {},
+): Promise<EditorServer> {
+  server = await startEditorServer({
+    configFile: configFile ?? undefined,
+    schemaSource: SCHEMA_PATH(),
+    dataDir: join(dir, 'data'),
+    ...extra,
+  });
   return server;
 }
 
@@ -31,21 +49,33 @@ describe('GET /api/config: when the editor is off', () => {
     const s = await start(null);
     const res = await s.request('GET', '/api/config');
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ enabled: false, path: null, reason: expect.stringContaining('INFERENCE_CONFIG_FILE is not set') });
+    expect(res.body).toEqual({
+      enabled: false,
+      path: null,
+      reason: expect.stringContaining('INFERENCE_CONFIG_FILE is not set'),
+    });
     expect(res.body.reason).toContain('Set INFERENCE_CONFIG_FILE to the absolute path');
   });
 
   it('is off for a relative path, suggesting the absolute one', async () => {
     const s = await start('config.yaml', { cwd: dir });
     const res = await s.request('GET', '/api/config');
-    expect(res.body).toEqual({ enabled: false, path: 'config.yaml', reason: expect.stringContaining('a relative path') });
+    expect(res.body).toEqual({
+      enabled: false,
+      path: 'config.yaml',
+      reason: expect.stringContaining('a relative path'),
+    });
     expect(res.body.reason).toContain(join(dir, 'config.yaml'));
   });
 
   it('is off for a file that does not exist', async () => {
     const s = await start(join(dir, 'missing.yaml'));
     const res = await s.request('GET', '/api/config');
-    expect(res.body).toEqual({ enabled: false, path: join(dir, 'missing.yaml'), reason: expect.stringContaining(`${join(dir, 'missing.yaml')} does not exist`) });
+    expect(res.body).toEqual({
+      enabled: false,
+      path: join(dir, 'missing.yaml'),
+      reason: expect.stringContaining(`${join(dir, 'missing.yaml')} does not exist`),
+    });
   });
 
   it('is off for a directory, naming the file to point at', async () => {
@@ -86,9 +116,25 @@ describe('load and save', () => {
     expect(res.status).toBe(200);
     expect(res.raw.headers['cache-control']).toBe('no-store');
     const st = await stat(file, { bigint: true });
-    expect(res.body).toMatchObject({ enabled: true, path: file, realPath: file, text: V1, size: Buffer.byteLength(V1), lossless: true, writable: true, readOnlyReason: null, warnings: [] });
+    expect(res.body).toMatchObject({
+      enabled: true,
+      path: file,
+      realPath: file,
+      text: V1,
+      size: Buffer.byteLength(V1),
+      lossless: true,
+      writable: true,
+      readOnlyReason: null,
+      warnings: [],
+    });
     expect(res.body.version).toMatch(new RegExp(`^v1\\.${st.mtimeNs}\\.${st.size}\\.[0-9a-f]{64}$`));
-    expect(res.body.schema).toMatchObject({ available: true, source: SCHEMA_PATH(), origin: 'setting', fromCache: false, reason: null });
+    expect(res.body.schema).toMatchObject({
+      available: true,
+      source: SCHEMA_PATH(),
+      origin: 'setting',
+      fromCache: false,
+      reason: null,
+    });
     expect(res.body.schema.document.$id).toBe('llama-swap-config-schema.json');
   });
 
@@ -99,7 +145,14 @@ describe('load and save', () => {
     const res = await s.request('PUT', '/api/config', { text: V2, version: loaded.version });
     expect(res.status).toBe(200);
     expect((await readFile(file)).equals(Buffer.from(V2))).toBe(true);
-    expect(res.body).toMatchObject({ saved: true, changed: true, path: file, method: 'rename', warnings: [], notices: [RELOAD_NOTICE] });
+    expect(res.body).toMatchObject({
+      saved: true,
+      changed: true,
+      path: file,
+      method: 'rename',
+      warnings: [],
+      notices: [RELOAD_NOTICE],
+    });
     // No llama-swap connection in this server: the outcome is unknown, and says why.
     expect(res.body.reload).toMatchObject({ state: 'unknown', savedAt: expect.any(String) });
     const again = (await s.request('GET', '/api/config')).body;
@@ -156,7 +209,7 @@ describe('load and save', () => {
     const bad = await s.request('PUT', '/api/config', { text: V2, version: 'yesterday' });
     expect(bad.status).toBe(422);
     expect(bad.body.error.details[0].path).toBe('/version');
-    expect((await readFile(file, 'utf8'))).toBe(V1);
+    expect(await readFile(file, 'utf8')).toBe(V1);
   });
 });
 
@@ -170,7 +223,10 @@ describe('conflicts', () => {
     const res = await s.request('PUT', '/api/config', { text: V2, version: loaded.version });
     expect(res.status).toBe(409);
     expect(res.body.error.code).toBe('config_conflict');
-    expect(res.body.error.details).toMatchObject({ currentText: external, changed: expect.arrayContaining(['size', 'content']) });
+    expect(res.body.error.details).toMatchObject({
+      currentText: external,
+      changed: expect.arrayContaining(['size', 'content']),
+    });
     expect(await readFile(file, 'utf8')).toBe(external);
     // the returned version lets the page save over it deliberately
     const retry = await s.request('PUT', '/api/config', { text: V2, version: res.body.error.details.currentVersion });
@@ -199,7 +255,10 @@ describe('conflicts', () => {
     const loaded = (await s.request('GET', '/api/config')).body;
     const a = V2;
     const b = V1.replace('gpt-4o-mini', 'gpt-4o');
-    const results = await Promise.all([s.request('PUT', '/api/config', { text: a, version: loaded.version }), s.request('PUT', '/api/config', { text: b, version: loaded.version })]);
+    const results = await Promise.all([
+      s.request('PUT', '/api/config', { text: a, version: loaded.version }),
+      s.request('PUT', '/api/config', { text: b, version: loaded.version }),
+    ]);
     expect(results.map((r) => r.status).sort()).toEqual([200, 409]);
     const winner = results[0].status === 200 ? a : b;
     expect(await readFile(file, 'utf8')).toBe(winner);
@@ -221,7 +280,9 @@ describe('invalid text is never written', () => {
       expect(res.status).toBe(422);
       expect(res.body.error.code).toBe('config_invalid');
       expect(res.body.error.details.errors.length).toBeGreaterThan(0);
-      expect(res.body.error.details.errors.every((e: { kind: string; line: number }) => e.kind === kind && e.line > 0)).toBe(true);
+      expect(
+        res.body.error.details.errors.every((e: { kind: string; line: number }) => e.kind === kind && e.line > 0),
+      ).toBe(true);
       expect((await readFile(file)).equals(Buffer.from(V1))).toBe(true);
       expect(await listDir(dir)).toEqual(['config.yaml']);
     });
@@ -231,8 +292,15 @@ describe('invalid text is never written', () => {
     await writeFile(file, V1);
     const s = await start();
     const loaded = (await s.request('GET', '/api/config')).body;
-    const res = await s.request('PUT', '/api/config', { text: 'logLevel: loud\nmodels:\n  a:\n    ttl: x\n', version: loaded.version });
-    expect(res.body.error.details.errors.map((e: { path: string }) => e.path).sort()).toEqual(['/logLevel', '/models/a', '/models/a/ttl']);
+    const res = await s.request('PUT', '/api/config', {
+      text: 'logLevel: loud\nmodels:\n  a:\n    ttl: x\n',
+      version: loaded.version,
+    });
+    expect(res.body.error.details.errors.map((e: { path: string }) => e.path).sort()).toEqual([
+      '/logLevel',
+      '/models/a',
+      '/models/a/ttl',
+    ]);
   });
 
   it('saves a schema-valid text with loader warnings, and returns them', async () => {
@@ -242,15 +310,23 @@ describe('invalid text is never written', () => {
     const text = `${V2}    aliases: [gpt-4o-mini]\n`;
     const res = await s.request('PUT', '/api/config', { text, version: loaded.version });
     expect(res.status).toBe(200);
-    expect(res.body.warnings).toEqual([expect.objectContaining({ kind: 'loader', path: '/models/llama/aliases/0', line: 8 })]);
+    expect(res.body.warnings).toEqual([
+      expect.objectContaining({ kind: 'loader', path: '/models/llama/aliases/0', line: 8 }),
+    ]);
   });
 });
 
 describe('byte-exact round trips', () => {
   const files: Array<[string, Buffer]> = [
     ['CRLF line endings', Buffer.from('# crlf\r\nmodels:\r\n  a:\r\n    cmd: x --port ${PORT}\r\n')],
-    ['non-ASCII text', Buffer.from('# Modèles — 日本語 🦙\nmodels:\n  café:\n    cmd: x --port ${PORT}\n    description: "ñandú"\n')],
-    ['a UTF-8 BOM', Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('models:\n  a:\n    cmd: x --port ${PORT}\n')])],
+    [
+      'non-ASCII text',
+      Buffer.from('# Modèles — 日本語 🦙\nmodels:\n  café:\n    cmd: x --port ${PORT}\n    description: "ñandú"\n'),
+    ],
+    [
+      'a UTF-8 BOM',
+      Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('models:\n  a:\n    cmd: x --port ${PORT}\n')]),
+    ],
     ['no trailing newline', Buffer.from('models:\n  a:\n    cmd: x --port ${PORT}')],
     ['the llama-swap example', Buffer.alloc(0)],
   ];
@@ -267,7 +343,9 @@ describe('byte-exact round trips', () => {
       expect(res.status, JSON.stringify(res.body)).toBe(200);
       const written = await readFile(file);
       expect(written.equals(Buffer.from(edited, 'utf8'))).toBe(true);
-      expect(written.toString('latin1').replace('--port ${PORT} -v', '--port ${PORT}')).toBe(original.toString('latin1'));
+      expect(written.toString('latin1').replace('--port ${PORT} -v', '--port ${PORT}')).toBe(
+        original.toString('latin1'),
+      );
     });
   }
 });
@@ -299,8 +377,10 @@ describe('where and how the file is written', () => {
     const res = await s.request('PUT', '/api/config', { text: V2, version: loaded.version });
     expect(res.status).toBe(403);
     expect(res.body.error.code).toBe('config_read_only');
-    expect(res.body.error.message).toBe(`The config file ${file} is read-only (mode 0444). Make it writable for Gatehouse (e.g. chmod u+w ` +
-        `${file}) to save from the dashboard; nothing was written.`);
+    expect(res.body.error.message).toBe(
+      `The config file ${file} is read-only (mode 0444). Make it writable for Gatehouse (e.g. chmod u+w ` +
+        `${file}) to save from the dashboard; nothing was written.`,
+    );
     expect(await readFile(file, 'utf8')).toBe(V1);
     expect(await listDir(dir)).toEqual(['config.yaml']);
   });
@@ -308,7 +388,9 @@ describe('where and how the file is written', () => {
   it('reports a write refused by the filesystem (EROFS) as read-only, losing nothing', async () => {
     await writeFile(file, V1);
     const erofs = Object.assign(new Error('read-only file system'), { code: 'EROFS' });
-    const s = await start(file, { fileOps: { open: (async () => Promise.reject(erofs)) as unknown as FileOps['open'] } });
+    const s = await start(file, {
+      fileOps: { open: (async () => Promise.reject(erofs)) as unknown as FileOps['open'] },
+    });
     const loaded = (await s.request('GET', '/api/config')).body;
     const res = await s.request('PUT', '/api/config', { text: V2, version: loaded.version });
     expect(res.status).toBe(403);
@@ -320,7 +402,9 @@ describe('where and how the file is written', () => {
   it('reports any other write failure (ENOSPC) as 500 config_write_failed, losing nothing', async () => {
     await writeFile(file, V1);
     const enospc = Object.assign(new Error('no space left on device'), { code: 'ENOSPC' });
-    const s = await start(file, { fileOps: { open: (async () => Promise.reject(enospc)) as unknown as FileOps['open'] } });
+    const s = await start(file, {
+      fileOps: { open: (async () => Promise.reject(enospc)) as unknown as FileOps['open'] },
+    });
     const loaded = (await s.request('GET', '/api/config')).body;
     const res = await s.request('PUT', '/api/config', { text: V2, version: loaded.version });
     expect(res.status).toBe(500);
@@ -344,10 +428,11 @@ describe('where and how the file is written', () => {
 
   it('writes in place when the directory does not let it create the temp file (EACCES)', async () => {
     await writeFile(file, V1);
-    const open: FileOps['open'] = (async (path: Parameters<FileOps['open']>[0], ...rest: unknown[]) => {
-      if (String(path).includes('.gatehouse-tmp-')) throw Object.assign(new Error('permission denied'), { code: 'EACCES' });
+    const open: FileOps['open'] = async (path: Parameters<FileOps['open']>[0], ...rest: unknown[]) => {
+      if (String(path).includes('.gatehouse-tmp-'))
+        throw Object.assign(new Error('permission denied'), { code: 'EACCES' });
       return (REAL_FILE_OPS.open as (...a: unknown[]) => ReturnType<FileOps['open']>)(path, ...rest);
-    });
+    };
     const s = await start(file, { fileOps: { open } });
     const loaded = (await s.request('GET', '/api/config')).body;
     const res = await s.request('PUT', '/api/config', { text: V2, version: loaded.version });
@@ -415,7 +500,10 @@ describe('where and how the file is written', () => {
     const res = await s.request('PUT', '/api/config', { text: V1, version: loaded.version });
     expect(res.status).toBe(500);
     expect((await readFile(file)).equals(Buffer.from(V2))).toBe(true);
-    expect(res.body.error).toMatchObject({ code: 'config_write_failed', details: { code: 'EIO', file: 'restored', oldCopyPath: null } });
+    expect(res.body.error).toMatchObject({
+      code: 'config_write_failed',
+      details: { code: 'EIO', file: 'restored', oldCopyPath: null },
+    });
     expect(res.body.error.message).toBe(
       `Writing ${file} in place failed: EIO: i/o error. The previous contents were put back, so the file ` +
         `is byte for byte as it was; ` +
@@ -452,10 +540,27 @@ describe('validate and format over HTTP', () => {
     const s = await start();
     const ok = await s.request('POST', '/api/config/validate', { text: V2 });
     expect(ok.status).toBe(200);
-    expect(ok.body).toMatchObject({ valid: true, errors: [], warnings: [], schema: { available: true, source: SCHEMA_PATH() } });
+    expect(ok.body).toMatchObject({
+      valid: true,
+      errors: [],
+      warnings: [],
+      schema: { available: true, source: SCHEMA_PATH() },
+    });
     const bad = await s.request('POST', '/api/config/validate', { text: 'models:\n  a:\n    cmd: x\n    cmd: y\n' });
     expect(bad.body.valid).toBe(false);
-    expect(bad.body.errors).toEqual([{ kind: 'yaml', message: 'Map keys must be unique', path: '', line: 4, column: 5, endLine: 4, endColumn: 6, from: 28, to: 29 }]);
+    expect(bad.body.errors).toEqual([
+      {
+        kind: 'yaml',
+        message: 'Map keys must be unique',
+        path: '',
+        line: 4,
+        column: 5,
+        endLine: 4,
+        endColumn: 6,
+        from: 28,
+        to: 29,
+      },
+    ]);
   });
 
   it('POST /api/config/format re-prints without saving', async () => {

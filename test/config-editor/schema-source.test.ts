@@ -5,7 +5,18 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { LLAMA_SWAP_SCHEMA_URL, modelineSchema } from '../../src/config-editor/schema-source.js';
-import { deadUrl, removeDir, SCHEMA_PATH, startEditorServer, startSchemaServer, tempDir, V1, V2, type EditorServer, type SchemaServer } from './helpers.js';
+import {
+  deadUrl,
+  removeDir,
+  SCHEMA_PATH,
+  startEditorServer,
+  startSchemaServer,
+  tempDir,
+  V1,
+  V2,
+  type EditorServer,
+  type SchemaServer,
+} from './helpers.js';
 
 const SCHEMA_TEXT = () => readFileSync(SCHEMA_PATH(), 'utf8');
 
@@ -29,7 +40,14 @@ afterEach(async () => {
   await removeDir(dir);
 });
 
-async function start(options: { schemaSource?: string; defaultSchemaUrl?: string; schemaFetchTimeoutMs?: number; background?: boolean } = {}): Promise<EditorServer> {
+async function start(
+  options: {
+    schemaSource?: string;
+    defaultSchemaUrl?: string;
+    schemaFetchTimeoutMs?: number;
+    background?: boolean;
+  } = {},
+): Promise<EditorServer> {
   const s = await startEditorServer({ configFile: file, dataDir, ...options });
   if (options.background) s.editor.start();
   servers.push(s);
@@ -46,16 +64,28 @@ async function waitFor(check: () => boolean, ms = 3000): Promise<void> {
 
 describe('schema source', () => {
   it("defaults to llama-swap's published schema URL", () => {
-    expect(LLAMA_SWAP_SCHEMA_URL).toBe('https://raw.githubusercontent.com/mostlygeek/llama-swap/refs/heads/main/config-schema.json');
+    expect(LLAMA_SWAP_SCHEMA_URL).toBe(
+      'https://raw.githubusercontent.com/mostlygeek/llama-swap/refs/heads/main/config-schema.json',
+    );
   });
 
   it('downloads the default schema (a local stand-in), caches it in <dataDir>/cache and says so', async () => {
     schemaServer = await startSchemaServer(SCHEMA_TEXT());
     const s = await start({ defaultSchemaUrl: schemaServer.url });
     const res = await s.request('GET', '/api/config');
-    expect(res.body.schema).toMatchObject({ available: true, source: schemaServer.url, origin: 'default', fromCache: false, warning: null, fetchedAt: expect.stringMatching(/^\d{4}-/) });
+    expect(res.body.schema).toMatchObject({
+      available: true,
+      source: schemaServer.url,
+      origin: 'default',
+      fromCache: false,
+      warning: null,
+      fetchedAt: expect.stringMatching(/^\d{4}-/),
+    });
     expect(await readFile(join(dataDir, 'cache', 'config-schema.json'), 'utf8')).toBe(SCHEMA_TEXT());
-    const meta = JSON.parse(await readFile(join(dataDir, 'cache', 'config-schema.meta.json'), 'utf8')) as Record<string, unknown>;
+    const meta = JSON.parse(await readFile(join(dataDir, 'cache', 'config-schema.meta.json'), 'utf8')) as Record<
+      string,
+      unknown
+    >;
     expect(meta).toMatchObject({ source: schemaServer.url, fetchedAt: res.body.schema.fetchedAt });
     // validated with it: a schema error is found
     const bad = await s.request('POST', '/api/config/validate', { text: 'models:\n  a:\n    ttl: x\n' });
@@ -93,7 +123,11 @@ describe('schema source', () => {
   it('refuses to save when no schema can be had at all, saying how to provide one', async () => {
     const s = await start({ defaultSchemaUrl: await deadUrl() });
     const loaded = (await s.request('GET', '/api/config')).body;
-    expect(loaded.schema).toMatchObject({ available: false, document: null, reason: expect.stringContaining('Set INFERENCE_CONFIG_SCHEMA to a local copy') });
+    expect(loaded.schema).toMatchObject({
+      available: false,
+      document: null,
+      reason: expect.stringContaining('Set INFERENCE_CONFIG_SCHEMA to a local copy'),
+    });
     const validation = await s.request('POST', '/api/config/validate', { text: V2 });
     expect(validation.body.valid).toBe(false);
     expect(validation.body.errors).toEqual([expect.objectContaining({ kind: 'schema_unavailable', line: null })]);
@@ -109,7 +143,8 @@ describe('schema source', () => {
     schemaServer = await startSchemaServer(SCHEMA_TEXT());
     schemaServer.status = 500;
     const s = await start({ defaultSchemaUrl: schemaServer.url });
-    for (let i = 0; i < 3; i++) expect((await s.request('POST', '/api/config/validate', { text: V1 })).body.schema.available).toBe(false);
+    for (let i = 0; i < 3; i++)
+      expect((await s.request('POST', '/api/config/validate', { text: V1 })).body.schema.available).toBe(false);
     expect(schemaServer.hits).toBe(1);
   });
 
@@ -117,7 +152,10 @@ describe('schema source', () => {
     const silent = createServer(() => undefined);
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
     try {
-      const s = await start({ defaultSchemaUrl: `http://127.0.0.1:${(silent.address() as AddressInfo).port}/s.json`, schemaFetchTimeoutMs: 200 });
+      const s = await start({
+        defaultSchemaUrl: `http://127.0.0.1:${(silent.address() as AddressInfo).port}/s.json`,
+        schemaFetchTimeoutMs: 200,
+      });
       // Without the timeout this request would hang on the silent server.
       const res = await s.request('GET', '/api/config');
       expect(res.body.schema.available).toBe(false);
@@ -137,7 +175,13 @@ describe('schema source', () => {
     const s = await start({ schemaSource: other });
     const res = await s.request('POST', '/api/config/validate', { text: V2 });
     expect(res.body.valid).toBe(true);
-    expect(res.body.schema).toMatchObject({ available: true, source: good, origin: 'setting', fromCache: true, warning: expect.stringContaining('is not JSON') });
+    expect(res.body.schema).toMatchObject({
+      available: true,
+      source: good,
+      origin: 'setting',
+      fromCache: true,
+      warning: expect.stringContaining('is not JSON'),
+    });
     expect(res.body.warnings[0]).toMatchObject({ kind: 'schema', message: res.body.schema.warning });
   });
 
@@ -145,7 +189,12 @@ describe('schema source', () => {
     schemaServer = await startSchemaServer(SCHEMA_TEXT());
     const s = await start({ schemaSource: schemaServer.url, defaultSchemaUrl: await deadUrl() });
     const res = await s.request('GET', '/api/config');
-    expect(res.body.schema).toMatchObject({ available: true, source: schemaServer.url, origin: 'setting', fromCache: false });
+    expect(res.body.schema).toMatchObject({
+      available: true,
+      source: schemaServer.url,
+      origin: 'setting',
+      fromCache: false,
+    });
   });
 
   it("follows the file's yaml-language-server modeline (relative to the file), unless the setting is set", async () => {
@@ -155,24 +204,38 @@ describe('schema source', () => {
     const res = await s.request('GET', '/api/config');
     expect(res.body.schema).toMatchObject({ available: true, source: join(dir, 'my-schema.json'), origin: 'modeline' });
     const withSetting = await start({ schemaSource: SCHEMA_PATH() });
-    expect((await withSetting.request('GET', '/api/config')).body.schema).toMatchObject({ source: SCHEMA_PATH(), origin: 'setting' });
+    expect((await withSetting.request('GET', '/api/config')).body.schema).toMatchObject({
+      source: SCHEMA_PATH(),
+      origin: 'setting',
+    });
   });
 
   it('follows a modeline URL', async () => {
     schemaServer = await startSchemaServer(SCHEMA_TEXT());
     await writeFile(file, `# yaml-language-server: $schema=${schemaServer.url}\n${V1}`);
     const s = await start({ defaultSchemaUrl: await deadUrl() });
-    expect((await s.request('GET', '/api/config')).body.schema).toMatchObject({ available: true, source: schemaServer.url, origin: 'modeline' });
+    expect((await s.request('GET', '/api/config')).body.schema).toMatchObject({
+      available: true,
+      source: schemaServer.url,
+      origin: 'modeline',
+    });
   });
 
   it('reads the modeline of config.example.yaml', () => {
-    expect(modelineSchema('# add this modeline\n# yaml-language-server: $schema=https://example.test/s.json\nmodels: {}\n')).toBe('https://example.test/s.json');
+    expect(
+      modelineSchema('# add this modeline\n# yaml-language-server: $schema=https://example.test/s.json\nmodels: {}\n'),
+    ).toBe('https://example.test/s.json');
     expect(modelineSchema('models: {}\n')).toBeUndefined();
   });
 
   it('reports a missing local schema file as unavailable with the path', async () => {
     const s = await start({ schemaSource: join(dir, 'nope.json') });
     const res = await s.request('GET', '/api/config');
-    expect(res.body.schema).toMatchObject({ available: false, source: join(dir, 'nope.json'), origin: 'setting', reason: expect.stringContaining(`could not read ${join(dir, 'nope.json')}`) });
+    expect(res.body.schema).toMatchObject({
+      available: false,
+      source: join(dir, 'nope.json'),
+      origin: 'setting',
+      reason: expect.stringContaining(`could not read ${join(dir, 'nope.json')}`),
+    });
   });
 });

@@ -28,7 +28,12 @@ beforeAll(async () => {
   sim = await startSimulator({ configFile: file, watchConfig: true, watchIntervalMs: 100 });
   const llamaSwap = createLlamaSwapClient({ baseUrl: new URL(sim.url) });
   editor = new ConfigEditor({ configFile: file, schemaSource: SCHEMA_PATH(), dataDir: dir, proxyLog: llamaSwap });
-  gateway = await startTestGateway(sim.url, { adminToken: ADMIN }, { configEditor: editor, closeables: [editor, llamaSwap] }, { withStore: true });
+  gateway = await startTestGateway(
+    sim.url,
+    { adminToken: ADMIN },
+    { configEditor: editor, closeables: [editor, llamaSwap] },
+    { withStore: true },
+  );
 });
 afterAll(async () => {
   await gateway.close();
@@ -38,7 +43,11 @@ afterAll(async () => {
 const api = (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) =>
   rawRequest(`${gateway.url}${path}`, {
     method,
-    headers: { authorization: `Bearer ${ADMIN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+    headers: {
+      authorization: `Bearer ${ADMIN}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      ...headers,
+    },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
 
@@ -52,7 +61,9 @@ describe('config editor through the gateway', () => {
     const saved = await api('PUT', '/api/config', { text: V2, version: loaded.version });
     expect(saved.status).toBe(200);
     expect(await readFile(file, 'utf8')).toBe(V2);
-    const status = json((await api('GET', `/api/config/reload-status?since=${encodeURIComponent(since)}&wait=3000`)).body) as { state: string };
+    const status = json(
+      (await api('GET', `/api/config/reload-status?since=${encodeURIComponent(since)}&wait=3000`)).body,
+    ) as { state: string };
     expect(status.state).toBe('reloaded');
   });
 
@@ -69,7 +80,9 @@ describe('config editor through the gateway', () => {
     expect((await api('POST', '/api/config/validate', { text: padded })).status).toBe(200);
     const tooBig = await api('POST', '/api/config/format', { text: 'x'.repeat(4 * 1024 * 1024) });
     expect(tooBig.status).toBe(413);
-    expect(json(tooBig.body)).toEqual({ error: { code: 'body_too_large', message: "The request body exceeds this route's limit of 4 MiB." } });
+    expect(json(tooBig.body)).toEqual({
+      error: { code: 'body_too_large', message: "The request body exceeds this route's limit of 4 MiB." },
+    });
   });
 
   it('refuses a save sent from another origin', async () => {

@@ -7,9 +7,12 @@ import { re2Problem } from '../../src/config-editor/loader-checks.js';
 import { validateConfigText, type ConfigIssue } from '../../src/config-editor/validate.js';
 import { fixtureBytes, fixturePath, SCHEMA_PATH } from './helpers.js';
 
-const schema: ValidateFunction = compileConfigSchema(JSON.parse(readFileSync(SCHEMA_PATH(), 'utf8')) as Record<string, unknown>);
+const schema: ValidateFunction = compileConfigSchema(
+  JSON.parse(readFileSync(SCHEMA_PATH(), 'utf8')) as Record<string, unknown>,
+);
 const check = (text: string) => validateConfigText(text, schema);
-const brief = (issues: ConfigIssue[]) => issues.map((i) => ({ message: i.message, path: i.path, line: i.line, column: i.column }));
+const brief = (issues: ConfigIssue[]) =>
+  issues.map((i) => ({ message: i.message, path: i.path, line: i.line, column: i.column }));
 
 interface ManifestEntry {
   file: string;
@@ -19,7 +22,11 @@ interface ManifestEntry {
 
 describe('llama-swap fixtures (../shared/fixtures/llama-swap)', () => {
   it('accepts config.example.yaml and the docker examples', () => {
-    for (const file of ['llama-swap/config.example.yaml', 'llama-swap/examples/docker-config.example.yaml', 'llama-swap/examples/docker-unified-config.example.yaml']) {
+    for (const file of [
+      'llama-swap/config.example.yaml',
+      'llama-swap/examples/docker-config.example.yaml',
+      'llama-swap/examples/docker-unified-config.example.yaml',
+    ]) {
       const result = check(fixtureBytes(file).toString('utf8'));
       expect(brief(result.errors), file).toEqual([]);
     }
@@ -40,7 +47,9 @@ describe('llama-swap fixtures (../shared/fixtures/llama-swap)', () => {
 });
 
 describe('real configs (../shared/fixtures/real-configs, verdicts of MANIFEST.json)', () => {
-  const manifest = JSON.parse(readFileSync(fixturePath('real-configs/MANIFEST.json'), 'utf8')) as { files: ManifestEntry[] };
+  const manifest = JSON.parse(readFileSync(fixturePath('real-configs/MANIFEST.json'), 'utf8')) as {
+    files: ManifestEntry[];
+  };
 
   it('has the files the manifest lists', () => {
     expect(manifest.files.length).toBeGreaterThanOrEqual(14);
@@ -75,8 +84,13 @@ describe('YAML errors', () => {
 
   it('counts positions past a BOM and across CRLF lines', () => {
     const result = check('\uFEFFmodels:\r\n  a:\r\n    cmd: x\r\n    ttl: soon\r\n');
-    expect(brief(result.errors)).toEqual([{ message: '/models/a/ttl must be integer', path: '/models/a/ttl', line: 4, column: 10 }]);
-    expect(result.errors[0]).toMatchObject({ from: '\uFEFFmodels:\r\n  a:\r\n    cmd: x\r\n    ttl: '.length, to: '\uFEFFmodels:\r\n  a:\r\n    cmd: x\r\n    ttl: soon'.length });
+    expect(brief(result.errors)).toEqual([
+      { message: '/models/a/ttl must be integer', path: '/models/a/ttl', line: 4, column: 10 },
+    ]);
+    expect(result.errors[0]).toMatchObject({
+      from: '\uFEFFmodels:\r\n  a:\r\n    cmd: x\r\n    ttl: '.length,
+      to: '\uFEFFmodels:\r\n  a:\r\n    cmd: x\r\n    ttl: soon'.length,
+    });
   });
 
   it('applies merge keys the way llama-swap (yaml.v3) does', () => {
@@ -88,17 +102,33 @@ describe('YAML errors', () => {
 describe('schema errors map back to the text', () => {
   it('points a missing required property at the key of the object', () => {
     const result = check('models:\n  broken:\n    name: no command\n');
-    expect(brief(result.errors)).toEqual([{ message: "/models/broken must have required property 'cmd'", path: '/models/broken', line: 2, column: 3 }]);
+    expect(brief(result.errors)).toEqual([
+      { message: "/models/broken must have required property 'cmd'", path: '/models/broken', line: 2, column: 3 },
+    ]);
   });
 
   it('points an unknown key in a closed object at that key', () => {
     const result = check('models:\n  a:\n    cmd: x --port ${PORT}\n    filters:\n      stripParms: temperature\n');
-    expect(brief(result.errors)).toEqual([{ message: "/models/a/filters must NOT have additional properties: 'stripParms'", path: '/models/a/filters/stripParms', line: 5, column: 7 }]);
+    expect(brief(result.errors)).toEqual([
+      {
+        message: "/models/a/filters must NOT have additional properties: 'stripParms'",
+        path: '/models/a/filters/stripParms',
+        line: 5,
+        column: 7,
+      },
+    ]);
   });
 
   it('names the allowed values of an enum', () => {
     const result = check('logLevel: loud\nmodels: {}\n');
-    expect(brief(result.errors)).toEqual([{ message: '/logLevel must be equal to one of the allowed values: "debug", "info", "warn", "error"', path: '/logLevel', line: 1, column: 11 }]);
+    expect(brief(result.errors)).toEqual([
+      {
+        message: '/logLevel must be equal to one of the allowed values: "debug", "info", "warn", "error"',
+        path: '/logLevel',
+        line: 1,
+        column: 11,
+      },
+    ]);
   });
 
   it('reports every error at once', () => {
@@ -107,14 +137,26 @@ describe('schema errors map back to the text', () => {
   });
 
   it('reports legacy groups together with matrix once, not with the if/then noise', () => {
-    const result = check('models:\n  a:\n    cmd: x --port ${PORT}\ngroups:\n  g:\n    members: [a]\nmatrix:\n  vars: {a: ' +
-        'a}\n  sets: {s: "a"}\n');
-    expect(result.errors.filter((e) => e.path === '').map((e) => e.message)).toEqual(["/ must not have 'matrix' here", "/ must not have 'groups' here"]);
+    const result = check(
+      'models:\n  a:\n    cmd: x --port ${PORT}\ngroups:\n  g:\n    members: [a]\nmatrix:\n  vars: {a: ' +
+        'a}\n  sets: {s: "a"}\n',
+    );
+    expect(result.errors.filter((e) => e.path === '').map((e) => e.message)).toEqual([
+      "/ must not have 'matrix' here",
+      "/ must not have 'groups' here",
+    ]);
   });
 
   it('names the reserved macro names', () => {
     const result = check('macros:\n  PORT: 1\nmodels: {}\n');
-    expect(brief(result.errors)).toEqual([{ message: "/macros property name 'PORT' must not be \"PID\" or \"PORT\" or \"MODEL_ID\"", path: '/macros/PORT', line: 2, column: 3 }]);
+    expect(brief(result.errors)).toEqual([
+      {
+        message: '/macros property name \'PORT\' must not be "PID" or "PORT" or "MODEL_ID"',
+        path: '/macros/PORT',
+        line: 2,
+        column: 3,
+      },
+    ]);
   });
 
   it('finds a value that came from a merge key', () => {
@@ -124,7 +166,9 @@ describe('schema errors map back to the text', () => {
   });
 
   it('turns a type error on a ${...} placeholder into a warning (llama-swap substitutes it first)', () => {
-    const result = check('macros:\n  t: 60\nstartPort: ${env.PORT}\nmodels:\n  a:\n    cmd: x --port ${PORT}\n    ttl: ${t}\n');
+    const result = check(
+      'macros:\n  t: 60\nstartPort: ${env.PORT}\nmodels:\n  a:\n    cmd: x --port ${PORT}\n    ttl: ${t}\n',
+    );
     expect(result.errors).toEqual([]);
     expect(result.warnings.map((w) => [w.kind, w.path])).toEqual([
       ['placeholder', '/startPort'],
@@ -133,7 +177,7 @@ describe('schema errors map back to the text', () => {
   });
 });
 
-describe("loader checks are warnings", () => {
+describe('loader checks are warnings', () => {
   const warningsOf = (text: string) => {
     const result = check(text);
     expect(brief(result.errors)).toEqual([]);
@@ -141,9 +185,17 @@ describe("loader checks are warnings", () => {
   };
 
   it('flags an alias used by two models, at the second one', () => {
-    const w = warningsOf('models:\n  a:\n    cmd: x --port ${PORT}\n    aliases: [gpt]\n  b:\n    cmd: y --port ${PORT}\n    ' +
-        'aliases:\n      - gpt\n');
-    expect(w).toEqual([{ path: '/models/b/aliases/0', line: 8, message: expect.stringContaining('Alias "gpt" is also an alias of model "a"') }]);
+    const w = warningsOf(
+      'models:\n  a:\n    cmd: x --port ${PORT}\n    aliases: [gpt]\n  b:\n    cmd: y --port ${PORT}\n    ' +
+        'aliases:\n      - gpt\n',
+    );
+    expect(w).toEqual([
+      {
+        path: '/models/b/aliases/0',
+        line: 8,
+        message: expect.stringContaining('Alias "gpt" is also an alias of model "a"'),
+      },
+    ]);
     expect(w[0]!.message).toContain('duplicate alias gpt found in model: b');
   });
 
@@ -164,7 +216,14 @@ describe("loader checks are warnings", () => {
     const w = warningsOf(
       `macros:\n  a: "\${a} x"\n  b: "\${c}"\n  c: "ok"\n  d: "\${nope}"\n  ${long}: v\nmodels:\n  m:\n    cmd: run --port \${PORT} \${missing} \${c}\n    cmdStop: kill \${PID}\n    proxy: http://127.0.0.1:\${PORT}/\${PID}\n`,
     );
-    expect(w.map((x) => x.path)).toEqual(['/macros/a', '/macros/b', '/macros/d', `/macros/${long}`, '/models/m/cmd', '/models/m/proxy']);
+    expect(w.map((x) => x.path)).toEqual([
+      '/macros/a',
+      '/macros/b',
+      '/macros/d',
+      `/macros/${long}`,
+      '/models/m/cmd',
+      '/models/m/proxy',
+    ]);
     expect(w[0]!.message).toContain('refers to itself');
     expect(w[1]!.message).toContain('declared after it');
     expect(w[2]!.message).toContain('${nope}');
@@ -174,7 +233,9 @@ describe("loader checks are warnings", () => {
   });
 
   it('flags ${PORT} in proxy without ${PORT} in cmd, and a cmd without ${PORT} and no proxy', () => {
-    const w = warningsOf('models:\n  a:\n    cmd: x --port 9000\n    proxy: http://127.0.0.1:${PORT}\n  b:\n    cmd: y --port 9001\n  c:\n    cmd: ${srv}\n    macros:\n      srv: z --port ${PORT}\n');
+    const w = warningsOf(
+      'models:\n  a:\n    cmd: x --port 9000\n    proxy: http://127.0.0.1:${PORT}\n  b:\n    cmd: y --port 9001\n  c:\n    cmd: ${srv}\n    macros:\n      srv: z --port ${PORT}\n',
+    );
     expect(w.map((x) => x.path)).toEqual(['/models/a/proxy', '/models/b/cmd']);
     expect(w[1]!.message).toContain('default proxy');
   });
@@ -201,7 +262,9 @@ describe("loader checks are warnings", () => {
   });
 
   it('flags ignorePaths that Go RE2 cannot compile', () => {
-    const w = warningsOf('models: {}\nupstream:\n  ignorePaths:\n    - "^/static/.*"\n    - "^/(?!api).*"\n    - "(a)\\\\1"\n');
+    const w = warningsOf(
+      'models: {}\nupstream:\n  ignorePaths:\n    - "^/static/.*"\n    - "^/(?!api).*"\n    - "(a)\\\\1"\n',
+    );
     expect(w.map((x) => x.path)).toEqual(['/upstream/ignorePaths/1', '/upstream/ignorePaths/2']);
     expect(re2Problem('^/(?<=x)')).toMatch(/look-behind/);
     expect(re2Problem('[(?=]\\(?=')).toBeUndefined();
@@ -263,11 +326,15 @@ describe("loader checks are warnings", () => {
 
 describe('format', () => {
   it('re-prints YAML without folding long lines, keeping comments, a BOM and CRLF', () => {
-    const long = 'llama-server --port ${PORT} -m /models/a-very-long-model-file-name-that-goes-on-and-on.gguf ' +
-        '--ctx-size 32768 --flash-attn';
+    const long =
+      'llama-server --port ${PORT} -m /models/a-very-long-model-file-name-that-goes-on-and-on.gguf ' +
+      '--ctx-size 32768 --flash-attn';
     const text = `\uFEFF# top comment\r\nmodels:\r\n    a:   {cmd: "${long}"}   # inline\r\n`;
     const result = formatConfigText(text);
-    expect(result).toEqual({ ok: true, text: `\uFEFF# top comment\r\nmodels:\r\n  a: { cmd: "${long}" } # inline\r\n` });
+    expect(result).toEqual({
+      ok: true,
+      text: `\uFEFF# top comment\r\nmodels:\r\n  a: { cmd: "${long}" } # inline\r\n`,
+    });
   });
 
   it('keeps the meaning of config.example.yaml', () => {

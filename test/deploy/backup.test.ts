@@ -37,7 +37,11 @@ describe('gatehouse backup', () => {
     const target = join(backupDir, 'nested', 'gatehouse-copy.db');
     const result = await runCli(['backup', target], env);
     expect(result.code, result.stderr).toBe(0);
-    expect(result.stdout).toMatch(new RegExp(`^Backed up ${sqliteFileIn(dataDir).replace(/[.]/g, '\\.')} to ${target.replace(/[.]/g, '\\.')} \\(\\d+ pages, integrity ok\\)\\.\\n$`));
+    expect(result.stdout).toMatch(
+      new RegExp(
+        `^Backed up ${sqliteFileIn(dataDir).replace(/[.]/g, '\\.')} to ${target.replace(/[.]/g, '\\.')} \\(\\d+ pages, integrity ok\\)\\.\\n$`,
+      ),
+    );
     expect(readdirSync(join(backupDir, 'nested'))).toEqual(['gatehouse-copy.db']);
     expect(journalFormat(target)).toEqual([1, 1]);
 
@@ -74,9 +78,13 @@ describe('gatehouse backup', () => {
   });
 
   it('points PostgreSQL users at pg_dump without printing the URL password', async () => {
-    const result = await runCli(['backup', join(backupDir, 'pg.db')], { GATEHOUSE_DATABASE_URL: 'postgres://gh:pw-not-printed@db.internal:5432/gh' });
+    const result = await runCli(['backup', join(backupDir, 'pg.db')], {
+      GATEHOUSE_DATABASE_URL: 'postgres://gh:pw-not-printed@db.internal:5432/gh',
+    });
     expect(result.code).toBe(1);
-    expect(result.stderr).toContain('this configuration uses PostgreSQL (postgres://db.internal:5432/gh (schema public))');
+    expect(result.stderr).toContain(
+      'this configuration uses PostgreSQL (postgres://db.internal:5432/gh (schema public))',
+    );
     expect(result.stderr).toContain('pg_dump');
     expect(result.stderr).not.toContain('pw-not-printed');
   });
@@ -133,6 +141,8 @@ describe('backupSqliteFile', () => {
     const dir = mkdtempSync(join(tmpdir(), 'gh-backup-self-'));
     const store = await openSqliteStore({ dataDir: dir });
     await store.close();
-    await expect(backupSqliteFile(sqliteFileIn(dir), sqliteFileIn(dir))).rejects.toThrow('the backup file must not be the database itself');
+    await expect(backupSqliteFile(sqliteFileIn(dir), sqliteFileIn(dir))).rejects.toThrow(
+      'the backup file must not be the database itself',
+    );
   });
 });

@@ -24,10 +24,15 @@ const UNIT = read('deploy/gatehouse.service');
 const NGINX = read('deploy/nginx.conf');
 const CADDYFILE = read('deploy/Caddyfile');
 const DEPLOYMENT_DOC = read('docs/deployment.md');
-const PACKAGE = JSON.parse(read('package.json')) as { engines: { node: string }; scripts: Record<string, string>; dependencies: Record<string, string> };
+const PACKAGE = JSON.parse(read('package.json')) as {
+  engines: { node: string };
+  scripts: Record<string, string>;
+  dependencies: Record<string, string>;
+};
 
 /** Where `npm run build` (tsc -p tsconfig.build.json, which extends tsconfig.json) writes. */
-const TS_OPTIONS = (JSON.parse(read('tsconfig.json')) as { compilerOptions: { outDir: string; rootDir: string } }).compilerOptions;
+const TS_OPTIONS = (JSON.parse(read('tsconfig.json')) as { compilerOptions: { outDir: string; rootDir: string } })
+  .compilerOptions;
 const TS_OUT_DIR = posix.normalize(TS_OPTIONS.outDir);
 const TS_ROOT_DIR = TS_OPTIONS.rootDir;
 
@@ -39,7 +44,14 @@ const settingDefault = (env: string): string => {
 };
 
 /** llama-swap's command-line flags (llama-swap's `llama-swap.go`; docs/llama-swap.md, "Process"). */
-const LLAMA_SWAP_FLAGS = new Set(['-config', '-config-dir', '-listen', '-tls-cert-file', '-tls-key-file', '-watch-config']);
+const LLAMA_SWAP_FLAGS = new Set([
+  '-config',
+  '-config-dir',
+  '-listen',
+  '-tls-cert-file',
+  '-tls-key-file',
+  '-watch-config',
+]);
 const LLAMA_SWAP_FLAGS_WITH_VALUE = new Set(['-config', '-config-dir', '-listen', '-tls-cert-file', '-tls-key-file']);
 
 // ---- Dockerfile -------------------------------------------------------------------------------
@@ -75,7 +87,8 @@ function dockerInstructions(text: string): Instruction[] {
 
 const INSTRUCTIONS = dockerInstructions(DOCKERFILE);
 const FINAL_STAGE = Math.max(...INSTRUCTIONS.map((i) => i.stage));
-const only = (keyword: string, stage = FINAL_STAGE): Instruction[] => INSTRUCTIONS.filter((i) => i.keyword === keyword && i.stage === stage);
+const only = (keyword: string, stage = FINAL_STAGE): Instruction[] =>
+  INSTRUCTIONS.filter((i) => i.keyword === keyword && i.stage === stage);
 const jsonArgs = (keyword: string): string[] => {
   const found = only(keyword);
   expect(found, keyword).toHaveLength(1);
@@ -91,11 +104,18 @@ function envPairs(stage: number): Map<string, string> {
 
 /** `.dockerignore` as the Docker builder reads it, for the plain patterns used here. */
 function ignoredByDockerignore(path: string): boolean {
-  const patterns = DOCKERIGNORE.split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#'));
+  const patterns = DOCKERIGNORE.split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l && !l.startsWith('#'));
   return patterns.some((p) => {
     const pattern = p.replace(/^\//, '').replace(/\/$/, '');
     if (pattern.includes('*')) {
-      const re = new RegExp(`^${pattern.split('*').map((s) => s.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('[^/]*')}$`);
+      const re = new RegExp(
+        `^${pattern
+          .split('*')
+          .map((s) => s.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+          .join('[^/]*')}$`,
+      );
       return re.test(path) || path.split('/').some((_, n, parts) => re.test(parts.slice(0, n + 1).join('/')));
     }
     return path === pattern || path.startsWith(`${pattern}/`);
@@ -140,7 +160,10 @@ beforeAll(async () => {
   keysCommands = commandsIn(keys.stdout);
   expect([...cliCommands]).toEqual(expect.arrayContaining(['serve', 'keys', 'backup']));
   expect([...keysCommands]).toEqual(expect.arrayContaining(['create', 'list', 'revoke', 'delete']));
-  gateway = await spawnGateway({ GATEHOUSE_DATA_DIR: mkdtempSync(join(tmpdir(), 'gh-packaging-')), GATEHOUSE_UPSTREAM_URL: 'http://127.0.0.1:9' });
+  gateway = await spawnGateway({
+    GATEHOUSE_DATA_DIR: mkdtempSync(join(tmpdir(), 'gh-packaging-')),
+    GATEHOUSE_UPSTREAM_URL: 'http://127.0.0.1:9',
+  });
 });
 
 afterAll(async () => {
@@ -152,10 +175,14 @@ afterAll(async () => {
 /** Checks `serve --flag value ...` / `keys create ...` against what the CLI accepts. */
 function expectKnownInvocation(args: string[], where: string): void {
   const [command, ...rest] = args;
-  expect(cliCommands.has(command ?? ''), `${where}: "${command}" is not a gatehouse command (${[...cliCommands].join(', ')})`).toBe(true);
+  expect(
+    cliCommands.has(command ?? ''),
+    `${where}: "${command}" is not a gatehouse command (${[...cliCommands].join(', ')})`,
+  ).toBe(true);
   if (command === 'serve') {
     const flags = new Set(SETTINGS.flatMap((s) => (s.flag ? [s.flag] : [])));
-    for (const arg of rest.filter((a) => a.startsWith('--'))) expect(flags.has(arg.split('=')[0]!), `${where}: unknown serve flag ${arg}`).toBe(true);
+    for (const arg of rest.filter((a) => a.startsWith('--')))
+      expect(flags.has(arg.split('=')[0]!), `${where}: unknown serve flag ${arg}`).toBe(true);
   }
   if (command === 'keys' && rest[0] !== undefined && !rest[0].startsWith('-')) {
     expect(keysCommands.has(rest[0]), `${where}: "keys ${rest[0]}" is not a keys command`).toBe(true);
@@ -194,16 +221,35 @@ describe('Dockerfile', () => {
     // `COPY . .` then `npm run build`: what tsconfig.build.json compiles and the dashboard
     // sources must reach the build context.
     const build = JSON.parse(read('tsconfig.build.json')) as { include: string[] };
-    for (const path of [...build.include, 'web/index.html', 'web/src', 'web/vite.config.ts', 'tsconfig.json', '.npmrc']) {
+    for (const path of [
+      ...build.include,
+      'web/index.html',
+      'web/src',
+      'web/vite.config.ts',
+      'tsconfig.json',
+      '.npmrc',
+    ]) {
       expect(ignoredByDockerignore(path), `${path} is needed by the build but ignored`).toBe(false);
     }
-    for (const path of ['node_modules', 'dist', 'web/dist', '.git', 'data', 'data/gatehouse.db', 'deploy/models', 'deploy/secrets', '.env']) {
+    for (const path of [
+      'node_modules',
+      'dist',
+      'web/dist',
+      '.git',
+      'data',
+      'data/gatehouse.db',
+      'deploy/models',
+      'deploy/secrets',
+      '.env',
+    ]) {
       expect(ignoredByDockerignore(path), `${path} should stay out of the build context`).toBe(true);
     }
   });
 
   it('builds with the real npm scripts, compiles only the one native module, and prunes dev dependencies', () => {
-    const run = INSTRUCTIONS.filter((i) => i.keyword === 'RUN').map((i) => i.args).join('\n');
+    const run = INSTRUCTIONS.filter((i) => i.keyword === 'RUN')
+      .map((i) => i.args)
+      .join('\n');
     expect(run).toContain('npm ci --ignore-scripts');
     expect(run).toContain('npm run build');
     expect(PACKAGE.scripts.build).toBeDefined();
@@ -212,8 +258,12 @@ describe('Dockerfile', () => {
     // Scripts are held back and only better-sqlite3 is rebuilt: a new runtime dependency with an
     // install script would silently not be built. Dev-only ones (esbuild, under tsx for the
     // tests) are pruned before the runtime stage, and the build does not run them.
-    const lock = JSON.parse(read('package-lock.json')) as { packages: Record<string, { hasInstallScript?: boolean; dev?: boolean }> };
-    const withScripts = Object.entries(lock.packages).filter(([, p]) => p.hasInstallScript && !p.dev).map(([name]) => name.replace(/^node_modules\//, ''));
+    const lock = JSON.parse(read('package-lock.json')) as {
+      packages: Record<string, { hasInstallScript?: boolean; dev?: boolean }>;
+    };
+    const withScripts = Object.entries(lock.packages)
+      .filter(([, p]) => p.hasInstallScript && !p.dev)
+      .map(([name]) => name.replace(/^node_modules\//, ''));
     const rebuilt = [...run.matchAll(/npm rebuild ([^&\n]+)/g)].flatMap((m) => m[1]!.trim().split(/\s+/));
     expect(withScripts.sort()).toEqual(rebuilt.sort());
     expect(PACKAGE.dependencies['better-sqlite3']).toBeDefined();
@@ -222,8 +272,11 @@ describe('Dockerfile', () => {
 
   it('copies into the runtime stage what the build produced and what bin/gatehouse loads', () => {
     const workdir = only('WORKDIR', 0)[0]!.args;
-    const buildOptions = (JSON.parse(read('tsconfig.build.json')) as { compilerOptions: Record<string, unknown> }).compilerOptions;
-    expect(buildOptions.outDir ?? TS_OPTIONS.outDir, 'tsconfig.build.json writes where tsconfig.json says').toBe(TS_OPTIONS.outDir);
+    const buildOptions = (JSON.parse(read('tsconfig.build.json')) as { compilerOptions: Record<string, unknown> })
+      .compilerOptions;
+    expect(buildOptions.outDir ?? TS_OPTIONS.outDir, 'tsconfig.build.json writes where tsconfig.json says').toBe(
+      TS_OPTIONS.outDir,
+    );
     const fromBuild = only('COPY').filter((i) => i.args.startsWith('--from=build'));
     const copied: string[] = [];
     for (const copy of fromBuild) {
@@ -231,7 +284,8 @@ describe('Dockerfile', () => {
       const relative = posix.relative(workdir, source!);
       expect(relative.startsWith('..'), `${source} is outside the build WORKDIR ${workdir}`).toBe(false);
       // The tests run from source, so dist/ may not exist: it is checked as tsc's output folder.
-      if (relative !== TS_OUT_DIR) expect(existsSync(join(REPO_ROOT, relative)), `${relative} (built by npm run build) does not exist`).toBe(true);
+      if (relative !== TS_OUT_DIR)
+        expect(existsSync(join(REPO_ROOT, relative)), `${relative} (built by npm run build) does not exist`).toBe(true);
       expect(posix.normalize(target!.replace(/^\.\//, '')).replace(/\/$/, '')).toBe(relative);
       copied.push(relative);
     }
@@ -240,7 +294,10 @@ describe('Dockerfile', () => {
     expect(bin.split('\n', 1)[0]).toBe('#!/usr/bin/env node');
     const entry = /from '\.\.\/([^']+)'/.exec(bin)?.[1];
     expect(entry).toBe(`${TS_OUT_DIR}/src/cli/main.js`);
-    expect(existsSync(join(REPO_ROOT, TS_ROOT_DIR, 'src/cli/main.ts')), 'bin/gatehouse loads the build of src/cli/main.ts').toBe(true);
+    expect(
+      existsSync(join(REPO_ROOT, TS_ROOT_DIR, 'src/cli/main.ts')),
+      'bin/gatehouse loads the build of src/cli/main.ts',
+    ).toBe(true);
     for (const needed of ['package.json', 'node_modules', 'bin', 'dist', 'web/index.html', 'web/dist']) {
       expect(copied, `the runtime stage lacks ${needed}`).toContain(needed);
     }
@@ -260,7 +317,8 @@ describe('Dockerfile', () => {
 
     const env = envPairs(FINAL_STAGE);
     for (const name of env.keys()) {
-      if (/^(GATEHOUSE_|INFERENCE_)|^(HOST|PORT)$/.test(name)) expect(SETTING_NAMES.has(name), `ENV ${name} is not a setting`).toBe(true);
+      if (/^(GATEHOUSE_|INFERENCE_)|^(HOST|PORT)$/.test(name))
+        expect(SETTING_NAMES.has(name), `ENV ${name} is not a setting`).toBe(true);
       else expect(name).toBe('NODE_ENV');
     }
     expect(JSON.parse(only('VOLUME')[0]!.args)).toEqual([env.get('GATEHOUSE_DATA_DIR')]);
@@ -296,16 +354,21 @@ interface ComposeService {
   secrets?: string[];
   stop_grace_period?: string;
 }
-const COMPOSE = parseYaml(COMPOSE_TEXT) as { services: Record<string, ComposeService>; secrets?: Record<string, { file: string }> };
+const COMPOSE = parseYaml(COMPOSE_TEXT) as {
+  services: Record<string, ComposeService>;
+  secrets?: Record<string, { file: string }>;
+};
 const LLAMA = COMPOSE.services['llama-swap']!;
 const GATEHOUSE = COMPOSE.services.gatehouse!;
 
 /** `host:container[:mode]` bind mounts and named volumes, by container path. */
 function mounts(service: ComposeService): Map<string, string> {
-  return new Map((service.volumes ?? []).map((v) => {
-    const [source, target] = v.split(':');
-    return [target!, source!];
-  }));
+  return new Map(
+    (service.volumes ?? []).map((v) => {
+      const [source, target] = v.split(':');
+      return [target!, source!];
+    }),
+  );
 }
 
 function flagValue(args: string[], flag: string): string | undefined {
@@ -345,13 +408,15 @@ describe('deploy/compose.yaml', () => {
     expect(gatehouseSource).toBe(llamaSource);
     // Single-file bind mounts make the editor's atomic rename impossible.
     for (const service of [LLAMA, GATEHOUSE]) {
-      for (const target of mounts(service).keys()) expect(target, 'mount the directory, not config.yaml').not.toMatch(/\.ya?ml$/);
+      for (const target of mounts(service).keys())
+        expect(target, 'mount the directory, not config.yaml').not.toMatch(/\.ya?ml$/);
     }
   });
 
   it('sets only real settings, reads secrets from declared files, keeps /data, and outlasts the shutdown grace', () => {
     const env = GATEHOUSE.environment!;
-    for (const name of Object.keys(env)) expect(SETTING_NAMES.has(name), `environment ${name} is not a setting`).toBe(true);
+    for (const name of Object.keys(env))
+      expect(SETTING_NAMES.has(name), `environment ${name} is not a setting`).toBe(true);
     const secretPath = env.GATEHOUSE_ADMIN_PASSWORD_FILE!;
     const secretName = /^\/run\/secrets\/(.+)$/.exec(secretPath)?.[1];
     expect(GATEHOUSE.secrets).toContain(secretName);
@@ -373,14 +438,19 @@ describe('deploy/compose.yaml', () => {
 
 /** `Key=value` lines of a unit file (repeated keys kept in order). */
 function unitEntries(text: string): Array<[string, string]> {
-  return text.split('\n').filter((l) => /^[A-Za-z]+=/.test(l)).map((l) => {
-    const at = l.indexOf('=');
-    return [l.slice(0, at), l.slice(at + 1)];
-  });
+  return text
+    .split('\n')
+    .filter((l) => /^[A-Za-z]+=/.test(l))
+    .map((l) => {
+      const at = l.indexOf('=');
+      return [l.slice(0, at), l.slice(at + 1)];
+    });
 }
 const UNIT_ENTRIES = unitEntries(UNIT);
 const unitValue = (key: string): string | undefined => UNIT_ENTRIES.find(([k]) => k === key)?.[1];
-const UNIT_ENV = new Map(UNIT_ENTRIES.filter(([k]) => k === 'Environment').map(([, v]) => v.split('=', 2) as [string, string]));
+const UNIT_ENV = new Map(
+  UNIT_ENTRIES.filter(([k]) => k === 'Environment').map(([, v]) => v.split('=', 2) as [string, string]),
+);
 
 /** systemd time spans as used here: `45s`, `2min`, `1m 30s`, or bare seconds. */
 function systemdSeconds(value: string): number {
@@ -413,7 +483,10 @@ describe('deploy/gatehouse.service', () => {
 
   it('stops gracefully: SIGTERM, and more time than GATEHOUSE_SHUTDOWN_GRACE before SIGKILL', () => {
     expect(unitValue('KillSignal')).toBe('SIGTERM');
-    const grace = parseDuration(UNIT_ENV.get('GATEHOUSE_SHUTDOWN_GRACE') ?? settingDefault('GATEHOUSE_SHUTDOWN_GRACE'), 'grace');
+    const grace = parseDuration(
+      UNIT_ENV.get('GATEHOUSE_SHUTDOWN_GRACE') ?? settingDefault('GATEHOUSE_SHUTDOWN_GRACE'),
+      'grace',
+    );
     expect(systemdSeconds(unitValue('TimeoutStopSec')!) * 1000).toBeGreaterThan(grace);
   });
 
@@ -433,7 +506,8 @@ const BODY_LIMIT = parseSize(settingDefault('GATEHOUSE_BODY_LIMIT'), 'body');
 const ROUTES = read('src/http/routes.ts');
 
 describe('deploy/nginx.conf', () => {
-  const directive = (name: string): string[] => [...NGINX.matchAll(new RegExp(`^\\s*${name}\\s+([^;]+);`, 'gm'))].map((m) => m[1]!.trim());
+  const directive = (name: string): string[] =>
+    [...NGINX.matchAll(new RegExp(`^\\s*${name}\\s+([^;]+);`, 'gm'))].map((m) => m[1]!.trim());
 
   it('streams without buffering and waits longer than the gateway does', () => {
     expect(directive('proxy_buffering')).toEqual(['off']);
@@ -442,17 +516,24 @@ describe('deploy/nginx.conf', () => {
     const read = parseDuration(directive('proxy_read_timeout')[0]!, 'proxy_read_timeout');
     expect(read).toBeGreaterThan(HEADERS_TIMEOUT_MS);
     expect(read).toBeGreaterThan(IDLE_TIMEOUT_MS);
-    expect(parseSize(`${directive('client_max_body_size')[0]!.replace(/m$/i, 'MiB')}`, 'client_max_body_size')).toBeGreaterThanOrEqual(BODY_LIMIT);
+    expect(
+      parseSize(`${directive('client_max_body_size')[0]!.replace(/m$/i, 'MiB')}`, 'client_max_body_size'),
+    ).toBeGreaterThanOrEqual(BODY_LIMIT);
   });
 
   it('sets X-Forwarded-For, -Proto and -Host, and says to trust it', () => {
     const headers = directive('proxy_set_header').map((h) => h.split(/\s+/)[0]);
-    expect(headers).toEqual(expect.arrayContaining(['X-Forwarded-For', 'X-Forwarded-Proto', 'X-Forwarded-Host', 'Host']));
+    expect(headers).toEqual(
+      expect.arrayContaining(['X-Forwarded-For', 'X-Forwarded-Proto', 'X-Forwarded-Host', 'Host']),
+    );
     expect(NGINX).toContain('GATEHOUSE_TRUSTED_PROXIES');
   });
 
   it('balances several replicas and sends the config editor to exactly one', () => {
-    const upstreams = [...NGINX.matchAll(/upstream\s+(\S+)\s*\{([^}]*)\}/g)].map((m) => ({ name: m[1]!, servers: [...m[2]!.matchAll(/^\s*server\s+/gm)].length }));
+    const upstreams = [...NGINX.matchAll(/upstream\s+(\S+)\s*\{([^}]*)\}/g)].map((m) => ({
+      name: m[1]!,
+      servers: [...m[2]!.matchAll(/^\s*server\s+/gm)].length,
+    }));
     const editorUpstream = /location\s+\/api\/config\s*\{[^}]*proxy_pass\s+http:\/\/([^;\s]+);/.exec(NGINX)?.[1];
     expect(upstreams.find((u) => u.name === editorUpstream)?.servers).toBe(1);
     expect(upstreams.find((u) => u.name !== editorUpstream)!.servers).toBeGreaterThan(1);
@@ -461,7 +542,8 @@ describe('deploy/nginx.conf', () => {
 });
 
 describe('deploy/Caddyfile', () => {
-  const values = (name: string): string[] => [...CADDYFILE.matchAll(new RegExp(`^\\s*${name}\\s+(\\S+)`, 'gm'))].map((m) => m[1]!);
+  const values = (name: string): string[] =>
+    [...CADDYFILE.matchAll(new RegExp(`^\\s*${name}\\s+(\\S+)`, 'gm'))].map((m) => m[1]!);
   const caddyMs = (v: string): number => parseDuration(v, 'Caddy duration');
 
   it('flushes immediately and waits longer than the gateway does', () => {
@@ -528,7 +610,14 @@ describe('names and commands across the deployment files', () => {
   it('are linked from the README and the configuration reference', () => {
     expect(read('README.md')).toContain('docs/deployment.md');
     expect(read('docs/configuration.md')).toContain('docs/deployment.md');
-    for (const file of ['Dockerfile', '.dockerignore', 'deploy/compose.yaml', 'deploy/gatehouse.service', 'deploy/nginx.conf', 'deploy/Caddyfile']) {
+    for (const file of [
+      'Dockerfile',
+      '.dockerignore',
+      'deploy/compose.yaml',
+      'deploy/gatehouse.service',
+      'deploy/nginx.conf',
+      'deploy/Caddyfile',
+    ]) {
       expect(DEPLOYMENT_DOC, file).toContain(file.startsWith('deploy/') ? file : basename(file));
       expect(statSync(join(REPO_ROOT, file)).isFile()).toBe(true);
     }

@@ -4,7 +4,13 @@
  * use the simulator in test/fakes/llama-swap; this one is for exact bytes and the order of events.
  */
 import { createHash } from 'node:crypto';
-import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import {
+  createServer,
+  type IncomingHttpHeaders,
+  type IncomingMessage,
+  type Server,
+  type ServerResponse,
+} from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 
 export interface Received {
@@ -32,7 +38,9 @@ export interface RecordingUpstream {
   close(): Promise<void>;
 }
 
-export async function startRecordingUpstream(handler: UpstreamHandler = (_req, res) => void res.end('{}')): Promise<RecordingUpstream> {
+export async function startRecordingUpstream(
+  handler: UpstreamHandler = (_req, res) => void res.end('{}'),
+): Promise<RecordingUpstream> {
   let current = handler;
   const received: Received[] = [];
   const sockets = new Set<Socket>();
@@ -71,7 +79,15 @@ export async function startRecordingUpstream(handler: UpstreamHandler = (_req, r
     // A request whose body never completes (aborted upload) still gets recorded.
     req.on('aborted', () => {
       if (record) return;
-      record = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, bodyBytes: -1, bodySha256: '', closedAt: performance.now(), aborted: true };
+      record = {
+        method: req.method ?? '',
+        url: req.url ?? '',
+        headers: req.headers,
+        bodyBytes: -1,
+        bodySha256: '',
+        closedAt: performance.now(),
+        aborted: true,
+      };
       received.push(record);
       changed();
     });

@@ -20,7 +20,12 @@ let qwenOnly: string;
 beforeAll(async () => {
   sim = await startSimulator({ config: DEMO_CONFIG, knobs: { tokens: 2, tokensPerSecond: 1000 } });
   const upstream = createLlamaSwapClient({ baseUrl: new URL(sim.url) });
-  gateway = await startTestGateway(sim.url, { adminToken: ADMIN }, { listModels: () => upstream.models(), closeables: [upstream] }, { withStore: true });
+  gateway = await startTestGateway(
+    sim.url,
+    { adminToken: ADMIN },
+    { listModels: () => upstream.models(), closeables: [upstream] },
+    { withStore: true },
+  );
   const res = await rawRequest(`${gateway.url}/api/keys`, {
     method: 'POST',
     headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },

@@ -25,7 +25,8 @@ afterAll(async () => {
   await upstream.close();
 });
 
-const call = (key?: string) => rawRequest(`${gw.url}/v1/models`, { headers: key ? { authorization: `Bearer ${key}` } : {} });
+const call = (key?: string) =>
+  rawRequest(`${gw.url}/v1/models`, { headers: key ? { authorization: `Bearer ${key}` } : {} });
 
 async function within(ms: number, check: () => Promise<boolean>): Promise<number> {
   const started = performance.now();

@@ -19,7 +19,12 @@ beforeAll(async () => {
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end('{"ok":true}');
   });
-  gateway = await startTestGateway(upstream.url, { adminToken: ADMIN }, { listModels: async () => structuredClone(MODELS), now: () => Date.now() + clockAheadMs }, { withStore: true });
+  gateway = await startTestGateway(
+    upstream.url,
+    { adminToken: ADMIN },
+    { listModels: async () => structuredClone(MODELS), now: () => Date.now() + clockAheadMs },
+    { withStore: true },
+  );
 });
 afterAll(async () => {
   await gateway.close();
@@ -29,7 +34,10 @@ afterAll(async () => {
 const admin = (method: string, path: string, body?: unknown) =>
   rawRequest(`${gateway.url}${path}`, {
     method,
-    headers: { authorization: `Bearer ${ADMIN}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    headers: {
+      authorization: `Bearer ${ADMIN}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
 
@@ -41,7 +49,11 @@ async function createKey(body: Record<string, unknown>): Promise<{ id: string; s
 }
 
 const chat = (headers: Record<string, string>, path = '/v1/chat/completions', model = 'qwen3-8b') =>
-  rawRequest(`${gateway.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify({ model, messages: [] }) });
+  rawRequest(`${gateway.url}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify({ model, messages: [] }),
+  });
 
 describe('client authentication, from open mode to protected', () => {
   let key: { id: string; secret: string };
@@ -57,7 +69,14 @@ describe('client authentication, from open mode to protected', () => {
     const res = await chat({});
     expect(res.status).toBe(401);
     expect(res.headers['www-authenticate']).toBe('Bearer');
-    expect(json(res.body)).toEqual({ error: { message: expect.stringContaining('Missing API key'), type: 'authentication_error', param: null, code: 'missing_api_key' } });
+    expect(json(res.body)).toEqual({
+      error: {
+        message: expect.stringContaining('Missing API key'),
+        type: 'authentication_error',
+        param: null,
+        code: 'missing_api_key',
+      },
+    });
   });
 
   it('rejects an unknown key with 401 in the OpenAI shape and in the Anthropic shape on /v1/messages', async () => {
@@ -66,7 +85,10 @@ describe('client authentication, from open mode to protected', () => {
     expect(json(openai.body)).toMatchObject({ error: { code: 'invalid_api_key', type: 'authentication_error' } });
     const anthropic = await chat({ 'x-api-key': 'sk-not-a-real-key' }, '/v1/messages');
     expect(anthropic.status).toBe(401);
-    expect(json(anthropic.body)).toEqual({ type: 'error', error: { type: 'authentication_error', message: 'Invalid API key.' } });
+    expect(json(anthropic.body)).toEqual({
+      type: 'error',
+      error: { type: 'authentication_error', message: 'Invalid API key.' },
+    });
   });
 
   it('accepts the key in each header form clients use', async () => {
@@ -77,7 +99,9 @@ describe('client authentication, from open mode to protected', () => {
   });
 
   it('accepts a valid x-api-key sent alongside a foreign Bearer token', async () => {
-    expect((await chat({ authorization: 'Bearer some-other-service-token', 'x-api-key': key.secret })).status).toBe(200);
+    expect((await chat({ authorization: 'Bearer some-other-service-token', 'x-api-key': key.secret })).status).toBe(
+      200,
+    );
   });
 
   it('never forwards the client key upstream and never logs it', async () => {
@@ -85,7 +109,10 @@ describe('client authentication, from open mode to protected', () => {
     const seen = upstream.received.at(-1)!;
     expect(JSON.stringify(seen.headers)).not.toContain(key.secret);
     expect(gateway.logText()).not.toContain(key.secret);
-    const line = gateway.logLines().filter((l) => l.msg === 'request' && l.path === '/v1/chat/completions').at(-1);
+    const line = gateway
+      .logLines()
+      .filter((l) => l.msg === 'request' && l.path === '/v1/chat/completions')
+      .at(-1);
     expect(line?.key).toBe('laptop');
   });
 
@@ -100,7 +127,9 @@ describe('client authentication, from open mode to protected', () => {
     expect(patch.status).toBe(200);
     const res = await chat({ authorization: `Bearer ${key.secret}` });
     expect(res.status).toBe(401);
-    expect(json(res.body)).toMatchObject({ error: { code: 'revoked_api_key', message: 'This API key has been revoked.' } });
+    expect(json(res.body)).toMatchObject({
+      error: { code: 'revoked_api_key', message: 'This API key has been revoked.' },
+    });
     expect((await chat({})).status).toBe(401);
   });
 
@@ -111,7 +140,10 @@ describe('client authentication, from open mode to protected', () => {
     try {
       const res = await chat({ authorization: `Bearer ${soon.secret}` }, '/v1/messages');
       expect(res.status).toBe(401);
-      expect(json(res.body)).toEqual({ type: 'error', error: { type: 'authentication_error', message: 'This API key has expired.' } });
+      expect(json(res.body)).toEqual({
+        type: 'error',
+        error: { type: 'authentication_error', message: 'This API key has expired.' },
+      });
     } finally {
       clockAheadMs = 0;
     }
@@ -145,7 +177,9 @@ describe('model allow-lists', () => {
   it('refuses a model outside the allow-list with 403 naming it, for a JSON body', async () => {
     const res = await chat({ authorization: `Bearer ${restricted.secret}` }, '/v1/chat/completions', 'qwen3-8b');
     expect(res.status).toBe(403);
-    expect(json(res.body)).toMatchObject({ error: { code: 'model_not_allowed', param: 'model', message: expect.stringContaining('"qwen3-8b"') } });
+    expect(json(res.body)).toMatchObject({
+      error: { code: 'model_not_allowed', param: 'model', message: expect.stringContaining('"qwen3-8b"') },
+    });
     const ok = await chat({ authorization: `Bearer ${restricted.secret}` }, '/v1/chat/completions', 'llama-3.2-3b');
     expect(ok.status).toBe(200);
   });
@@ -153,33 +187,55 @@ describe('model allow-lists', () => {
   it('refuses it in the Anthropic shape on /v1/messages', async () => {
     const res = await chat({ 'x-api-key': restricted.secret }, '/v1/messages', 'qwen3-8b');
     expect(res.status).toBe(403);
-    expect(json(res.body)).toEqual({ type: 'error', error: { type: 'permission_error', message: expect.stringContaining('qwen3-8b') } });
+    expect(json(res.body)).toEqual({
+      type: 'error',
+      error: { type: 'permission_error', message: expect.stringContaining('qwen3-8b') },
+    });
   });
 
   it('refuses it for a multipart form and for ?model=', async () => {
     const form = new FormData();
     form.append('file', new Blob([Buffer.alloc(1000)]), 'a.wav');
     form.append('model', 'qwen3-8b');
-    const multipart = await fetch(`${gateway.url}/v1/audio/transcriptions`, { method: 'POST', body: form, headers: { authorization: `Bearer ${restricted.secret}` } });
+    const multipart = await fetch(`${gateway.url}/v1/audio/transcriptions`, {
+      method: 'POST',
+      body: form,
+      headers: { authorization: `Bearer ${restricted.secret}` },
+    });
     expect(multipart.status).toBe(403);
     expect(await multipart.json()).toMatchObject({ error: { code: 'model_not_allowed' } });
 
-    const query = await rawRequest(`${gateway.url}/v1/audio/voices?model=qwen3-8b`, { headers: { authorization: `Bearer ${restricted.secret}` } });
+    const query = await rawRequest(`${gateway.url}/v1/audio/voices?model=qwen3-8b`, {
+      headers: { authorization: `Bearer ${restricted.secret}` },
+    });
     expect(query.status).toBe(403);
-    const allowed = await rawRequest(`${gateway.url}/v1/audio/voices?model=llama-3.2-3b`, { headers: { authorization: `Bearer ${restricted.secret}` } });
+    const allowed = await rawRequest(`${gateway.url}/v1/audio/voices?model=llama-3.2-3b`, {
+      headers: { authorization: `Bearer ${restricted.secret}` },
+    });
     expect(allowed.status).toBe(200);
   });
 
   it('lists only the allowed models on /v1/models, in the OpenAI shape', async () => {
-    const res = await rawRequest(`${gateway.url}/v1/models`, { headers: { authorization: `Bearer ${restricted.secret}` } });
+    const res = await rawRequest(`${gateway.url}/v1/models`, {
+      headers: { authorization: `Bearer ${restricted.secret}` },
+    });
     expect(res.status).toBe(200);
     expect(json(res.body)).toEqual({ object: 'list', data: [MODELS[0]] });
   });
 
   it('answers /v1/models in the Anthropic list shape when anthropic-version is sent', async () => {
-    const res = await rawRequest(`${gateway.url}/v1/models`, { headers: { 'x-api-key': restricted.secret, 'anthropic-version': '2023-06-01' } });
+    const res = await rawRequest(`${gateway.url}/v1/models`, {
+      headers: { 'x-api-key': restricted.secret, 'anthropic-version': '2023-06-01' },
+    });
     expect(json(res.body)).toEqual({
-      data: [{ type: 'model', id: 'llama-3.2-3b', display_name: 'Llama 3.2 3B', created_at: new Date(1_760_000_000_000).toISOString() }],
+      data: [
+        {
+          type: 'model',
+          id: 'llama-3.2-3b',
+          display_name: 'Llama 3.2 3B',
+          created_at: new Date(1_760_000_000_000).toISOString(),
+        },
+      ],
       has_more: false,
       first_id: 'llama-3.2-3b',
       last_id: 'llama-3.2-3b',

@@ -22,12 +22,17 @@ beforeAll(async () => {
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end('{"ok":true}');
   });
-  gateway = await startUsageGateway(upstream.url, {}, {
-    listModels: async () => {
-      if (listFails) throw Object.assign(new Error('llama-swap models failed: ECONNREFUSED'), { kind: 'unreachable' });
-      return [{ id: 'qwen', object: 'model', created: 1_760_000_000 }];
+  gateway = await startUsageGateway(
+    upstream.url,
+    {},
+    {
+      listModels: async () => {
+        if (listFails)
+          throw Object.assign(new Error('llama-swap models failed: ECONNREFUSED'), { kind: 'unreachable' });
+        return [{ id: 'qwen', object: 'model', created: 1_760_000_000 }];
+      },
     },
-  });
+  );
   key = await createKey(gateway, { name: 'errors' });
   restricted = await createKey(gateway, { name: 'qwen-only', models: ['qwen'] });
 });
@@ -37,7 +42,11 @@ afterAll(async () => {
 });
 
 const post = (path: string, headers: Record<string, string>, body = '{"model":"m"}') =>
-  rawRequest(`${gateway.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
+  rawRequest(`${gateway.url}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body,
+  });
 
 describe('retry hints', () => {
   it('tells clients not to retry a 401 (x-should-retry: false), in both wire formats', async () => {
@@ -50,7 +59,11 @@ describe('retry hints', () => {
   });
 
   it('tells clients not to retry a 403 for a model the key may not use', async () => {
-    const res = await post('/v1/chat/completions', { authorization: `Bearer ${restricted.secret}` }, '{"model":"llama"}');
+    const res = await post(
+      '/v1/chat/completions',
+      { authorization: `Bearer ${restricted.secret}` },
+      '{"model":"llama"}',
+    );
     expect(res.status).toBe(403);
     expect(res.headers['x-should-retry']).toBe('false');
     expect(json(res.body)).toMatchObject({ error: { code: 'model_not_allowed' } });
@@ -59,8 +72,10 @@ describe('retry hints', () => {
   it('leaves retryable errors without the hint', async () => {
     upstream.handle((_req, res) => {
       res.writeHead(503, { 'content-type': 'application/json' });
-      res.end('{"src":"llama-swap","error":{"message":"shutting ' +
-          'down","type":"server_error","param":null,"code":"service_unavailable"}}');
+      res.end(
+        '{"src":"llama-swap","error":{"message":"shutting ' +
+          'down","type":"server_error","param":null,"code":"service_unavailable"}}',
+      );
     });
     const res = await post('/v1/chat/completions', { authorization: `Bearer ${key.secret}` });
     expect(res.status).toBe(503);
@@ -77,16 +92,24 @@ describe('/v1/models errors for Anthropic callers', () => {
     );
     expect(error).toBeInstanceOf(Anthropic.AuthenticationError);
     const apiError = error as InstanceType<typeof Anthropic.AuthenticationError>;
-    expect(apiError.error).toEqual({ type: 'error', error: { type: 'authentication_error', message: 'Invalid API key.' } });
+    expect(apiError.error).toEqual({
+      type: 'error',
+      error: { type: 'authentication_error', message: 'Invalid API key.' },
+    });
     expect(apiError.headers?.get('x-should-retry')).toBe('false');
   });
 
   it('answers an unreachable llama-swap on GET /v1/models in the Anthropic shape too', async () => {
     listFails = true;
     try {
-      const res = await rawRequest(`${gateway.url}/v1/models`, { headers: { 'x-api-key': key.secret, 'anthropic-version': '2023-06-01' } });
+      const res = await rawRequest(`${gateway.url}/v1/models`, {
+        headers: { 'x-api-key': key.secret, 'anthropic-version': '2023-06-01' },
+      });
       expect(res.status).toBe(502);
-      expect(json(res.body)).toEqual({ type: 'error', error: { type: 'api_error', message: 'llama-swap could not be reached to list models.' } });
+      expect(json(res.body)).toEqual({
+        type: 'error',
+        error: { type: 'api_error', message: 'llama-swap could not be reached to list models.' },
+      });
     } finally {
       listFails = false;
     }
@@ -104,17 +127,21 @@ describe('/v1/models errors for Anthropic callers', () => {
 });
 
 describe("llama-swap's error codes", () => {
-  it('keeps the code of llama-swap\'s envelope (concurrency_limit) for OpenAI clients', async () => {
+  it("keeps the code of llama-swap's envelope (concurrency_limit) for OpenAI clients", async () => {
     upstream.handle((_req, res) => {
       res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '1' });
-      res.end('{"src":"llama-swap","error":{"message":"Too many ' +
-          'requests","type":"rate_limit_error","param":null,"code":"concurrency_limit"}}');
+      res.end(
+        '{"src":"llama-swap","error":{"message":"Too many ' +
+          'requests","type":"rate_limit_error","param":null,"code":"concurrency_limit"}}',
+      );
     });
     const client = new OpenAI({ baseURL: `${gateway.url}/v1`, apiKey: key.secret, maxRetries: 0 });
-    const error = await client.chat.completions.create({ model: 'qwen', messages: [{ role: 'user', content: 'hi' }] }).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
+    const error = await client.chat.completions
+      .create({ model: 'qwen', messages: [{ role: 'user', content: 'hi' }] })
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     expect(error).toBeInstanceOf(OpenAI.RateLimitError);
     const apiError = error as InstanceType<typeof OpenAI.RateLimitError>;
     expect(apiError.code).toBe('concurrency_limit');
@@ -128,7 +155,14 @@ describe("llama-swap's error codes", () => {
       res.end('{"src":"llama-swap","error":"upstream command exited prematurely"}');
     });
     const res = await post('/v1/chat/completions', { authorization: `Bearer ${key.secret}` });
-    expect(json(res.body)).toEqual({ error: { message: 'upstream command exited prematurely', type: 'server_error', param: null, code: 'upstream_error' } });
+    expect(json(res.body)).toEqual({
+      error: {
+        message: 'upstream command exited prematurely',
+        type: 'server_error',
+        param: null,
+        code: 'upstream_error',
+      },
+    });
   });
 });
 
@@ -136,11 +170,17 @@ describe('where llama-swap runs', () => {
   it("does not name llama-swap's host and port in a 502, and logs them for the operator", async () => {
     const dead = await startTestGateway('http://127.0.0.1:1');
     try {
-      const res = await rawRequest(`${dead.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model":"m"}' });
+      const res = await rawRequest(`${dead.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{"model":"m"}',
+      });
       expect(res.status).toBe(502);
       expect(res.body.toString()).not.toContain('127.0.0.1');
       expect(res.body.toString()).not.toContain(':1');
-      expect(json(res.body)).toMatchObject({ error: { code: 'upstream_unreachable', message: 'llama-swap could not be reached (ECONNREFUSED).' } });
+      expect(json(res.body)).toMatchObject({
+        error: { code: 'upstream_unreachable', message: 'llama-swap could not be reached (ECONNREFUSED).' },
+      });
       const logged = dead.logLines().find((l) => l.level === 40 && typeof l.req_id === 'string');
       expect(JSON.stringify(logged?.err)).toContain('127.0.0.1:1');
     } finally {
@@ -162,7 +202,11 @@ describe('bytes of errors the gateway writes', () => {
   it('counts them in the access log line', async () => {
     const dead = await startTestGateway('http://127.0.0.1:1');
     try {
-      const res = await rawRequest(`${dead.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model":"m"}' });
+      const res = await rawRequest(`${dead.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{"model":"m"}',
+      });
       expect(res.status).toBe(502);
       const line = await dead.waitForLog((l) => l.msg === 'request' && l.path === '/v1/chat/completions');
       expect(line).toMatchObject({ status: 502, bytes_out: res.body.length });

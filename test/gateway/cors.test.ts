@@ -29,7 +29,11 @@ afterAll(async () => {
 });
 
 /** What a browser sends before a cross-origin POST with a key and the OpenAI SDK's headers. */
-const preflight = (url: string, origin = APP, requestHeaders = 'authorization, content-type, x-stainless-os, x-stainless-retry-count') =>
+const preflight = (
+  url: string,
+  origin = APP,
+  requestHeaders = 'authorization, content-type, x-stainless-os, x-stainless-retry-count',
+) =>
   rawRequest(`${url}/v1/chat/completions`, {
     method: 'OPTIONS',
     headers: { origin, 'access-control-request-method': 'POST', 'access-control-request-headers': requestHeaders },
@@ -43,7 +47,9 @@ describe('CORS on /v1 (GATEHOUSE_CORS_ORIGINS=*, the default)', () => {
     expect(res.body.length).toBe(0);
     expect(res.headers['access-control-allow-origin']).toBe('*');
     expect(res.headers['access-control-allow-methods']).toContain('POST');
-    expect(res.headers['access-control-allow-headers']).toBe('authorization, content-type, x-stainless-os, x-stainless-retry-count');
+    expect(res.headers['access-control-allow-headers']).toBe(
+      'authorization, content-type, x-stainless-os, x-stainless-retry-count',
+    );
     expect(Number(res.headers['access-control-max-age'])).toBeGreaterThan(0);
     expect(res.headers['access-control-allow-credentials']).toBeUndefined();
     expect(upstream.received.length).toBe(before);
@@ -51,9 +57,14 @@ describe('CORS on /v1 (GATEHOUSE_CORS_ORIGINS=*, the default)', () => {
 
   it('allows the key and Anthropic headers when a preflight names none, and never echoes a malformed list', async () => {
     const expected = ['authorization', 'x-api-key', 'api-key', 'content-type', 'anthropic-version', 'anthropic-beta'];
-    const bare = await rawRequest(`${gateway.url}/v1/messages`, { method: 'OPTIONS', headers: { origin: APP, 'access-control-request-method': 'POST' } });
+    const bare = await rawRequest(`${gateway.url}/v1/messages`, {
+      method: 'OPTIONS',
+      headers: { origin: APP, 'access-control-request-method': 'POST' },
+    });
     expect(bare.status).toBe(204);
-    expect((bare.headers['access-control-allow-headers'] ?? '').split(/,\s*/)).toEqual(expect.arrayContaining(expected));
+    expect((bare.headers['access-control-allow-headers'] ?? '').split(/,\s*/)).toEqual(
+      expect.arrayContaining(expected),
+    );
     const odd = await preflight(gateway.url, APP, 'x-api-key, <script>');
     expect((odd.headers['access-control-allow-headers'] ?? '').split(/,\s*/)).toEqual(expect.arrayContaining(expected));
     expect(odd.headers['access-control-allow-headers']).not.toContain('<');
@@ -105,7 +116,11 @@ describe('CORS with a list of origins', () => {
     expect(res.status).toBe(204);
     expect(res.headers['access-control-allow-origin']).toBe('http://localhost:5173');
     expect(res.headers.vary).toBe('Origin');
-    const call = await rawRequest(`${listed.url}/v1/chat/completions`, { method: 'POST', headers: { origin: APP, 'content-type': 'application/json' }, body: '{"model":"m"}' });
+    const call = await rawRequest(`${listed.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { origin: APP, 'content-type': 'application/json' },
+      body: '{"model":"m"}',
+    });
     expect(call.headers['access-control-allow-origin']).toBe(APP);
   });
 
@@ -113,7 +128,11 @@ describe('CORS with a list of origins', () => {
     const pre = await preflight(listed.url, 'https://evil.example');
     expect(pre.status).toBe(204);
     expect(pre.headers['access-control-allow-origin']).toBeUndefined();
-    const call = await rawRequest(`${listed.url}/v1/chat/completions`, { method: 'POST', headers: { origin: 'https://evil.example', 'content-type': 'application/json' }, body: '{"model":"m"}' });
+    const call = await rawRequest(`${listed.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { origin: 'https://evil.example', 'content-type': 'application/json' },
+      body: '{"model":"m"}',
+    });
     expect(call.status).toBe(200);
     expect(call.headers['access-control-allow-origin']).toBeUndefined();
   });
@@ -123,7 +142,11 @@ describe('the admin API never answers another origin', () => {
   it('gives a preflight to /api no CORS headers', async () => {
     const res = await rawRequest(`${gateway.url}/api/keys`, {
       method: 'OPTIONS',
-      headers: { origin: APP, 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type' },
+      headers: {
+        origin: APP,
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'content-type',
+      },
     });
     expect(Object.keys(res.headers).filter((h) => h.startsWith('access-control-'))).toEqual([]);
   });

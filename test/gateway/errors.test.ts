@@ -24,12 +24,30 @@ describe('upstream unreachable', () => {
   it('answers 502 in the OpenAI shape, and in the Anthropic shape on /v1/messages', async () => {
     const dead = await startTestGateway('http://127.0.0.1:1');
     try {
-      const openai = await rawRequest(`${dead.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model":"m"}' });
+      const openai = await rawRequest(`${dead.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{"model":"m"}',
+      });
       expect(openai.status).toBe(502);
-      expect(json(openai.body)).toEqual({ error: { message: expect.stringContaining('could not be reached'), type: 'server_error', param: null, code: 'upstream_unreachable' } });
-      const anthropic = await rawRequest(`${dead.url}/v1/messages?beta=true`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model":"m"}' });
+      expect(json(openai.body)).toEqual({
+        error: {
+          message: expect.stringContaining('could not be reached'),
+          type: 'server_error',
+          param: null,
+          code: 'upstream_unreachable',
+        },
+      });
+      const anthropic = await rawRequest(`${dead.url}/v1/messages?beta=true`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: '{"model":"m"}',
+      });
       expect(anthropic.status).toBe(502);
-      expect(json(anthropic.body)).toEqual({ type: 'error', error: { type: 'api_error', message: expect.stringContaining('could not be reached') } });
+      expect(json(anthropic.body)).toEqual({
+        type: 'error',
+        error: { type: 'api_error', message: expect.stringContaining('could not be reached') },
+      });
     } finally {
       await dead.close();
     }
@@ -40,13 +58,33 @@ describe("llama-swap's own errors become the caller's wire format with the same 
   it('translates the current envelope', async () => {
     upstream.handle((_req, res) => {
       res.writeHead(404, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ src: 'llama-swap', error: { message: 'no router for requested model', type: 'invalid_request_error', param: null, code: 'not_found' } }));
+      res.end(
+        JSON.stringify({
+          src: 'llama-swap',
+          error: {
+            message: 'no router for requested model',
+            type: 'invalid_request_error',
+            param: null,
+            code: 'not_found',
+          },
+        }),
+      );
     });
     const openai = await post('/v1/chat/completions');
     expect(openai.status).toBe(404);
-    expect(json(openai.body)).toEqual({ error: { message: 'no router for requested model', type: 'invalid_request_error', param: null, code: 'not_found' } });
+    expect(json(openai.body)).toEqual({
+      error: {
+        message: 'no router for requested model',
+        type: 'invalid_request_error',
+        param: null,
+        code: 'not_found',
+      },
+    });
     const anthropic = await post('/v1/messages');
-    expect(json(anthropic.body)).toEqual({ type: 'error', error: { type: 'not_found_error', message: 'no router for requested model' } });
+    expect(json(anthropic.body)).toEqual({
+      type: 'error',
+      error: { type: 'not_found_error', message: 'no router for requested model' },
+    });
   });
 
   it('translates the legacy string error of v250 and older', async () => {
@@ -56,14 +94,19 @@ describe("llama-swap's own errors become the caller's wire format with the same 
     });
     const res = await post('/v1/messages');
     expect(res.status).toBe(500);
-    expect(json(res.body)).toEqual({ type: 'error', error: { type: 'api_error', message: 'unspecific error: upstream command exited prematurely' } });
+    expect(json(res.body)).toEqual({
+      type: 'error',
+      error: { type: 'api_error', message: 'unspecific error: upstream command exited prematurely' },
+    });
   });
 
   it('keeps Retry-After on a translated 429', async () => {
     upstream.handle((_req, res) => {
       res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '1' });
-      res.end('{"src":"llama-swap","error":{"message":"Too many ' +
-          'requests","type":"rate_limit_error","param":null,"code":"concurrency_limit"}}');
+      res.end(
+        '{"src":"llama-swap","error":{"message":"Too many ' +
+          'requests","type":"rate_limit_error","param":null,"code":"concurrency_limit"}}',
+      );
     });
     const res = await post('/v1/chat/completions');
     expect(res.status).toBe(429);
@@ -71,7 +114,7 @@ describe("llama-swap's own errors become the caller's wire format with the same 
     expect(json(res.body)).toMatchObject({ error: { type: 'rate_limit_error', message: 'Too many requests' } });
   });
 
-  it("turns the empty-bodied 502 of a dead model server into a proper body", async () => {
+  it('turns the empty-bodied 502 of a dead model server into a proper body', async () => {
     upstream.handle((_req, res) => {
       res.writeHead(502);
       res.end();
@@ -101,8 +144,9 @@ describe("llama-swap's own errors become the caller's wire format with the same 
   });
 
   it("passes a model server's own JSON error through unchanged", async () => {
-    const body = '{"error":{"code":400,"message":"the request exceeds the available context ' +
-        'size","type":"exceed_context_size_error"}}';
+    const body =
+      '{"error":{"code":400,"message":"the request exceeds the available context ' +
+      'size","type":"exceed_context_size_error"}}';
     upstream.handle((_req, res) => {
       res.writeHead(400, { 'content-type': 'application/json; charset=utf-8' });
       res.end(body);
@@ -129,16 +173,27 @@ describe('body limit', () => {
     const big = JSON.stringify({ model: 'm', content: 'x'.repeat(51 * 1024 * 1024) });
     const res = await post('/v1/messages', big);
     expect(res.status).toBe(413);
-    expect(json(res.body)).toEqual({ type: 'error', error: { type: 'request_too_large', message: expect.stringContaining('50 MiB') } });
+    expect(json(res.body)).toEqual({
+      type: 'error',
+      error: { type: 'request_too_large', message: expect.stringContaining('50 MiB') },
+    });
     expect(upstream.received.length).toBe(count);
   });
 
   it('counts the bytes of a chunked body without Content-Length and stops it with 413', async () => {
     const status = await new Promise<number>((resolve, reject) => {
-      const req = request(`${gateway.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked' }, agent: false }, (res) => {
-        res.resume();
-        resolve(res.statusCode ?? 0);
-      });
+      const req = request(
+        `${gateway.url}/v1/chat/completions`,
+        {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked' },
+          agent: false,
+        },
+        (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        },
+      );
       req.on('error', reject);
       req.write('{"model":"m","x":"');
       const chunk = Buffer.alloc(1024 * 1024, 0x61);
@@ -157,10 +212,18 @@ describe('body limit', () => {
 
   it('answers 413 at once to a Content-Length over the limit, before reading the body', async () => {
     const res = await new Promise<number>((resolve, reject) => {
-      const req = request(`${gateway.url}/v1/embeddings`, { method: 'POST', headers: { 'content-type': 'application/json', 'content-length': String(60 * 1024 * 1024) }, agent: false }, (r) => {
-        r.resume();
-        resolve(r.statusCode ?? 0);
-      });
+      const req = request(
+        `${gateway.url}/v1/embeddings`,
+        {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'content-length': String(60 * 1024 * 1024) },
+          agent: false,
+        },
+        (r) => {
+          r.resume();
+          resolve(r.statusCode ?? 0);
+        },
+      );
       req.on('error', reject);
       req.write('{"model":"m"');
     });

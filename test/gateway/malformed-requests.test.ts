@@ -37,7 +37,9 @@ function exchange(bytes: string): Promise<RawAnswer> {
     socket.on('close', () => {
       const [head = '', body = ''] = text.split('\r\n\r\n');
       const [statusLine = '', ...lines] = head.split('\r\n');
-      const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+      const headers = Object.fromEntries(
+        lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]),
+      );
       resolve({ statusLine, headers, body });
     });
     socket.write(bytes);
@@ -51,14 +53,30 @@ describe('requests the HTTP parser refuses', () => {
     expect(answer.headers['content-type']).toBe('application/json; charset=utf-8');
     expect(answer.headers.connection).toBe('close');
     expect(Number(answer.headers['content-length'])).toBe(Buffer.byteLength(answer.body));
-    expect(JSON.parse(answer.body)).toEqual({ error: { message: 'The request is not valid HTTP/1.1.', type: 'invalid_request_error', param: null, code: 'bad_request' } });
+    expect(JSON.parse(answer.body)).toEqual({
+      error: {
+        message: 'The request is not valid HTTP/1.1.',
+        type: 'invalid_request_error',
+        param: null,
+        code: 'bad_request',
+      },
+    });
   });
 
   it('answers headers over the size limit with 431 in the OpenAI shape', async () => {
-    const answer = await exchange(`POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nX-Padding: ${'a'.repeat(20_000)}\r\n\r\n`);
+    const answer = await exchange(
+      `POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nX-Padding: ${'a'.repeat(20_000)}\r\n\r\n`,
+    );
     expect(answer.statusLine).toBe('HTTP/1.1 431 Request Header Fields Too Large');
     expect(answer.headers.connection).toBe('close');
-    expect(JSON.parse(answer.body)).toEqual({ error: { message: 'The request line and headers are too large.', type: 'invalid_request_error', param: null, code: 'request_headers_too_large' } });
+    expect(JSON.parse(answer.body)).toEqual({
+      error: {
+        message: 'The request line and headers are too large.',
+        type: 'invalid_request_error',
+        param: null,
+        code: 'request_headers_too_large',
+      },
+    });
   });
 
   it('answers an overlong URL (over the header size limit) with 431 too', async () => {

@@ -18,7 +18,12 @@ let byPattern: string;
 beforeAll(async () => {
   sim = await startSimulator({ config: DEMO_CONFIG, knobs: { tokens: 2, tokensPerSecond: 1000 } });
   const upstream = createLlamaSwapClient({ baseUrl: new URL(sim.url) });
-  gateway = await startTestGateway(sim.url, { adminToken: ADMIN }, { listModels: () => upstream.models(), closeables: [upstream] }, { withStore: true });
+  gateway = await startTestGateway(
+    sim.url,
+    { adminToken: ADMIN },
+    { listModels: () => upstream.models(), closeables: [upstream] },
+    { withStore: true },
+  );
   qwenOnly = await createKey({ name: 'qwen-only', models: ['qwen'] });
   byPattern = await createKey({ name: 'pattern', models: ['qwen3*', 'gpu-box/*'] });
 });
@@ -37,7 +42,13 @@ async function createKey(body: Record<string, unknown>): Promise<string> {
   return (json(res.body) as { secret: string }).secret;
 }
 
-function call(key: string, path: string, contentType: string | undefined, body: string | Buffer | undefined, method = 'POST') {
+function call(
+  key: string,
+  path: string,
+  contentType: string | undefined,
+  body: string | Buffer | undefined,
+  method = 'POST',
+) {
   return rawRequest(`${gateway.url}${path}`, {
     method,
     headers: { authorization: `Bearer ${key}`, ...(contentType ? { 'content-type': contentType } : {}) },
@@ -47,7 +58,9 @@ function call(key: string, path: string, contentType: string | undefined, body: 
 
 function multipartBody(boundary: string, fields: Array<[string, string]>): Buffer {
   return Buffer.from(
-    fields.map(([name, value]) => `--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`).join('') + `--${boundary}--\r\n`,
+    fields
+      .map(([name, value]) => `--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`)
+      .join('') + `--${boundary}--\r\n`,
   );
 }
 
@@ -66,9 +79,24 @@ describe('a key allowed only qwen', () => {
     ['a number as the model', CHAT, JSON_TYPE, `{"model":3,${MESSAGES}}`],
     ['a truncated body', CHAT, JSON_TYPE, `{"model":"qwen",${MESSAGES}`],
     ['broken JSON after the model', CHAT, JSON_TYPE, `{"model":"qwen",${MESSAGES},}`],
-    ['the query and the form disagreeing', '/v1/audio/transcriptions?model=qwen', 'multipart/form-data; boundary=b0', multipartBody('b0', [['model', 'llama-3.2-3b']])],
-    ['the form and the query disagreeing', '/v1/audio/transcriptions?model=llama-3.2-3b', 'multipart/form-data; boundary=b0', multipartBody('b0', [['model', 'qwen']])],
-    ['an escaped urlencoded field before a plain one', CHAT, 'application/x-www-form-urlencoded', 'mod%65l=llama-3.2-3b&model=qwen'],
+    [
+      'the query and the form disagreeing',
+      '/v1/audio/transcriptions?model=qwen',
+      'multipart/form-data; boundary=b0',
+      multipartBody('b0', [['model', 'llama-3.2-3b']]),
+    ],
+    [
+      'the form and the query disagreeing',
+      '/v1/audio/transcriptions?model=llama-3.2-3b',
+      'multipart/form-data; boundary=b0',
+      multipartBody('b0', [['model', 'qwen']]),
+    ],
+    [
+      'an escaped urlencoded field before a plain one',
+      CHAT,
+      'application/x-www-form-urlencoded',
+      'mod%65l=llama-3.2-3b&model=qwen',
+    ],
     ['a JSON body sent as text/plain', CHAT, 'text/plain', `{"model":"qwen",${MESSAGES}}`],
   ];
   for (const [name, path, type, body] of refused) {
@@ -87,7 +115,10 @@ describe('a key allowed only qwen', () => {
       const before = sim.received.length;
       const res = await call(qwenOnly, path, undefined, undefined, 'GET');
       expect(res.status, path).toBe(403);
-      expect(sim.received.slice(before).filter((r) => r.path !== '/v1/models'), path).toEqual([]);
+      expect(
+        sim.received.slice(before).filter((r) => r.path !== '/v1/models'),
+        path,
+      ).toEqual([]);
     }
   });
 
@@ -104,12 +135,17 @@ describe('a key allowed only qwen', () => {
   });
 
   it('refuses the llama-3.2-3b escape in the Anthropic wire format for /v1/messages', async () => {
-    const res = await call(qwenOnly, '/v1/messages', JSON_TYPE, `{"mod\\u0065l":"llama-3.2-3b","max_tokens":5,${MESSAGES}}`);
+    const res = await call(
+      qwenOnly,
+      '/v1/messages',
+      JSON_TYPE,
+      `{"mod\\u0065l":"llama-3.2-3b","max_tokens":5,${MESSAGES}}`,
+    );
     expect(res.status).toBe(403);
     expect(json(res.body)).toMatchObject({ type: 'error', error: { type: 'permission_error' } });
   });
 
-  it("may call qwen by its model id and by its other alias, and by escapes that still read qwen", async () => {
+  it('may call qwen by its model id and by its other alias, and by escapes that still read qwen', async () => {
     for (const model of ['qwen', 'qwen3-8b', 'gpt-4o-mini', 'q\\u0077en']) {
       const res = await call(qwenOnly, CHAT, JSON_TYPE, `{"model":"${model}",${MESSAGES}}`);
       expect(res.status, model).toBe(200);
@@ -118,7 +154,15 @@ describe('a key allowed only qwen', () => {
   });
 
   it('may send a multipart upload naming qwen in the form only', async () => {
-    const res = await call(qwenOnly, '/v1/audio/transcriptions', 'multipart/form-data; boundary=b1', multipartBody('b1', [['model', 'qwen'], ['file', 'RIFF....']]));
+    const res = await call(
+      qwenOnly,
+      '/v1/audio/transcriptions',
+      'multipart/form-data; boundary=b1',
+      multipartBody('b1', [
+        ['model', 'qwen'],
+        ['file', 'RIFF....'],
+      ]),
+    );
     expect(res.status).not.toBe(403);
     expect(sim.received.at(-1)?.model).toBe('qwen');
   });
@@ -149,6 +193,9 @@ describe('a key allowed patterns', () => {
 
   it('lists the matched models and peer models on /v1/models', async () => {
     const res = await call(byPattern, '/v1/models', undefined, undefined, 'GET');
-    expect((json(res.body) as { data: Array<{ id: string }> }).data.map((m) => m.id).sort()).toEqual(['gpu-box/llama-3.3-70b', 'qwen3-8b']);
+    expect((json(res.body) as { data: Array<{ id: string }> }).data.map((m) => m.id).sort()).toEqual([
+      'gpu-box/llama-3.3-70b',
+      'qwen3-8b',
+    ]);
   });
 });

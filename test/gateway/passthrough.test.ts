@@ -26,7 +26,11 @@ describe('pass-through of /v1', () => {
       res.end(JSON.stringify({ got: body.toString('utf8'), url: req.url, method: req.method }));
     });
     const body = JSON.stringify({ model: 'qwen', messages: [{ role: 'user', content: 'hi ✓' }] });
-    const res = await rawRequest(`${gateway.url}/v1/messages?beta=true`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    const res = await rawRequest(`${gateway.url}/v1/messages?beta=true`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body,
+    });
     expect(res.status).toBe(201);
     expect(res.headers['x-upstream']).toBe('yes');
     expect(json(res.body)).toEqual({ got: body, url: '/v1/messages?beta=true', method: 'POST' });
@@ -38,7 +42,11 @@ describe('pass-through of /v1', () => {
       res.writeHead(200, { 'content-type': 'audio/mpeg' });
       res.end(audio);
     });
-    const res = await rawRequest(`${gateway.url}/v1/audio/speech`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model":"tts","input":"hi"}' });
+    const res = await rawRequest(`${gateway.url}/v1/audio/speech`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"model":"tts","input":"hi"}',
+    });
     expect(res.headers['content-type']).toBe('audio/mpeg');
     expect(res.body.equals(audio)).toBe(true);
 
@@ -50,7 +58,12 @@ describe('pass-through of /v1', () => {
   it('never forwards client credentials, and sends the upstream key only when configured', async () => {
     upstream.handle((_req, res) => void res.end('{}'));
     await rawRequest(`${gateway.url}/v1/models`, {
-      headers: { authorization: 'Bearer sk-client-secret', 'x-api-key': 'sk-client-2', 'api-key': 'sk-client-3', cookie: 'gh_session=abc' },
+      headers: {
+        authorization: 'Bearer sk-client-secret',
+        'x-api-key': 'sk-client-2',
+        'api-key': 'sk-client-3',
+        cookie: 'gh_session=abc',
+      },
     });
     const seen = upstream.received[0]!;
     expect(seen.headers.authorization).toBeUndefined();
@@ -74,7 +87,15 @@ describe('pass-through of /v1', () => {
       res.writeHead(200, { 'content-type': 'application/json', 'x-hop': '1', connection: 'x-hop' });
       res.end('{}');
     });
-    const res = await rawRequest(`${gateway.url}/v1/models`, { headers: { 'x-request-id': 'abc-123', connection: 'keep-alive, x-private', 'x-private': 'p', te: 'trailers', 'x-forwarded-for': '6.6.6.6' } });
+    const res = await rawRequest(`${gateway.url}/v1/models`, {
+      headers: {
+        'x-request-id': 'abc-123',
+        connection: 'keep-alive, x-private',
+        'x-private': 'p',
+        te: 'trailers',
+        'x-forwarded-for': '6.6.6.6',
+      },
+    });
     const seen = upstream.received[0]!;
     expect(seen.headers['x-private']).toBeUndefined();
     expect(seen.headers.te).toBeUndefined();
@@ -85,7 +106,9 @@ describe('pass-through of /v1', () => {
     expect(res.headers['x-request-id']).toBe('abc-123');
     expect(res.headers['x-hop']).toBeUndefined();
 
-    const generated = await rawRequest(`${gateway.url}/v1/models`, { headers: { 'x-request-id': 'bad id with spaces <script>' } });
+    const generated = await rawRequest(`${gateway.url}/v1/models`, {
+      headers: { 'x-request-id': 'bad id with spaces <script>' },
+    });
     expect(generated.headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
     expect(upstream.received[1]!.headers['x-request-id']).toBe(generated.headers['x-request-id']);
   });
@@ -116,9 +139,19 @@ describe('pass-through of /v1', () => {
       body: '{"model":"qwen-7b","messages":[]}',
     });
     await gateway.waitForLog((l) => l.req_id === 'log-me');
-    const lines = gateway.logLines().slice(before).filter((l) => l.req_id === 'log-me');
+    const lines = gateway
+      .logLines()
+      .slice(before)
+      .filter((l) => l.req_id === 'log-me');
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatchObject({ method: 'POST', path: '/v1/chat/completions', status: 200, model: 'qwen-7b', bytes_in: 33, bytes_out: 11 });
+    expect(lines[0]).toMatchObject({
+      method: 'POST',
+      path: '/v1/chat/completions',
+      status: 200,
+      model: 'qwen-7b',
+      bytes_in: 33,
+      bytes_out: 11,
+    });
     expect(typeof lines[0]!.ms).toBe('number');
     expect(gateway.logText()).not.toContain('sk-very-secret');
   });
@@ -134,7 +167,11 @@ describe('probes', () => {
   });
 
   it('answers /readyz 503 when the upstream health check fails', async () => {
-    const down = await startTestGateway(upstream.url, {}, { upstream: { health: async () => ({ ok: false, error: 'ECONNREFUSED' }) } });
+    const down = await startTestGateway(
+      upstream.url,
+      {},
+      { upstream: { health: async () => ({ ok: false, error: 'ECONNREFUSED' }) } },
+    );
     try {
       const res = await rawRequest(`${down.url}/readyz`);
       expect(res.status).toBe(503);

@@ -27,15 +27,19 @@ afterAll(() => upstream.close());
 /** Starts a stream and resolves once its first event arrived; `done` resolves with all bytes. */
 function openStream(url: string): Promise<{ done: Promise<string> }> {
   return new Promise((resolve, reject) => {
-    const req = request(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, agent: false }, (res) => {
-      let text = '';
-      const done = new Promise<string>((ok) => {
-        res.on('data', (c: Buffer) => (text += c.toString()));
-        res.on('end', () => ok(text));
-        res.on('close', () => ok(text));
-      });
-      res.once('data', () => resolve({ done }));
-    });
+    const req = request(
+      `${url}/v1/chat/completions`,
+      { method: 'POST', headers: { 'content-type': 'application/json' }, agent: false },
+      (res) => {
+        let text = '';
+        const done = new Promise<string>((ok) => {
+          res.on('data', (c: Buffer) => (text += c.toString()));
+          res.on('end', () => ok(text));
+          res.on('close', () => ok(text));
+        });
+        res.once('data', () => resolve({ done }));
+      },
+    );
     req.on('error', reject);
     req.end('{"model":"m","stream":true}');
   });
@@ -69,7 +73,11 @@ describe('the gatehouse process', () => {
   });
 
   it('cuts streams still running when the grace period is over, and still exits 0', async () => {
-    const gw = await spawnGateway({ GATEHOUSE_UPSTREAM_URL: upstream.url, GATEHOUSE_DATA_DIR: dataDir(), GATEHOUSE_SHUTDOWN_GRACE: '200ms' });
+    const gw = await spawnGateway({
+      GATEHOUSE_UPSTREAM_URL: upstream.url,
+      GATEHOUSE_DATA_DIR: dataDir(),
+      GATEHOUSE_SHUTDOWN_GRACE: '200ms',
+    });
     // Upstream never finishes this stream: only the grace period can end the process.
     const stream = await openStream(gw.url);
     gw.child.kill('SIGTERM');
@@ -79,6 +87,8 @@ describe('the gatehouse process', () => {
   });
 
   it('refuses invalid settings with a clear message and exit code 2', async () => {
-    await expect(spawnGateway({ GATEHOUSE_IDLE_TIMEOUT: '300' })).rejects.toThrow(/exited with 2[\s\S]*GATEHOUSE_IDLE_TIMEOUT: "300" is not a duration/);
+    await expect(spawnGateway({ GATEHOUSE_IDLE_TIMEOUT: '300' })).rejects.toThrow(
+      /exited with 2[\s\S]*GATEHOUSE_IDLE_TIMEOUT: "300" is not a duration/,
+    );
   });
 });

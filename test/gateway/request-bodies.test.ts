@@ -28,21 +28,32 @@ afterAll(async () => {
 
 /** Starts a chunked upload and sends `first`; the caller decides what comes next. */
 function startUpload(path: string, first: string) {
-  const req = httpRequest(`${gateway.url}${path}`, { method: 'POST', agent: false, headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked' } });
-  const response = new Promise<{ status: number; body: string; headers: IncomingMessage['headers'] }>((resolve, reject) => {
-    req.on('response', (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (d: string) => (body += d));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body, headers: res.headers }));
-    });
-    req.on('error', reject);
+  const req = httpRequest(`${gateway.url}${path}`, {
+    method: 'POST',
+    agent: false,
+    headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked' },
   });
+  const response = new Promise<{ status: number; body: string; headers: IncomingMessage['headers'] }>(
+    (resolve, reject) => {
+      req.on('response', (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (d: string) => (body += d));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body, headers: res.headers }));
+      });
+      req.on('error', reject);
+    },
+  );
   req.write(first);
   return { req, response };
 }
 
-const chat = (body: string) => rawRequest(`${gateway.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+const chat = (body: string) =>
+  rawRequest(`${gateway.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body,
+  });
 
 describe('request bodies', () => {
   it('forwards nothing while a body is still arriving, and serves other clients meanwhile', async () => {
@@ -63,13 +74,21 @@ describe('request bodies', () => {
     const small = await startTestGateway(upstream.url, { upstreamConnections: 2 });
     try {
       const slow = Array.from({ length: 6 }, () => {
-        const req = httpRequest(`${small.url}/v1/chat/completions`, { method: 'POST', agent: false, headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked' } });
+        const req = httpRequest(`${small.url}/v1/chat/completions`, {
+          method: 'POST',
+          agent: false,
+          headers: { 'content-type': 'application/json', 'transfer-encoding': 'chunked' },
+        });
         req.on('error', () => undefined);
         req.write('{"model":"qwen","messages":[');
         return req;
       });
       for (let i = 0; i < 3; i++) {
-        const res = await rawRequest(`${small.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model":"qwen","messages":[]}' });
+        const res = await rawRequest(`${small.url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: '{"model":"qwen","messages":[]}',
+        });
         expect(res.status).toBe(200);
       }
       for (const req of slow) req.destroy();
@@ -85,7 +104,14 @@ describe('request bodies', () => {
     req.destroy();
     expect(res.status).toBe(408);
     expect(res.headers.connection).toBe('close');
-    expect(JSON.parse(res.body)).toEqual({ error: { message: expect.stringContaining('GATEHOUSE_BODY_TIMEOUT'), type: 'invalid_request_error', param: null, code: 'body_timeout' } });
+    expect(JSON.parse(res.body)).toEqual({
+      error: {
+        message: expect.stringContaining('GATEHOUSE_BODY_TIMEOUT'),
+        type: 'invalid_request_error',
+        param: null,
+        code: 'body_timeout',
+      },
+    });
     expect(upstream.received.length).toBe(before);
   });
 
@@ -101,7 +127,11 @@ describe('request bodies', () => {
     const body = JSON.stringify({ model: 'qwen', messages: [{ role: 'user', content: 'x'.repeat(3 * 1024 * 1024) }] });
     const res = await chat(body);
     expect(res.status).toBe(200);
-    expect(json(res.body)).toEqual({ ok: true, bytes: Buffer.byteLength(body), sha256: createHash('sha256').update(body).digest('hex') });
+    expect(json(res.body)).toEqual({
+      ok: true,
+      bytes: Buffer.byteLength(body),
+      sha256: createHash('sha256').update(body).digest('hex'),
+    });
     expect(upstream.received.at(-1)?.headers['content-length']).toBe(String(Buffer.byteLength(body)));
     expect(readdirSync(join(gateway.dataDir, 'spool'))).toEqual([]);
   });

@@ -17,7 +17,12 @@ let gateway: TestGateway;
 beforeAll(async () => {
   sim = await startSimulator({ config: DEMO_CONFIG, knobs: { tokens: 6, tokensPerSecond: 200 } });
   const upstream = createLlamaSwapClient({ baseUrl: new URL(sim.url) });
-  gateway = await startTestGateway(sim.url, { adminToken: ADMIN }, { listModels: () => upstream.models(), closeables: [upstream] }, { withStore: true });
+  gateway = await startTestGateway(
+    sim.url,
+    { adminToken: ADMIN },
+    { listModels: () => upstream.models(), closeables: [upstream] },
+    { withStore: true },
+  );
 });
 afterAll(async () => {
   await gateway.close();
@@ -38,12 +43,20 @@ describe('OpenAI SDK through the gateway (open mode)', () => {
 
   it('streams a chat, and the bytes the client got are exactly the bytes llama-swap sent', async () => {
     sim.clearReceived();
-    const stream = await openai().chat.completions.create({ model: 'qwen', stream: true, messages: [{ role: 'user', content: 'Hi' }] });
+    const stream = await openai().chat.completions.create({
+      model: 'qwen',
+      stream: true,
+      messages: [{ role: 'user', content: 'Hi' }],
+    });
     let text = '';
     for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? '';
     expect(text.split(' ').filter(Boolean).length).toBeGreaterThan(0);
 
-    const res = await rawRequest(`${gateway.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'qwen', stream: true, messages: [{ role: 'user', content: 'Hi' }] }) });
+    const res = await rawRequest(`${gateway.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ model: 'qwen', stream: true, messages: [{ role: 'user', content: 'Hi' }] }),
+    });
     const upstreamSide = sim.received.filter((r) => r.path === '/v1/chat/completions').at(-1)!;
     expect(res.body.equals(upstreamSide.sentBytes)).toBe(true);
     expect(res.body.toString().endsWith('data: [DONE]\n\n')).toBe(true);
@@ -60,7 +73,10 @@ describe('OpenAI SDK through the gateway (open mode)', () => {
 
   it('uploads an audio file as multipart for a transcription', async () => {
     const audio = Buffer.alloc(256 * 1024, 3);
-    const result = await openai().audio.transcriptions.create({ model: 'qwen', file: await toFile(audio, 'speech.wav', { type: 'audio/wav' }) });
+    const result = await openai().audio.transcriptions.create({
+      model: 'qwen',
+      file: await toFile(audio, 'speech.wav', { type: 'audio/wav' }),
+    });
     expect(result.text).toContain(String(audio.length));
     const seen = sim.received.filter((r) => r.path === '/v1/audio/transcriptions').at(-1)!;
     expect(seen.model).toBe('qwen');
@@ -69,14 +85,22 @@ describe('OpenAI SDK through the gateway (open mode)', () => {
 
 describe('Anthropic SDK through the gateway (open mode)', () => {
   it('creates a message without streaming', async () => {
-    const message = await anthropic().messages.create({ model: 'qwen', max_tokens: 64, messages: [{ role: 'user', content: 'Hello there' }] });
+    const message = await anthropic().messages.create({
+      model: 'qwen',
+      max_tokens: 64,
+      messages: [{ role: 'user', content: 'Hello there' }],
+    });
     expect(message.type).toBe('message');
     expect(message.usage.output_tokens).toBe(6);
     expect(message.content[0]!.type).toBe('text');
   });
 
   it('streams a message with named events', async () => {
-    const stream = anthropic().messages.stream({ model: 'qwen', max_tokens: 64, messages: [{ role: 'user', content: 'Hello' }] });
+    const stream = anthropic().messages.stream({
+      model: 'qwen',
+      max_tokens: 64,
+      messages: [{ role: 'user', content: 'Hello' }],
+    });
     const types: string[] = [];
     for await (const event of stream) types.push(event.type);
     expect(types[0]).toBe('message_start');
@@ -90,7 +114,10 @@ describe('Anthropic SDK through the gateway (open mode)', () => {
       .messages.create({ model: 'no-such-model', max_tokens: 8, messages: [{ role: 'user', content: 'x' }] })
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(Anthropic.NotFoundError);
-    expect((error as InstanceType<typeof Anthropic.NotFoundError>).error).toEqual({ type: 'error', error: { type: 'not_found_error', message: 'no router for requested model' } });
+    expect((error as InstanceType<typeof Anthropic.NotFoundError>).error).toEqual({
+      type: 'error',
+      error: { type: 'not_found_error', message: 'no router for requested model' },
+    });
   });
 });
 
@@ -101,7 +128,10 @@ describe('abort through the gateway', () => {
     try {
       sim.clearReceived();
       const controller = new AbortController();
-      const stream = await openai().chat.completions.create({ model: 'qwen', stream: true, messages: [{ role: 'user', content: 'long' }] }, { signal: controller.signal });
+      const stream = await openai().chat.completions.create(
+        { model: 'qwen', stream: true, messages: [{ role: 'user', content: 'long' }] },
+        { signal: controller.signal },
+      );
       let chunks = 0;
       const leftAt = await (async () => {
         try {
@@ -131,21 +161,44 @@ describe('abort through the gateway', () => {
 describe('the SDKs with a real key once keys exist', () => {
   let secret: string;
   beforeAll(async () => {
-    const res = await rawRequest(`${gateway.url}/api/keys`, { method: 'POST', headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'sdk' }) });
+    const res = await rawRequest(`${gateway.url}/api/keys`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'sdk' }),
+    });
     secret = (JSON.parse(res.body.toString()) as { secret: string }).secret;
   });
 
   it('refuses the OpenAI SDK without a valid key, and accepts it with apiKey', async () => {
-    await expect(openai('sk-wrong').chat.completions.create({ model: 'qwen', messages: [{ role: 'user', content: 'x' }] })).rejects.toBeInstanceOf(OpenAI.AuthenticationError);
-    const ok = await openai(secret).chat.completions.create({ model: 'qwen', messages: [{ role: 'user', content: 'x' }] });
+    await expect(
+      openai('sk-wrong').chat.completions.create({ model: 'qwen', messages: [{ role: 'user', content: 'x' }] }),
+    ).rejects.toBeInstanceOf(OpenAI.AuthenticationError);
+    const ok = await openai(secret).chat.completions.create({
+      model: 'qwen',
+      messages: [{ role: 'user', content: 'x' }],
+    });
     expect(ok.object).toBe('chat.completion');
   });
 
   it('accepts the Anthropic SDK with apiKey (x-api-key) and with authToken (Bearer)', async () => {
-    await expect(anthropic({ apiKey: 'sk-wrong' }).messages.create({ model: 'qwen', max_tokens: 8, messages: [{ role: 'user', content: 'x' }] })).rejects.toBeInstanceOf(Anthropic.AuthenticationError);
-    const viaApiKey = await anthropic({ apiKey: secret }).messages.create({ model: 'qwen', max_tokens: 8, messages: [{ role: 'user', content: 'x' }] });
+    await expect(
+      anthropic({ apiKey: 'sk-wrong' }).messages.create({
+        model: 'qwen',
+        max_tokens: 8,
+        messages: [{ role: 'user', content: 'x' }],
+      }),
+    ).rejects.toBeInstanceOf(Anthropic.AuthenticationError);
+    const viaApiKey = await anthropic({ apiKey: secret }).messages.create({
+      model: 'qwen',
+      max_tokens: 8,
+      messages: [{ role: 'user', content: 'x' }],
+    });
     expect(viaApiKey.type).toBe('message');
-    const viaToken = await anthropic({ apiKey: null, authToken: secret }).messages.create({ model: 'qwen', max_tokens: 8, messages: [{ role: 'user', content: 'x' }] });
+    const viaToken = await anthropic({ apiKey: null, authToken: secret }).messages.create({
+      model: 'qwen',
+      max_tokens: 8,
+      messages: [{ role: 'user', content: 'x' }],
+    });
     expect(viaToken.type).toBe('message');
     const seen = sim.received.filter((r) => r.path.startsWith('/v1/messages')).at(-1)!;
     expect(seen.headers.authorization).toBeUndefined();

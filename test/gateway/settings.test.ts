@@ -5,7 +5,16 @@ import { loadSettings, SETTINGS, SettingsError } from '../../src/settings.js';
 describe('settings', () => {
   it('uses the documented defaults when nothing is set', () => {
     const s = loadSettings({}, {}, '/srv/gh');
-    expect(s).toMatchObject({ host: '0.0.0.0', port: 3000, connectTimeoutMs: 10_000, headersTimeoutMs: 600_000, idleTimeoutMs: 300_000, bodyLimitBytes: 50 * 1024 * 1024, shutdownGraceMs: 30_000, dataDir: '/srv/gh/data' });
+    expect(s).toMatchObject({
+      host: '0.0.0.0',
+      port: 3000,
+      connectTimeoutMs: 10_000,
+      headersTimeoutMs: 600_000,
+      idleTimeoutMs: 300_000,
+      bodyLimitBytes: 50 * 1024 * 1024,
+      shutdownGraceMs: 30_000,
+      dataDir: '/srv/gh/data',
+    });
     expect(s.upstreamUrl.href).toBe('http://127.0.0.1:8080/');
     expect(Object.isFrozen(s)).toBe(true);
   });
@@ -17,7 +26,9 @@ describe('settings', () => {
   });
 
   it('reports every invalid value at once and never guesses a unit', () => {
-    expect(() => loadSettings({ PORT: 'x', GATEHOUSE_IDLE_TIMEOUT: '300', GATEHOUSE_UPSTREAM_URL: 'ftp://x' })).toThrowError(SettingsError);
+    expect(() =>
+      loadSettings({ PORT: 'x', GATEHOUSE_IDLE_TIMEOUT: '300', GATEHOUSE_UPSTREAM_URL: 'ftp://x' }),
+    ).toThrowError(SettingsError);
     try {
       loadSettings({ PORT: 'x', GATEHOUSE_IDLE_TIMEOUT: '300', GATEHOUSE_UPSTREAM_URL: 'ftp://x' });
     } catch (error) {

@@ -23,16 +23,20 @@ afterAll(async () => {
 /** A streaming POST that reports its response headers and each chunk as they arrive. */
 function streamingPost(url: string, body: string, on: { headers?: () => void; chunk?: (data: Buffer) => void }) {
   return new Promise<{ status: number; headers: IncomingHttpHeaders; chunks: string[] }>((resolve, reject) => {
-    const req = request(url, { method: 'POST', headers: { 'content-type': 'application/json' }, agent: false }, (res) => {
-      on.headers?.();
-      const chunks: string[] = [];
-      res.on('data', (data: Buffer) => {
-        chunks.push(data.toString('utf8'));
-        on.chunk?.(data);
-      });
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, chunks }));
-      res.on('error', reject);
-    });
+    const req = request(
+      url,
+      { method: 'POST', headers: { 'content-type': 'application/json' }, agent: false },
+      (res) => {
+        on.headers?.();
+        const chunks: string[] = [];
+        res.on('data', (data: Buffer) => {
+          chunks.push(data.toString('utf8'));
+          on.chunk?.(data);
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, chunks }));
+        res.on('error', reject);
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -59,7 +63,9 @@ describe('SSE streaming', () => {
       }
       res.end();
     });
-    const res = await streamingPost(`${patientGateway.url}/v1/chat/completions`, '{"model":"m","stream":true}', { chunk: () => clientGotChunk() });
+    const res = await streamingPost(`${patientGateway.url}/v1/chat/completions`, '{"model":"m","stream":true}', {
+      chunk: () => clientGotChunk(),
+    });
     expect(res.status).toBe(200);
     expect(res.headers['content-type']).toBe('text/event-stream');
     expect(res.headers['x-accel-buffering']).toBe('no');
@@ -77,7 +83,9 @@ describe('SSE streaming', () => {
       await headersArrived;
       res.end('data: [DONE]\n\n');
     });
-    const res = await streamingPost(`${patientGateway.url}/v1/chat/completions`, '{"model":"m"}', { headers: clientGotHeaders });
+    const res = await streamingPost(`${patientGateway.url}/v1/chat/completions`, '{"model":"m"}', {
+      headers: clientGotHeaders,
+    });
     expect(res.status).toBe(200);
     expect(res.chunks.join('')).toBe('data: [DONE]\n\n');
   });
@@ -86,10 +94,16 @@ describe('SSE streaming', () => {
 describe('client disconnect', () => {
   it('aborts the upstream request when the client leaves before response headers', async () => {
     upstream.handle(() => undefined); // never answers, like a model still loading
-    const req = request(`${patientGateway.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, agent: false });
+    const req = request(`${patientGateway.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      agent: false,
+    });
     req.on('error', () => undefined);
     req.end('{"model":"slow-loader"}');
-    await upstream.waitFor((r) => r.bodySha256 !== '' && r.headers['content-type'] === 'application/json' && r.closedAt === undefined);
+    await upstream.waitFor(
+      (r) => r.bodySha256 !== '' && r.headers['content-type'] === 'application/json' && r.closedAt === undefined,
+    );
     const leftAt = performance.now();
     req.destroy();
     const seen = await upstream.waitFor((r) => r.closedAt !== undefined && r.closedAt > leftAt);
@@ -104,13 +118,17 @@ describe('client disconnect', () => {
     });
     let leftAt = 0;
     await new Promise<void>((resolve) => {
-      const req = request(`${patientGateway.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, agent: false }, (res) => {
-        res.once('data', () => {
-          leftAt = performance.now();
-          req.destroy();
-          resolve();
-        });
-      });
+      const req = request(
+        `${patientGateway.url}/v1/chat/completions`,
+        { method: 'POST', headers: { 'content-type': 'application/json' }, agent: false },
+        (res) => {
+          res.once('data', () => {
+            leftAt = performance.now();
+            req.destroy();
+            resolve();
+          });
+        },
+      );
       req.on('error', () => undefined);
       req.end('{"model":"m","stream":true}');
     });
@@ -124,10 +142,19 @@ describe('timeouts', () => {
   it('answers 504 in the OpenAI shape when upstream sends no headers in time', async () => {
     upstream.received.length = 0;
     upstream.handle(() => undefined);
-    const res = await rawRequest(`${gateway.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model":"m"}' });
+    const res = await rawRequest(`${gateway.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"model":"m"}',
+    });
     expect(res.status).toBe(504);
     expect(JSON.parse(res.body.toString())).toEqual({
-      error: { message: expect.stringContaining('no response headers within 400 ms'), type: 'server_error', param: null, code: 'upstream_timeout' },
+      error: {
+        message: expect.stringContaining('no response headers within 400 ms'),
+        type: 'server_error',
+        param: null,
+        code: 'upstream_timeout',
+      },
     });
     // The request reached upstream and was given up on, not refused before it was sent.
     expect((await upstream.waitFor((r) => r.closedAt !== undefined)).aborted).toBe(true);
@@ -135,9 +162,16 @@ describe('timeouts', () => {
 
   it('answers 504 in the Anthropic shape on /v1/messages', async () => {
     upstream.handle(() => undefined);
-    const res = await rawRequest(`${gateway.url}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model":"m"}' });
+    const res = await rawRequest(`${gateway.url}/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"model":"m"}',
+    });
     expect(res.status).toBe(504);
-    expect(JSON.parse(res.body.toString())).toEqual({ type: 'error', error: { type: 'timeout_error', message: expect.any(String) } });
+    expect(JSON.parse(res.body.toString())).toEqual({
+      type: 'error',
+      error: { type: 'timeout_error', message: expect.any(String) },
+    });
   });
 
   it('ends an OpenAI stream that goes idle with exactly one terminal error event', async () => {
@@ -145,14 +179,23 @@ describe('timeouts', () => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       res.write('data: {"n":1}\n\n'); // then silence
     });
-    const res = await rawRequest(`${gateway.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model":"m","stream":true}' });
+    const res = await rawRequest(`${gateway.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"model":"m","stream":true}',
+    });
     expect(res.status).toBe(200);
     const text = res.body.toString('utf8');
     const frames = text.split('\n\n').filter(Boolean);
     expect(frames).toHaveLength(2);
     expect(frames[0]).toBe('data: {"n":1}');
     expect(JSON.parse(frames[1]!.slice('data: '.length))).toEqual({
-      error: { message: expect.stringContaining('idle'), type: 'server_error', param: null, code: 'upstream_idle_timeout' },
+      error: {
+        message: expect.stringContaining('idle'),
+        type: 'server_error',
+        param: null,
+        code: 'upstream_idle_timeout',
+      },
     });
   });
 
@@ -161,12 +204,19 @@ describe('timeouts', () => {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       res.write('event: message_start\ndata: {"type":"message_start"}\n\n');
     });
-    const res = await rawRequest(`${gateway.url}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model":"m","stream":true}' });
+    const res = await rawRequest(`${gateway.url}/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"model":"m","stream":true}',
+    });
     const frames = res.body.toString('utf8').split('\n\n').filter(Boolean);
     expect(frames).toHaveLength(2);
     const [eventLine, dataLine] = frames[1]!.split('\n');
     expect(eventLine).toBe('event: error');
-    expect(JSON.parse(dataLine!.slice('data: '.length))).toEqual({ type: 'error', error: { type: 'timeout_error', message: expect.stringContaining('idle') } });
+    expect(JSON.parse(dataLine!.slice('data: '.length))).toEqual({
+      type: 'error',
+      error: { type: 'timeout_error', message: expect.stringContaining('idle') },
+    });
   });
 
   it('ends a stream whose upstream connection breaks with one terminal error event', async () => {
@@ -177,7 +227,9 @@ describe('timeouts', () => {
       res.write('data: {"n":1}\n\n');
       breakUpstream = () => res.socket?.destroy();
     });
-    const res = await streamingPost(`${gateway.url}/v1/chat/completions`, '{"model":"m","stream":true}', { chunk: () => breakUpstream() });
+    const res = await streamingPost(`${gateway.url}/v1/chat/completions`, '{"model":"m","stream":true}', {
+      chunk: () => breakUpstream(),
+    });
     const frames = res.chunks.join('').split('\n\n').filter(Boolean);
     expect(frames).toHaveLength(2);
     expect(JSON.parse(frames[1]!.slice(6))).toMatchObject({ error: { code: 'upstream_stream_failed' } });

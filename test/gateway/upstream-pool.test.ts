@@ -18,7 +18,8 @@ describe('GATEHOUSE_UPSTREAM_CONNECTIONS', () => {
   it('defaults to 1024 and takes a positive whole number', () => {
     expect(loadSettings({}).upstreamConnections).toBe(1024);
     expect(loadSettings({ GATEHOUSE_UPSTREAM_CONNECTIONS: '8' }).upstreamConnections).toBe(8);
-    for (const bad of ['0', '-1', '2.5', 'many']) expect(() => loadSettings({ GATEHOUSE_UPSTREAM_CONNECTIONS: bad })).toThrowError(SettingsError);
+    for (const bad of ['0', '-1', '2.5', 'many'])
+      expect(() => loadSettings({ GATEHOUSE_UPSTREAM_CONNECTIONS: bad })).toThrowError(SettingsError);
   });
 
   it('caps the connections to llama-swap: with 1, a second call waits until the first has ended', async () => {
@@ -26,10 +27,13 @@ describe('GATEHOUSE_UPSTREAM_CONNECTIONS', () => {
     const upstream: RecordingUpstream = await startRecordingUpstream((req, res) => {
       const name = req.url!.slice(1);
       events.push(`upstream got ${name}`);
-      setTimeout(() => {
-        events.push(`upstream answered ${name}`);
-        res.end('{}');
-      }, name === 'v1/first' ? 100 : 0);
+      setTimeout(
+        () => {
+          events.push(`upstream answered ${name}`);
+          res.end('{}');
+        },
+        name === 'v1/first' ? 100 : 0,
+      );
     });
     cleanup.push(upstream);
     const gateway: TestGateway = await startTestGateway(upstream.url, { upstreamConnections: 1 });
@@ -38,7 +42,12 @@ describe('GATEHOUSE_UPSTREAM_CONNECTIONS', () => {
     await upstream.waitFor((r) => r.url === '/v1/first');
     const second = rawRequest(`${gateway.url}/v1/second`);
     expect((await Promise.all([first, second])).map((r) => r.status)).toEqual([200, 200]);
-    expect(events).toEqual(['upstream got v1/first', 'upstream answered v1/first', 'upstream got v1/second', 'upstream answered v1/second']);
+    expect(events).toEqual([
+      'upstream got v1/first',
+      'upstream answered v1/first',
+      'upstream got v1/second',
+      'upstream answered v1/second',
+    ]);
   });
 });
 
@@ -68,8 +77,10 @@ async function startRawUpstream(decide: (nthOnSocket: number, socketNo: number) 
           socket.destroy();
           return;
         }
-        socket.write('HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 11\r\nconnection: ' +
-            'keep-alive\r\n\r\n{"ok":true}');
+        socket.write(
+          'HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 11\r\nconnection: ' +
+            'keep-alive\r\n\r\n{"ok":true}',
+        );
       }
     });
   });
@@ -89,7 +100,12 @@ describe('a kept-alive upstream connection closed under a call', () => {
     const gateway = await startTestGateway(upstream.url, { upstreamConnections: 1 });
     cleanup.push(gateway);
     const body = JSON.stringify({ model: 'm', messages: [] });
-    const post = () => rawRequest(`${gateway.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    const post = () =>
+      rawRequest(`${gateway.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body,
+      });
     expect((await post()).status).toBe(200);
     const second = await post();
     expect(second.status).toBe(200);
@@ -106,7 +122,11 @@ describe('a kept-alive upstream connection closed under a call', () => {
     cleanup.push(upstream);
     const gateway = await startTestGateway(upstream.url);
     cleanup.push(gateway);
-    const res = await rawRequest(`${gateway.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model":"m"}' });
+    const res = await rawRequest(`${gateway.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: '{"model":"m"}',
+    });
     expect(res.status).toBe(502);
     expect(JSON.parse(res.body.toString())).toMatchObject({ error: { code: 'upstream_bad_gateway' } });
     expect(upstream.seen).toEqual([{ socket: 1, path: '/v1/chat/completions' }]);

@@ -24,8 +24,15 @@ export interface ApiOptions {
 }
 
 /** A request as the dashboard sends it: same-origin, JSON, cookie when signed in. */
-export function api(gateway: TestGateway, method: string, path: string, options: ApiOptions = {}): Promise<RawResponse> {
-  const headers: OutgoingHttpHeaders = options.headers ?? (method === 'GET' ? { 'sec-fetch-site': 'same-origin' } : { origin: gateway.url, 'sec-fetch-site': 'same-origin' });
+export function api(
+  gateway: TestGateway,
+  method: string,
+  path: string,
+  options: ApiOptions = {},
+): Promise<RawResponse> {
+  const headers: OutgoingHttpHeaders =
+    options.headers ??
+    (method === 'GET' ? { 'sec-fetch-site': 'same-origin' } : { origin: gateway.url, 'sec-fetch-site': 'same-origin' });
   if (options.body !== undefined && headers['content-type'] === undefined) headers['content-type'] = 'application/json';
   if (options.cookie !== undefined) headers.cookie = `gatehouse_session=${options.cookie}`;
   const body = options.rawBody ?? (options.body === undefined ? undefined : JSON.stringify(options.body));
@@ -49,7 +56,9 @@ export function sessionSetCookie(res: RawResponse): string | undefined {
 export function sessionToken(res: RawResponse): string {
   const line = sessionSetCookie(res);
   const value = line ? /^gatehouse_session=([^;]*)/.exec(line)?.[1] : undefined;
-  expect(value, `expected a session cookie, got ${JSON.stringify(res.headers['set-cookie'])}`).toMatch(/^[A-Za-z0-9_-]{43}$/);
+  expect(value, `expected a session cookie, got ${JSON.stringify(res.headers['set-cookie'])}`).toMatch(
+    /^[A-Za-z0-9_-]{43}$/,
+  );
   return value!;
 }
 

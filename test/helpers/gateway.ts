@@ -44,7 +44,14 @@ export async function startTestGateway(
   options: TestGatewayOptions = {},
 ): Promise<TestGateway> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'gh-test-'));
-  const settings = settingsFor({ host: '127.0.0.1', port: 0, upstreamUrl: new URL(upstreamUrl), logLevel: 'info', dataDir, ...overrides });
+  const settings = settingsFor({
+    host: '127.0.0.1',
+    port: 0,
+    upstreamUrl: new URL(upstreamUrl),
+    logLevel: 'info',
+    dataDir,
+    ...overrides,
+  });
   let text = '';
   const logWatchers = new Set<() => void>();
   const sink = new Writable({
@@ -54,7 +61,11 @@ export async function startTestGateway(
       cb();
     },
   });
-  const logLines = () => text.split('\n').filter(Boolean).map((l) => JSON.parse(l) as Record<string, unknown>);
+  const logLines = () =>
+    text
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as Record<string, unknown>);
   const gatewayLog = new LineBuffer(1000);
   const logger = createLogger(settings.logLevel, sink, gatewayLog);
   let store: Store | undefined;
@@ -71,7 +82,9 @@ export async function startTestGateway(
     settings,
     logger,
     upstream: { health: async () => ({ ok: true }) },
-    ...(store && index && llamaSwap ? { admin: { store, index, llamaSwap, gatewayLog }, closeables: [index, store, llamaSwap] } : {}),
+    ...(store && index && llamaSwap
+      ? { admin: { store, index, llamaSwap, gatewayLog }, closeables: [index, store, llamaSwap] }
+      : {}),
     ...extra,
   });
   const url = await app.listen(0, '127.0.0.1');

@@ -36,7 +36,10 @@ export function requirePostgres(): Promise<void> {
 }
 
 /** Runs one query on a short-lived connection. */
-export async function query<R extends pg.QueryResultRow>(text: string, values: unknown[] = []): Promise<pg.QueryResult<R>> {
+export async function query<R extends pg.QueryResultRow>(
+  text: string,
+  values: unknown[] = [],
+): Promise<pg.QueryResult<R>> {
   const client = new pg.Client({ connectionString: TEST_DATABASE_URL });
   await client.connect();
   try {
@@ -54,14 +57,21 @@ export class TestSchemas {
   /** A schema name nobody has used (it does not exist yet: the gateway creates it). */
   fresh(label: string): string {
     const name = `${this.#run}_${label}`.toLowerCase();
-    if (!/^[a-z_][a-z0-9_]{0,39}$/.test(name)) throw new Error(`test schema name "${name}" is not a valid Gatehouse schema name`);
+    if (!/^[a-z_][a-z0-9_]{0,39}$/.test(name))
+      throw new Error(`test schema name "${name}" is not a valid Gatehouse schema name`);
     this.#names.push(name);
     return name;
   }
 
   async dropAll(): Promise<void> {
     if (this.#names.length === 0) return;
-    if (!(await requirePostgres().then(() => true, () => false))) return;
+    if (
+      !(await requirePostgres().then(
+        () => true,
+        () => false,
+      ))
+    )
+      return;
     for (const name of this.#names) await query(`drop schema if exists "${name}" cascade`);
   }
 }

@@ -31,7 +31,20 @@ export interface TestRedis {
 export async function startTestRedis(options: { password?: string } = {}): Promise<TestRedis> {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'gh-redis-'));
-  const args = ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--loglevel', 'notice'];
+  const args = [
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--save',
+    '',
+    '--appendonly',
+    'no',
+    '--dir',
+    dir,
+    '--loglevel',
+    'notice',
+  ];
   if (options.password) args.push('--requirepass', options.password);
   let child: ChildProcess | undefined;
 
@@ -52,8 +65,12 @@ export async function startTestRedis(options: { password?: string } = {}): Promi
       proc.stderr.on('data', onData);
       proc.once('error', (error) => {
         clearTimeout(timer);
-        reject(new Error(`redis-server is required for these tests and could not be started (${REDIS_SERVER_BIN}): ` +
-              `${error.message}. Install Redis or set GATEHOUSE_TEST_REDIS_SERVER to its redis-server binary.`));
+        reject(
+          new Error(
+            `redis-server is required for these tests and could not be started (${REDIS_SERVER_BIN}): ` +
+              `${error.message}. Install Redis or set GATEHOUSE_TEST_REDIS_SERVER to its redis-server binary.`,
+          ),
+        );
       });
       proc.once('exit', (code) => {
         clearTimeout(timer);

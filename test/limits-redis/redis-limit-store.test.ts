@@ -32,7 +32,11 @@ function captureLog(): { logger: ReturnType<typeof createLogger>; log: Log } {
     logger: createLogger('info', sink),
     log: {
       text: () => text,
-      lines: () => text.split('\n').filter(Boolean).map((l) => JSON.parse(l) as { level: number; msg: string }),
+      lines: () =>
+        text
+          .split('\n')
+          .filter(Boolean)
+          .map((l) => JSON.parse(l) as { level: number; msg: string }),
     },
   };
 }
@@ -42,7 +46,10 @@ const servers: TestRedis[] = [];
 let run = 0;
 
 /** A store on `redis` with its own key prefix (a "replica" when two share the prefix). */
-async function storeOn(redis: TestRedis, options: Partial<RedisLimitStoreOptions> & { log?: Log } = {}): Promise<{ store: RedisLimitStore; log: Log }> {
+async function storeOn(
+  redis: TestRedis,
+  options: Partial<RedisLimitStoreOptions> & { log?: Log } = {},
+): Promise<{ store: RedisLimitStore; log: Log }> {
   const { logger, log } = captureLog();
   const store = new RedisLimitStore({ url: redis.url, prefix: `t${process.pid}:${run}:`, logger, ...options });
   opened.push(store);
@@ -107,7 +114,9 @@ describe('the Lua scripts, through two stores sharing one Redis', () => {
   it('lets exactly N of many simultaneous calls through when two replicas race for one key', async () => {
     const a = (await storeOn(redis)).store;
     const b = (await storeOn(redis)).store;
-    const decisions = await Promise.all(Array.from({ length: 60 }, (_, i) => decide((i % 2 ? a : b).acquire('raced', RPM(10)))));
+    const decisions = await Promise.all(
+      Array.from({ length: 60 }, (_, i) => decide((i % 2 ? a : b).acquire('raced', RPM(10)))),
+    );
     expect(decisions.filter((d) => d.allowed)).toHaveLength(10);
     const refused = decisions.filter((d): d is Extract<LimitDecision, { allowed: false }> => !d.allowed);
     expect(refused).toHaveLength(50);
@@ -126,7 +135,12 @@ describe('the Lua scripts, through two stores sharing one Redis', () => {
     t += 10_000;
     expect(await decide(b.acquire('k', TPM(100)))).toEqual({ allowed: true, slot: false });
     await b.addTokens('k', 50); // second 5010: 110 in the window
-    expect(await decide(a.acquire('k', TPM(100)))).toEqual({ allowed: false, limit: 'tpm', max: 100, retryAfterMs: 51_000 });
+    expect(await decide(a.acquire('k', TPM(100)))).toEqual({
+      allowed: false,
+      limit: 'tpm',
+      max: 100,
+      retryAfterMs: 51_000,
+    });
     expect(await decide(b.acquire('k', TPM(111)))).toEqual({ allowed: true, slot: false });
     t = 5_060_999; // the first bucket (second 5000) counts until 5,061,000
     expect((await decide(b.acquire('k', TPM(100)))).allowed).toBe(false);
@@ -143,8 +157,18 @@ describe('the Lua scripts, through two stores sharing one Redis', () => {
     const second = await decide(b.acquire('c', CONCURRENT(2)));
     expect(first).toMatchObject({ allowed: true, slot: true, lease: expect.any(String) });
     expect(second).toMatchObject({ allowed: true, slot: true });
-    expect(await decide(a.acquire('c', CONCURRENT(2)))).toEqual({ allowed: false, limit: 'concurrent', max: 2, retryAfterMs: 1000 });
-    expect(await decide(b.acquire('c', CONCURRENT(2)))).toEqual({ allowed: false, limit: 'concurrent', max: 2, retryAfterMs: 1000 });
+    expect(await decide(a.acquire('c', CONCURRENT(2)))).toEqual({
+      allowed: false,
+      limit: 'concurrent',
+      max: 2,
+      retryAfterMs: 1000,
+    });
+    expect(await decide(b.acquire('c', CONCURRENT(2)))).toEqual({
+      allowed: false,
+      limit: 'concurrent',
+      max: 2,
+      retryAfterMs: 1000,
+    });
     await b.release('c', (second as { lease: string }).lease);
     expect(await decide(a.acquire('c', CONCURRENT(2)))).toMatchObject({ allowed: true, slot: true });
   });
@@ -198,7 +222,9 @@ describe('the Lua scripts, through two stores sharing one Redis', () => {
     const { store, log } = await storeOn(redis);
     expect(store.status()).toEqual({ scope: 'shared', redis: 'connected', unavailableSince: null });
     const line = log.lines().find((l) => l.limits === 'shared');
-    expect(line?.msg).toBe(`Limits: per-key limits are shared by every replica through Redis at redis://127.0.0.1:${redis.port}/0 (key prefix t${process.pid}:${run}:).`);
+    expect(line?.msg).toBe(
+      `Limits: per-key limits are shared by every replica through Redis at redis://127.0.0.1:${redis.port}/0 (key prefix t${process.pid}:${run}:).`,
+    );
     expect(log.text()).not.toContain(PASSWORD);
   });
 });
@@ -214,10 +240,18 @@ describe('when Redis fails', () => {
     // The first call finds Redis gone; from then on calls do not touch Redis (answered synchronously).
     expect((await decide(store.acquire('k', RPM(100)))).allowed).toBe(true);
     for (let i = 0; i < 19; i++) expect(store.acquire('k', RPM(100))).toEqual({ allowed: true, slot: false });
-    expect(store.status()).toMatchObject({ scope: 'replica', redis: 'unavailable', unavailableSince: expect.any(Number) });
+    expect(store.status()).toMatchObject({
+      scope: 'replica',
+      redis: 'unavailable',
+      unavailableSince: expect.any(Number),
+    });
     const warnings = log.lines().filter((l) => l.level === 40);
     expect(warnings).toHaveLength(1);
-    expect(warnings[0]!.msg).toMatch(new RegExp(`^Redis at redis://127\\.0\\.0\\.1:${redis.port}/0 is unreachable \\(.+\\): per-key limits are counted per replica until it is back; retrying every 0\\.2 s\\.$`));
+    expect(warnings[0]!.msg).toMatch(
+      new RegExp(
+        `^Redis at redis://127\\.0\\.0\\.1:${redis.port}/0 is unreachable \\(.+\\): per-key limits are counted per replica until it is back; retrying every 0\\.2 s\\.$`,
+      ),
+    );
 
     await redis.restart();
     await until(5000, 'the store using Redis again', () => store.status().scope === 'shared');
@@ -242,7 +276,12 @@ describe('when Redis fails', () => {
       expect(await decide(store.acquire('k', RPM(100)))).toEqual({ allowed: true, slot: false });
       // The breaker is open: the next calls do not touch Redis at all (answered synchronously).
       for (let i = 0; i < 5; i++) expect(store.acquire('k', RPM(100))).toEqual({ allowed: true, slot: false });
-      expect(log.lines().filter((l) => l.level === 40).map((l) => l.error)).toEqual(['Command timed out']);
+      expect(
+        log
+          .lines()
+          .filter((l) => l.level === 40)
+          .map((l) => l.error),
+      ).toEqual(['Command timed out']);
     } finally {
       redis.resume();
     }
@@ -259,7 +298,9 @@ describe('when Redis fails', () => {
     expect(store.acquire('k', RPM(1))).toMatchObject({ allowed: false, limit: 'rpm' });
     const warnings = log.lines().filter((l) => l.level === 40);
     expect(warnings).toHaveLength(1);
-    expect(warnings[0]!.msg).toMatch(/ is unreachable at start \(connect ECONNREFUSED 127\.0\.0\.1:\d+\): per-key limits are counted per replica until it answers; retrying every 0\.2 s\.$/);
+    expect(warnings[0]!.msg).toMatch(
+      / is unreachable at start \(connect ECONNREFUSED 127\.0\.0\.1:\d+\): per-key limits are counted per replica until it answers; retrying every 0\.2 s\.$/,
+    );
     await redis.restart();
     await until(5000, 'the store connecting', () => store.status().scope === 'shared');
     expect(log.lines().filter((l) => l.level === 40)).toHaveLength(1);

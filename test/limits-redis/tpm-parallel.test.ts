@@ -31,7 +31,14 @@ beforeAll(async () => {
   upstream.handle((_req, res) => {
     const answer = () => {
       res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({ id: 'c', object: 'chat.completion', choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop' }], usage: { ...USED, total_tokens: 20 } }));
+      res.end(
+        JSON.stringify({
+          id: 'c',
+          object: 'chat.completion',
+          choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop' }],
+          usage: { ...USED, total_tokens: 20 },
+        }),
+      );
     };
     if (holding) held.push(answer);
     else answer();
@@ -46,7 +53,11 @@ afterEach(() => {
 });
 
 function chat(gateway: TestGateway, secret: string, body = BODY, id = requestId('tpm-par')) {
-  return rawRequest(`${gateway.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${secret}`, 'x-request-id': id }, body });
+  return rawRequest(`${gateway.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${secret}`, 'x-request-id': id },
+    body,
+  });
 }
 
 /** Fires `n` calls at once; once each is either refused or waiting at the upstream, lets the upstream answer. */
@@ -68,7 +79,12 @@ for (const store of ['memory', 'redis'] as const) {
   describe(`TPM under parallel calls (${store} store)`, () => {
     let gateway: TestGateway;
     beforeAll(async () => {
-      gateway = await startUsageGateway(upstream.url, store === 'redis' ? { redisUrl: 'redis://127.0.0.1:6379', redisPrefix: `gh-test-tpm-${process.pid}-${Date.now()}:` } : {});
+      gateway = await startUsageGateway(
+        upstream.url,
+        store === 'redis'
+          ? { redisUrl: 'redis://127.0.0.1:6379', redisPrefix: `gh-test-tpm-${process.pid}-${Date.now()}:` }
+          : {},
+      );
       await gateway.app.usage.ready();
     });
     afterAll(async () => {
@@ -120,7 +136,10 @@ for (const store of ['memory', 'redis'] as const) {
 describe('requestedOutputTokens', () => {
   it('reads max_tokens, max_completion_tokens or max_output_tokens from the top level, the largest when several', () => {
     const read = (value: unknown) => {
-      const reading = readJsonMembers(Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)), JSON_MEMBERS);
+      const reading = readJsonMembers(
+        Buffer.from(typeof value === 'string' ? value : JSON.stringify(value)),
+        JSON_MEMBERS,
+      );
       return requestedOutputTokens(reading.valid ? reading.members : undefined);
     };
     expect(read({ max_tokens: 20 })).toBe(20);

@@ -19,12 +19,36 @@ describe('access log', () => {
     const { logger, lines, parsed } = capture();
     const access = createAccessLog(logger);
     logger.info({ other: 1 }, 'hello');
-    access({ req_id: 'r-1', method: 'POST', path: '/v1/chat/completions', status: 200, model: 'qwen', key: 'laptop', ms: 1.25, bytes_in: 120, bytes_out: 900, stream: true });
+    access({
+      req_id: 'r-1',
+      method: 'POST',
+      path: '/v1/chat/completions',
+      status: 200,
+      model: 'qwen',
+      key: 'laptop',
+      ms: 1.25,
+      bytes_in: 120,
+      bytes_out: 900,
+      stream: true,
+    });
     expect(lines).toHaveLength(2);
     expect(lines[1]!.endsWith('}\n')).toBe(true);
     const [pinoLine, line] = parsed();
     expect(Object.keys(line!).slice(0, 2)).toEqual(Object.keys(pinoLine!).slice(0, 2)); // level, time first
-    expect(line).toMatchObject({ level: 30, req_id: 'r-1', method: 'POST', path: '/v1/chat/completions', status: 200, model: 'qwen', key: 'laptop', ms: 1.25, bytes_in: 120, bytes_out: 900, stream: true, msg: 'request' });
+    expect(line).toMatchObject({
+      level: 30,
+      req_id: 'r-1',
+      method: 'POST',
+      path: '/v1/chat/completions',
+      status: 200,
+      model: 'qwen',
+      key: 'laptop',
+      ms: 1.25,
+      bytes_in: 120,
+      bytes_out: 900,
+      stream: true,
+      msg: 'request',
+    });
     expect(line!.time).toBeTypeOf('number');
     expect(Math.abs((line!.time as number) - Date.now())).toBeLessThan(5000);
   });
@@ -32,13 +56,42 @@ describe('access log', () => {
   it('leaves out the fields a call does not have', () => {
     const { logger, parsed } = capture();
     createAccessLog(logger)({ req_id: 'r-2', method: 'GET', path: '/healthz', status: 200, ms: 0.1 });
-    expect(Object.keys(parsed()[0]!).sort()).toEqual(['level', 'method', 'ms', 'msg', 'path', 'req_id', 'status', 'time']);
+    expect(Object.keys(parsed()[0]!).sort()).toEqual([
+      'level',
+      'method',
+      'ms',
+      'msg',
+      'path',
+      'req_id',
+      'status',
+      'time',
+    ]);
   });
 
   it('escapes quotes, backslashes, control characters and lone surrogates in any string field', () => {
     const { logger, parsed } = capture();
-    const nasty = ['a"b', 'back\\slash', 'tab\there', 'nl\nline', '\u0000\u001f', 'emoji 🚀', 'lone \ud800 surrogate', 'ünïcödé', ''];
-    for (const value of nasty) createAccessLog(logger)({ req_id: 'r', method: 'POST', path: `/v1/${value}`, status: 400, model: value, key: value, ms: 1, error: value });
+    const nasty = [
+      'a"b',
+      'back\\slash',
+      'tab\there',
+      'nl\nline',
+      '\u0000\u001f',
+      'emoji 🚀',
+      'lone \ud800 surrogate',
+      'ünïcödé',
+      '',
+    ];
+    for (const value of nasty)
+      createAccessLog(logger)({
+        req_id: 'r',
+        method: 'POST',
+        path: `/v1/${value}`,
+        status: 400,
+        model: value,
+        key: value,
+        ms: 1,
+        error: value,
+      });
     const lines = parsed();
     nasty.forEach((value, i) => {
       // JSON.parse of the line gives back what JSON.stringify would have written.

@@ -26,7 +26,10 @@ describe('process logger', () => {
     const lines: string[] = [];
     const tee = new LineBuffer({ lines: 10 });
     const logger = createLogger('info', { write: (line: string) => void lines.push(line) }, tee);
-    logger.info({ headers: { authorization: 'Bearer sk-secret', 'x-api-key': 'sk-secret' }, password: 'hunter2' }, 'oops');
+    logger.info(
+      { headers: { authorization: 'Bearer sk-secret', 'x-api-key': 'sk-secret' }, password: 'hunter2' },
+      'oops',
+    );
     for (const line of [...lines, ...tee.history()]) {
       expect(line).not.toContain('sk-secret');
       expect(line).not.toContain('hunter2');

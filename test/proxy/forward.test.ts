@@ -70,7 +70,14 @@ afterEach(async () => {
 /** A gateway-side server that hands each request to the forwarder as the `/v1` route would. */
 async function startGateway(upstream: FakeUpstream): Promise<{ url: string; calls: Call[] }> {
   const forwarder = createForwarder(
-    { url: new URL('http://llama-swap.invalid:8080/base'), apiKey: undefined, connectTimeoutMs: 1000, headersTimeoutMs: 2000, idleTimeoutMs: 3000, connections: 1 },
+    {
+      url: new URL('http://llama-swap.invalid:8080/base'),
+      apiKey: undefined,
+      connectTimeoutMs: 1000,
+      headersTimeoutMs: 2000,
+      idleTimeoutMs: 3000,
+      connections: 1,
+    },
     upstream,
   );
   const calls: Call[] = [];
@@ -92,7 +99,14 @@ async function startGateway(upstream: FakeUpstream): Promise<{ url: string; call
         proto: 'http',
         priorForwardedFor: undefined,
       },
-      decided: { caller: undefined, body: undefined, modelReading: undefined, model: undefined, requestJson: undefined, requestBody: undefined },
+      decided: {
+        caller: undefined,
+        body: undefined,
+        modelReading: undefined,
+        model: undefined,
+        requestJson: undefined,
+        requestBody: undefined,
+      },
       outcome: new CallOutcome(startedAt),
       onClientGone: undefined,
       onDone: [],
@@ -117,7 +131,10 @@ async function startGateway(upstream: FakeUpstream): Promise<{ url: string; call
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, calls };
 }
 
-function send(url: string, headers: Record<string, string> = {}): { response: Promise<IncomingMessage>; abort: () => void } {
+function send(
+  url: string,
+  headers: Record<string, string> = {},
+): { response: Promise<IncomingMessage>; abort: () => void } {
   const req = httpRequest(url, { headers });
   req.on('error', () => undefined);
   const response = new Promise<IncomingMessage>((resolve, reject) => {
@@ -149,7 +166,12 @@ describe('forward', () => {
 
     const body = '{"object":"list","data":[]}';
     handler.onRequestStart!(controller, {});
-    handler.onResponseStart!(controller, 200, { 'content-type': 'application/json', 'content-length': String(body.length) }, 'OK');
+    handler.onResponseStart!(
+      controller,
+      200,
+      { 'content-type': 'application/json', 'content-length': String(body.length) },
+      'OK',
+    );
     handler.onResponseData!(controller, Buffer.from(body));
     handler.onResponseEnd!(controller, {});
 
@@ -159,7 +181,13 @@ describe('forward', () => {
     expect(await text(res)).toBe(body);
     const { ctx, settled } = gateway.calls[0]!;
     expect(await settled).toBe('forwarded');
-    expect(ctx.outcome).toMatchObject({ status: 200, bytesOut: body.length, streamed: false, clientAborted: false, errorClass: undefined });
+    expect(ctx.outcome).toMatchObject({
+      status: 200,
+      bytesOut: body.length,
+      streamed: false,
+      clientAborted: false,
+      errorClass: undefined,
+    });
     expect(ctx.outcome.firstByteMs).toBeGreaterThanOrEqual(0);
   });
 
@@ -183,7 +211,12 @@ describe('forward', () => {
     expect(await text(res)).toBe(frame + terminal);
     const { ctx, settled } = gateway.calls[0]!;
     expect(await settled).toBe('forwarded');
-    expect(ctx.outcome).toMatchObject({ status: 200, bytesOut: frame.length, streamed: true, errorClass: 'upstream_truncated' });
+    expect(ctx.outcome).toMatchObject({
+      status: 200,
+      bytesOut: frame.length,
+      streamed: true,
+      errorClass: 'upstream_truncated',
+    });
   });
 
   it("pauses the upstream while the client's socket is full and resumes it on drain", async () => {
@@ -246,11 +279,18 @@ describe('forward', () => {
     const { response } = send(`${gateway.url}/v1/chat/completions`);
     const { handler, controller } = await upstream.call(0);
     handler.onRequestStart!(controller, {});
-    handler.onResponseError!(controller, Object.assign(new Error('connect ECONNREFUSED 10.1.2.3:8080'), { code: 'ECONNREFUSED' }));
+    handler.onResponseError!(
+      controller,
+      Object.assign(new Error('connect ECONNREFUSED 10.1.2.3:8080'), { code: 'ECONNREFUSED' }),
+    );
 
     const error = await gateway.calls[0]!.settled;
     expect(error).toBeInstanceOf(GatewayError);
-    expect(error).toMatchObject({ code: 'upstream_unreachable', status: 502, message: 'llama-swap could not be reached (ECONNREFUSED).' });
+    expect(error).toMatchObject({
+      code: 'upstream_unreachable',
+      status: 502,
+      message: 'llama-swap could not be reached (ECONNREFUSED).',
+    });
     expect((await response).statusCode).toBe(599);
   });
 
@@ -261,7 +301,11 @@ describe('forward', () => {
     const { handler, controller } = await upstream.call(0);
     handler.onRequestStart!(controller, {});
     handler.onResponseError!(controller, new undiciErrors.HeadersTimeoutError());
-    expect(await gateway.calls[0]!.settled).toMatchObject({ code: 'upstream_timeout', status: 504, message: 'llama-swap sent no response headers within 2000 ms (GATEHOUSE_HEADERS_TIMEOUT).' });
+    expect(await gateway.calls[0]!.settled).toMatchObject({
+      code: 'upstream_timeout',
+      status: 504,
+      message: 'llama-swap sent no response headers within 2000 ms (GATEHOUSE_HEADERS_TIMEOUT).',
+    });
   });
 
   it('sends a call once more when the kept-alive connection it went out on had just been closed', async () => {
@@ -270,12 +314,20 @@ describe('forward', () => {
     const { response } = send(`${gateway.url}/v1/models`);
     const first = await upstream.call(0);
     first.handler.onRequestStart!(first.controller, {});
-    first.handler.onResponseError!(first.controller, Object.assign(new Error('other side closed'), { code: 'UND_ERR_SOCKET', socket: { bytesRead: 512 } }));
+    first.handler.onResponseError!(
+      first.controller,
+      Object.assign(new Error('other side closed'), { code: 'UND_ERR_SOCKET', socket: { bytesRead: 512 } }),
+    );
 
     const second = await upstream.call(1);
     expect(second.options).toBe(first.options);
     second.handler.onRequestStart!(second.controller, {});
-    second.handler.onResponseStart!(second.controller, 200, { 'content-type': 'application/json', 'content-length': '2' }, 'OK');
+    second.handler.onResponseStart!(
+      second.controller,
+      200,
+      { 'content-type': 'application/json', 'content-length': '2' },
+      'OK',
+    );
     second.handler.onResponseData!(second.controller, Buffer.from('{}'));
     second.handler.onResponseEnd!(second.controller, {});
     expect(await text(await response)).toBe('{}');
@@ -288,7 +340,10 @@ describe('forward', () => {
     send(`${gateway.url}/v1/models`);
     const { handler, controller } = await upstream.call(0);
     handler.onRequestStart!(controller, {});
-    handler.onResponseError!(controller, Object.assign(new Error('other side closed'), { code: 'UND_ERR_SOCKET', socket: { bytesRead: 0 } }));
+    handler.onResponseError!(
+      controller,
+      Object.assign(new Error('other side closed'), { code: 'UND_ERR_SOCKET', socket: { bytesRead: 0 } }),
+    );
     expect(await gateway.calls[0]!.settled).toMatchObject({ code: 'upstream_bad_gateway', status: 502 });
     expect(upstream.calls).toHaveLength(1);
   });
@@ -298,14 +353,28 @@ describe('forward', () => {
     const gateway = await startGateway(upstream);
     send(`${gateway.url}/v1/chat/completions`);
     const { handler, controller } = await upstream.call(0);
-    const body = JSON.stringify({ src: 'llama-swap', error: { code: 'concurrency_limit', message: 'Too many requests in flight.' } });
+    const body = JSON.stringify({
+      src: 'llama-swap',
+      error: { code: 'concurrency_limit', message: 'Too many requests in flight.' },
+    });
     handler.onRequestStart!(controller, {});
-    handler.onResponseStart!(controller, 429, { 'content-type': 'application/json', 'content-length': String(body.length), 'retry-after': '2' }, 'Too Many Requests');
+    handler.onResponseStart!(
+      controller,
+      429,
+      { 'content-type': 'application/json', 'content-length': String(body.length), 'retry-after': '2' },
+      'Too Many Requests',
+    );
     handler.onResponseData!(controller, Buffer.from(body));
     handler.onResponseEnd!(controller, {});
 
     const { ctx, settled } = gateway.calls[0]!;
-    expect(await settled).toMatchObject({ code: 'upstream_error', status: 429, upstreamCode: 'concurrency_limit', message: 'Too many requests in flight.', headers: { 'retry-after': '2' } });
+    expect(await settled).toMatchObject({
+      code: 'upstream_error',
+      status: 429,
+      upstreamCode: 'concurrency_limit',
+      message: 'Too many requests in flight.',
+      headers: { 'retry-after': '2' },
+    });
     expect(ctx.outcome).toMatchObject({ bytesOut: 0, errorClass: 'upstream_error' });
   });
 
@@ -314,9 +383,16 @@ describe('forward', () => {
     const gateway = await startGateway(upstream);
     const { response } = send(`${gateway.url}/v1/chat/completions`);
     const { handler, controller } = await upstream.call(0);
-    const body = JSON.stringify({ error: { message: 'the prompt is too long', type: 'invalid_request_error', code: 400 } });
+    const body = JSON.stringify({
+      error: { message: 'the prompt is too long', type: 'invalid_request_error', code: 400 },
+    });
     handler.onRequestStart!(controller, {});
-    handler.onResponseStart!(controller, 400, { 'content-type': 'application/json', 'content-length': String(body.length) }, 'Bad Request');
+    handler.onResponseStart!(
+      controller,
+      400,
+      { 'content-type': 'application/json', 'content-length': String(body.length) },
+      'Bad Request',
+    );
     handler.onResponseData!(controller, Buffer.from(body));
     handler.onResponseEnd!(controller, {});
 

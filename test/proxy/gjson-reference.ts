@@ -67,7 +67,11 @@ function parseObject(json: Buffer, start: number, name: string): GjsonResult | u
         const [end, raw, vesc, ok] = parseString(json, i + 1);
         i = end;
         if (!ok) return undefined;
-        if (hit) return { type: 'string', text: vesc ? unescape(raw.subarray(1, raw.length - 1)) : raw.toString('latin1', 1, raw.length - 1) };
+        if (hit)
+          return {
+            type: 'string',
+            text: vesc ? unescape(raw.subarray(1, raw.length - 1)) : raw.toString('latin1', 1, raw.length - 1),
+          };
         break;
       }
       if (c === 0x7b || c === 0x5b) {
@@ -79,10 +83,23 @@ function parseObject(json: Buffer, start: number, name: string): GjsonResult | u
       if ((c === 0x6e && json[i + 1] === 0x75) || c === 0x74 || c === 0x66) {
         const [end] = parseLiteral(json, i);
         i = end;
-        if (hit) return c === 0x74 ? { type: 'true', text: 'true' } : c === 0x66 ? { type: 'false', text: 'false' } : { type: 'null', text: '' };
+        if (hit)
+          return c === 0x74
+            ? { type: 'true', text: 'true' }
+            : c === 0x66
+              ? { type: 'false', text: 'false' }
+              : { type: 'null', text: '' };
         break;
       }
-      if (c === 0x6e || c === 0x2b || c === 0x2d || (c >= 0x30 && c <= 0x39) || c === 0x69 || c === 0x49 || c === 0x4e) {
+      if (
+        c === 0x6e ||
+        c === 0x2b ||
+        c === 0x2d ||
+        (c >= 0x30 && c <= 0x39) ||
+        c === 0x69 ||
+        c === 0x49 ||
+        c === 0x4e
+      ) {
         const [end, raw] = parseNumber(json, i);
         i = end;
         if (hit) return { type: 'number', text: numberString(raw.toString('latin1')) };
@@ -188,7 +205,16 @@ function unescape(raw: Buffer): string {
     i++;
     if (i >= raw.length) break;
     const e = raw[i]!;
-    const simple: Record<number, number> = { 0x5c: 0x5c, 0x2f: 0x2f, 0x62: 8, 0x66: 12, 0x6e: 10, 0x72: 13, 0x74: 9, 0x22: 0x22 };
+    const simple: Record<number, number> = {
+      0x5c: 0x5c,
+      0x2f: 0x2f,
+      0x62: 8,
+      0x66: 12,
+      0x6e: 10,
+      0x72: 13,
+      0x74: 9,
+      0x22: 0x22,
+    };
     if (simple[e] !== undefined) {
       out.push(simple[e]);
       continue;

@@ -2,7 +2,17 @@
  * receiveBody / discardRest against real requests: a node:http server hands each request to the
  * test, and a raw socket sends exactly the bytes (and the Content-Length) the test chooses.
  */
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, watch, type FSWatcher, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  watch,
+  type FSWatcher,
+  writeFileSync,
+} from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -137,7 +147,9 @@ describe('receiving a request body', () => {
   it('rejects a declared Content-Length over the limit with 413 before any body byte arrives', async () => {
     const { req } = await send('POST / HTTP/1.1\r\nContent-Length: 1025');
     const seen = observer();
-    await expect(receiveBody(req, { limit: 1024, idleTimeoutMs: 10_000, spoolDir, observe: seen.observe })).rejects.toMatchObject({
+    await expect(
+      receiveBody(req, { limit: 1024, idleTimeoutMs: 10_000, spoolDir, observe: seen.observe }),
+    ).rejects.toMatchObject({
       code: 'body_too_large',
       status: 413,
       message: "The request body exceeds the gateway's limit of 1024 bytes.",
@@ -149,7 +161,10 @@ describe('receiving a request body', () => {
     const { req, socket } = await send('POST / HTTP/1.1\r\nTransfer-Encoding: chunked');
     const seen = observer();
     const received = receiveBody(req, { limit: 10, idleTimeoutMs: 10_000, spoolDir, observe: seen.observe });
-    const outcome = received.then(() => 'resolved', (error: unknown) => error);
+    const outcome = received.then(
+      () => 'resolved',
+      (error: unknown) => error,
+    );
     socket.write(chunked('abcd'));
     await seen.until(4);
     socket.write(chunked('efgh'));
@@ -205,7 +220,10 @@ describe('receiving a request body', () => {
     const limit = MEMORY_BODY_MAX_BYTES + 1024;
     const spool = watchSpool();
     const received = receiveBody(req, { limit, idleTimeoutMs: 10_000, spoolDir, observe: seen.observe });
-    const outcome = received.then(() => 'resolved', (error: unknown) => error);
+    const outcome = received.then(
+      () => 'resolved',
+      (error: unknown) => error,
+    );
     socket.write(chunked(bodyBytes(MEMORY_BODY_MAX_BYTES + 1)));
     await seen.until(MEMORY_BODY_MAX_BYTES + 1);
     await spool.created;
@@ -220,7 +238,10 @@ describe('receiving a request body', () => {
     const seen = observer();
     const spool = watchSpool();
     const received = receiveBody(req, { limit: 1024 * 1024, idleTimeoutMs: 10_000, spoolDir, observe: seen.observe });
-    const outcome = received.then(() => 'resolved', (error: unknown) => error);
+    const outcome = received.then(
+      () => 'resolved',
+      (error: unknown) => error,
+    );
     socket.write(bodyBytes(MEMORY_BODY_MAX_BYTES + 1));
     await seen.until(MEMORY_BODY_MAX_BYTES + 1);
     await spool.created;

@@ -46,17 +46,41 @@ const BOM = '\ufeff';
 /** [name, body, the reader's answer]: valid bodies agree with gjson, invalid ones are refused. */
 const TABLE: Array<[string, string, unknown]> = [
   ['plain', '{"model":"qwen","messages":[]}', { kind: 'string', text: 'qwen', conflicting: false }],
-  ['escaped key', '{"mode\\u006c":"llama-3.2-3b","messages":[]}', { kind: 'string', text: 'llama-3.2-3b', conflicting: false }],
-  ['escaped key first, plain key second', '{"mod\\u0065l":"llama-3.2-3b","model":"qwen"}', { kind: 'string', text: 'llama-3.2-3b', conflicting: true }],
-  ['duplicate keys, same value', '{"model":"qwen","model":"qwen"}', { kind: 'string', text: 'qwen', conflicting: false }],
+  [
+    'escaped key',
+    '{"mode\\u006c":"llama-3.2-3b","messages":[]}',
+    { kind: 'string', text: 'llama-3.2-3b', conflicting: false },
+  ],
+  [
+    'escaped key first, plain key second',
+    '{"mod\\u0065l":"llama-3.2-3b","model":"qwen"}',
+    { kind: 'string', text: 'llama-3.2-3b', conflicting: true },
+  ],
+  [
+    'duplicate keys, same value',
+    '{"model":"qwen","model":"qwen"}',
+    { kind: 'string', text: 'qwen', conflicting: false },
+  ],
   ['escaped value', '{"model":"m\\u0032"}', { kind: 'string', text: 'm2', conflicting: false }],
   ['escaped slash and quote in value', '{"model":"a\\/b\\"c"}', { kind: 'string', text: 'a/b"c', conflicting: false }],
   ['surrogate pair', '{"model":"\\ud83d\\ude00"}', { kind: 'string', text: '😀', conflicting: false }],
   ['lone surrogate', '{"model":"x\\ud800y"}', { kind: 'string', text: 'x\ufffdy', conflicting: false }],
   ['BOM', `${BOM}{"model":"qwen"}`, { kind: 'string', text: 'qwen', conflicting: false }],
-  ['whitespace everywhere', ' \n\t{ "model" \r\n : \t "qwen" , "a" : 1 } \n', { kind: 'string', text: 'qwen', conflicting: false }],
-  ['nested model ignored', '{"messages":[{"model":"x"}],"tools":{"model":"y"},"model":"z"}', { kind: 'string', text: 'z', conflicting: false }],
-  ['strings that look like keys', '{"a":"\\"model\\":\\"x\\"","model":"y"}', { kind: 'string', text: 'y', conflicting: false }],
+  [
+    'whitespace everywhere',
+    ' \n\t{ "model" \r\n : \t "qwen" , "a" : 1 } \n',
+    { kind: 'string', text: 'qwen', conflicting: false },
+  ],
+  [
+    'nested model ignored',
+    '{"messages":[{"model":"x"}],"tools":{"model":"y"},"model":"z"}',
+    { kind: 'string', text: 'z', conflicting: false },
+  ],
+  [
+    'strings that look like keys',
+    '{"a":"\\"model\\":\\"x\\"","model":"y"}',
+    { kind: 'string', text: 'y', conflicting: false },
+  ],
   ['no model', '{"messages":[]}', 'absent'],
   ['null model', '{"model":null}', { kind: 'null', text: '', conflicting: false }],
   ['number model', '{"model":12}', { kind: 'number', text: '12', conflicting: false }],
@@ -108,9 +132,21 @@ describe('the request JSON reader', () => {
 
   it('agrees with gjson on generated bodies: same answer for valid ones, never an answer for invalid ones', () => {
     const random = prng(19);
-    const pick = <T,>(list: readonly T[]): T => list[Math.floor(random() * list.length)]!;
+    const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)]!;
     const keys = ['"model"', '"mod\\u0065l"', '"m\\"odel"', '"messages"', '"model "'];
-    const values = ['"qwen"', '"q\\u0077en"', '1', '-2.5e3', 'true', 'null', '"\\\\"', '"a\\\\\\"b"', '[]', '{"model":"x"}', '["model"]'];
+    const values = [
+      '"qwen"',
+      '"q\\u0077en"',
+      '1',
+      '-2.5e3',
+      'true',
+      'null',
+      '"\\\\"',
+      '"a\\\\\\"b"',
+      '[]',
+      '{"model":"x"}',
+      '["model"]',
+    ];
     const mutations = ['{', '}', '[', ']', ',', ':', '"', '\\', ' ', '\ufeff', 'u', '0', '.', 'e'];
     let valid = 0;
     let invalid = 0;
@@ -120,7 +156,12 @@ describe('the request JSON reader', () => {
       if (random() < 0.5) {
         const at = Math.floor(random() * (text.length + 1));
         const op = random();
-        text = op < 0.33 ? text.slice(0, at) + text.slice(at + 1) : op < 0.66 ? text.slice(0, at) + pick(mutations) + text.slice(at) : text.slice(0, at);
+        text =
+          op < 0.33
+            ? text.slice(0, at) + text.slice(at + 1)
+            : op < 0.66
+              ? text.slice(0, at) + pick(mutations) + text.slice(at)
+              : text.slice(0, at);
       }
       const body = Buffer.from(text, 'utf8');
       const reading = read(body);
@@ -145,7 +186,8 @@ describe('the request JSON reader', () => {
     const key = () => ['"model"', '"mode\\u006c"', '"messages"', '"m"', '"\\u006dodel"'][Math.floor(random() * 5)]!;
     const value = (depth: number): string => {
       const r = random();
-      if (depth > 2 || r < 0.4) return ['"qwen"', '"ll\\u0061ma"', '7', 'null', 'false', '"a\\"b"'][Math.floor(random() * 6)]!;
+      if (depth > 2 || r < 0.4)
+        return ['"qwen"', '"ll\\u0061ma"', '7', 'null', 'false', '"a\\"b"'][Math.floor(random() * 6)]!;
       if (r < 0.7) return `[${Array.from({ length: Math.floor(random() * 3) }, () => value(depth + 1)).join(',')}]`;
       return `{${Array.from({ length: Math.floor(random() * 3) }, () => `${key()}:${value(depth + 1)}`).join(',')}}`;
     };

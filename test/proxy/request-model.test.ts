@@ -2,7 +2,13 @@ import { describe, expect, it } from 'vitest';
 import type { ModelReading } from '../../src/core/context.js';
 import { bodyModelReader, modelFromGet } from '../../src/proxy/request-model.js';
 
-function readBody(method: string, contentType: string | undefined, query: string, body: string | Buffer, splitEvery = 0): ModelReading {
+function readBody(
+  method: string,
+  contentType: string | undefined,
+  query: string,
+  body: string | Buffer,
+  splitEvery = 0,
+): ModelReading {
   const reader = bodyModelReader(method, contentType, query);
   const bytes = Buffer.isBuffer(body) ? body : Buffer.from(body, 'utf8');
   if (splitEvery > 0) for (let i = 0; i < bytes.length; i += splitEvery) reader.feed(bytes.subarray(i, i + splitEvery));
@@ -64,25 +70,52 @@ describe('reading the model as llama-swap does', () => {
 
   it('reads multipart fields after the query; files named model are not values', () => {
     const body = multipart('XyZ', [
-      { headers: ['Content-Disposition: form-data; name="file"; filename="a.wav"', 'Content-Type: audio/wav'], body: Buffer.from('RIFF\r\n--XyZ-not-a-boundary\r\n--XyZx', 'latin1') },
+      {
+        headers: ['Content-Disposition: form-data; name="file"; filename="a.wav"', 'Content-Type: audio/wav'],
+        body: Buffer.from('RIFF\r\n--XyZ-not-a-boundary\r\n--XyZx', 'latin1'),
+      },
       { headers: ['Content-Disposition: form-data; name="model"; filename="model.txt"'], body: 'llama' },
       { headers: ['content-disposition: form-data; name=model'], body: 'whisper' },
     ]);
     expect(readBody('POST', MP, '', body)).toEqual(found('whisper'));
-    for (const every of [1, 2, 3, 7, 64]) expect(readBody('POST', MP, '', body, every), `chunks of ${every}`).toEqual(found('whisper'));
+    for (const every of [1, 2, 3, 7, 64])
+      expect(readBody('POST', MP, '', body, every), `chunks of ${every}`).toEqual(found('whisper'));
     expect(readBody('POST', MP, 'model=whisper', body)).toEqual(found('whisper'));
     expect(readBody('POST', MP, 'model=qwen', body).status).toBe('uncertain');
   });
 
   it('gives no answer for multipart bodies Go might read differently', () => {
     const model = (headers: string[], value = 'llama') => multipart('XyZ', [{ headers, body: value }]);
-    expect(readBody('POST', MP, '', model(['Content-Disposition: form-data; name*=UTF-8\'\'model'])).status).toBe('uncertain');
-    expect(readBody('POST', MP, '', model(['Content-Disposition: form-data; name="model"', 'Content-Transfer-Encoding: quoted-printable'], 'll=61ma')).status).toBe('uncertain');
-    expect(readBody('POST', MP, '', model(['Content-Disposition: form-data; name="mo\\del"'])).status).toBe('uncertain');
-    expect(readBody('POST', MP, '', model(['Content-Disposition: form-data; name="model"', ' folded'])).status).toBe('uncertain');
-    expect(readBody('POST', MP, '', model(['Content-Disposition: form-data; name="model"']).subarray(0, 60)).status).toBe('uncertain');
-    expect(readBody('POST', MP, '', Buffer.from('--XyZ\nContent-Disposition: form-data; name="model"\n\nllama\n--XyZ--\n')).status).toBe('uncertain');
-    expect(readBody('POST', 'multipart/form-data', '', model(['Content-Disposition: form-data; name="model"'])).status).toBe('uncertain');
+    expect(readBody('POST', MP, '', model(["Content-Disposition: form-data; name*=UTF-8''model"])).status).toBe(
+      'uncertain',
+    );
+    expect(
+      readBody(
+        'POST',
+        MP,
+        '',
+        model(
+          ['Content-Disposition: form-data; name="model"', 'Content-Transfer-Encoding: quoted-printable'],
+          'll=61ma',
+        ),
+      ).status,
+    ).toBe('uncertain');
+    expect(readBody('POST', MP, '', model(['Content-Disposition: form-data; name="mo\\del"'])).status).toBe(
+      'uncertain',
+    );
+    expect(readBody('POST', MP, '', model(['Content-Disposition: form-data; name="model"', ' folded'])).status).toBe(
+      'uncertain',
+    );
+    expect(
+      readBody('POST', MP, '', model(['Content-Disposition: form-data; name="model"']).subarray(0, 60)).status,
+    ).toBe('uncertain');
+    expect(
+      readBody('POST', MP, '', Buffer.from('--XyZ\nContent-Disposition: form-data; name="model"\n\nllama\n--XyZ--\n'))
+        .status,
+    ).toBe('uncertain');
+    expect(
+      readBody('POST', 'multipart/form-data', '', model(['Content-Disposition: form-data; name="model"'])).status,
+    ).toBe('uncertain');
     const two = multipart('XyZ', [
       { headers: ['Content-Disposition: form-data; name="model"'], body: 'qwen' },
       { headers: ['Content-Disposition: form-data; name="model"'], body: 'llama' },
@@ -99,9 +132,15 @@ describe('reading the model as llama-swap does', () => {
           `--XyZ\r\nContent-Disposition: form-data; name="model"\r\n\r\nqwen\r\n--XyZ--\r\n`,
       );
     for (const after of ['', ' ', '\t']) {
-      for (const every of [0, 1, 5]) expect(readBody('POST', MP, '', hidden(after), every), JSON.stringify([after, every])).toMatchObject({ status: 'uncertain', guess: 'llama-3.2-3b' });
+      for (const every of [0, 1, 5])
+        expect(readBody('POST', MP, '', hidden(after), every), JSON.stringify([after, every])).toMatchObject({
+          status: 'uncertain',
+          guess: 'llama-3.2-3b',
+        });
     }
-    const onlyHidden = Buffer.from(`--XyZ\r\n\r\n--XyZ\r\nContent-Disposition: form-data; name="model"\r\n\r\nllama-3.2-3b\r\n--XyZ--\r\n`);
+    const onlyHidden = Buffer.from(
+      `--XyZ\r\n\r\n--XyZ\r\nContent-Disposition: form-data; name="model"\r\n\r\nllama-3.2-3b\r\n--XyZ--\r\n`,
+    );
     expect(readBody('POST', MP, '', onlyHidden)).toEqual(found('llama-3.2-3b'));
     // `--XyZx` at the start of a part is content, as in Go.
     const content = Buffer.from(`--XyZ\r\nContent-Disposition: form-data; name="model"\r\n\r\n--XyZx\r\n--XyZ--\r\n`);

@@ -42,7 +42,10 @@ const envFor = (schema: string, url = TEST_DATABASE_URL): Record<string, string>
 
 /** The `store: ...` start-up line of a gateway's log. */
 function storeLine(gw: GatewayProcess): { store: string; location: string; migrations_applied: string[] } {
-  const line = gw.output().split('\n').find((l) => l.includes('"location"'));
+  const line = gw
+    .output()
+    .split('\n')
+    .find((l) => l.includes('"location"'));
   if (!line) throw new Error(`no store line in the log:\n${gw.output()}`);
   return JSON.parse(line) as { store: string; location: string; migrations_applied: string[] };
 }
@@ -98,9 +101,14 @@ describe('a PostgreSQL server that cannot be reached', () => {
 
   it('makes the keys CLI fail with exit 1 and the same redacted message', async () => {
     const secret = 'cli-db-password-88a0';
-    const result = await runCli(['keys', 'list'], envFor(schemas.fresh('unreach_cli'), `postgresql://gatehouse:${secret}@127.0.0.1:1/gh`));
+    const result = await runCli(
+      ['keys', 'list'],
+      envFor(schemas.fresh('unreach_cli'), `postgresql://gatehouse:${secret}@127.0.0.1:1/gh`),
+    );
     expect(result.code).toBe(1);
-    expect(result.stderr).toContain('gatehouse keys list failed: opening the PostgreSQL store at postgres://127.0.0.1:1/gh');
+    expect(result.stderr).toContain(
+      'gatehouse keys list failed: opening the PostgreSQL store at postgres://127.0.0.1:1/gh',
+    );
     expect(result.stdout + result.stderr).not.toContain(secret);
   });
 });

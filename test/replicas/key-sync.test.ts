@@ -58,22 +58,37 @@ afterAll(async () => {
 
 beforeEach(requirePostgres);
 
-const v1 = (gw: GatewayProcess, key?: string) => rawRequest(`${gw.url}/v1/models`, { headers: key ? { authorization: `Bearer ${key}` } : {} });
+const v1 = (gw: GatewayProcess, key?: string) =>
+  rawRequest(`${gw.url}/v1/models`, { headers: key ? { authorization: `Bearer ${key}` } : {} });
 
 /** A script calling the admin API with the token (no browser headers). */
 function admin(gw: GatewayProcess, method: string, path: string, body?: unknown): Promise<RawResponse> {
   const headers: Record<string, string> = { authorization: `Bearer ${ADMIN_TOKEN}` };
   if (body !== undefined) headers['content-type'] = 'application/json';
-  return rawRequest(`${gw.url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  return rawRequest(`${gw.url}${path}`, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
 }
 
 /** As the dashboard sends it: same-origin, JSON, the session cookie. */
-function browser(gw: GatewayProcess, method: string, path: string, cookie: string | undefined, body?: unknown): Promise<RawResponse> {
+function browser(
+  gw: GatewayProcess,
+  method: string,
+  path: string,
+  cookie: string | undefined,
+  body?: unknown,
+): Promise<RawResponse> {
   const headers: Record<string, string> = { 'sec-fetch-site': 'same-origin' };
   if (method !== 'GET') headers.origin = gw.url;
   if (cookie) headers.cookie = `gatehouse_session=${cookie}`;
   if (body !== undefined) headers['content-type'] = 'application/json';
-  return rawRequest(`${gw.url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  return rawRequest(`${gw.url}${path}`, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
 }
 
 /**
@@ -94,9 +109,15 @@ describe('two replicas on one PostgreSQL database', () => {
     expect((await v1(a)).status).toBe(200);
     expect((await v1(b)).status).toBe(200);
     for (const gw of [a, b]) {
-      const line = gw.output().split('\n').find((l) => l.includes('"location"'));
+      const line = gw
+        .output()
+        .split('\n')
+        .find((l) => l.includes('"location"'));
       expect(line, gw.output()).toBeDefined();
-      expect(JSON.parse(line!)).toMatchObject({ store: 'postgres', location: expect.stringMatching(new RegExp(`^postgres://[^@/]+/[^ ]+ \\(schema ${schema}\\)$`)) });
+      expect(JSON.parse(line!)).toMatchObject({
+        store: 'postgres',
+        location: expect.stringMatching(new RegExp(`^postgres://[^@/]+/[^ ]+ \\(schema ${schema}\\)$`)),
+      });
       expect(gw.output()).not.toContain(DB_PASSWORD);
     }
     // PostgreSQL holds everything: no SQLite file appears in either data dir.
@@ -111,7 +132,11 @@ describe('two replicas on one PostgreSQL database', () => {
     const body = json(created.body) as { key: { id: string }; secret: string };
     first = { id: body.key.id, secret: body.secret };
     expect((await v1(a, first.secret)).status).toBe(200);
-    await within(1000, 'B accepting the new key', async () => (await v1(b, first.secret)).status === 200 && (await v1(b)).status === 401);
+    await within(
+      1000,
+      'B accepting the new key',
+      async () => (await v1(b, first.secret)).status === 200 && (await v1(b)).status === 401,
+    );
   });
 
   it('a key revoked on B is refused on A within 1 s', async () => {
@@ -128,10 +153,17 @@ describe('two replicas on one PostgreSQL database', () => {
     expect(created.code, created.stderr).toBe(0);
     second = { secret: created.stdout.trim(), prefix: created.stdout.trim().slice(0, 9) };
     expect(second.secret).toMatch(/^sk-[0-9A-Za-z]{43}$/);
-    await within(1000, 'both replicas accepting the CLI key', async () => (await v1(a, second.secret)).status === 200 && (await v1(b, second.secret)).status === 200);
+    await within(
+      1000,
+      'both replicas accepting the CLI key',
+      async () => (await v1(a, second.secret)).status === 200 && (await v1(b, second.secret)).status === 200,
+    );
     const list = await runCli(['keys', 'list', '--json'], env());
     expect(list.code, list.stderr).toBe(0);
-    expect((JSON.parse(list.stdout) as { keys: Array<{ name: string }> }).keys.map((k) => k.name).sort()).toEqual(['made by the CLI', 'made on A']);
+    expect((JSON.parse(list.stdout) as { keys: Array<{ name: string }> }).keys.map((k) => k.name).sort()).toEqual([
+      'made by the CLI',
+      'made on A',
+    ]);
     expect(list.stdout + list.stderr).not.toContain(DB_PASSWORD);
   });
 
@@ -147,7 +179,9 @@ describe('two replicas on one PostgreSQL database', () => {
   it('an admin signed in on A is signed in on B, and signing out on B ends it on A', async () => {
     const signIn = await browser(a, 'POST', '/api/login', undefined, { password: ADMIN_PASSWORD });
     expect(signIn.status, signIn.body.toString()).toBe(200);
-    const cookie = /^gatehouse_session=([^;]+)/.exec(signIn.headers['set-cookie']?.find((l) => l.startsWith('gatehouse_session=')) ?? '')?.[1];
+    const cookie = /^gatehouse_session=([^;]+)/.exec(
+      signIn.headers['set-cookie']?.find((l) => l.startsWith('gatehouse_session=')) ?? '',
+    )?.[1];
     expect(cookie).toMatch(/^[A-Za-z0-9_-]{43}$/);
 
     const session = await browser(b, 'GET', '/api/session', cookie);

@@ -29,7 +29,11 @@ const PREFIX = `gh-t${process.pid}-${randomBytes(3).toString('hex')}:`;
 /** Tokens the upstream reports per call (10 in, 5 out). */
 const TOKENS_PER_CALL = 15;
 /** What `chat()` reserves of a TPM window while it runs: body bytes / 4 + the default output. */
-const CHAT_ESTIMATE = Math.ceil(Buffer.byteLength(JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hello' }] })) / PROMPT_BYTES_PER_TOKEN) + DEFAULT_OUTPUT_TOKENS;
+const CHAT_ESTIMATE =
+  Math.ceil(
+    Buffer.byteLength(JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'hello' }] })) /
+      PROMPT_BYTES_PER_TOKEN,
+  ) + DEFAULT_OUTPUT_TOKENS;
 /** Room for one finished call beside a running one's estimate, not for two. */
 const TOKENS_TPM = TOKENS_PER_CALL + CHAT_ESTIMATE;
 
@@ -43,8 +47,22 @@ let b: GatewayProcess;
 /** Responses the upstream holds open (calls whose prompt says "hold"), until `releaseHeld`. */
 const held: ServerResponse[] = [];
 
-const CHAT_ANSWER = JSON.stringify({ id: 'c1', object: 'chat.completion', model: 'm', choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop' }], usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 } });
-const MESSAGE_ANSWER = JSON.stringify({ id: 'm1', type: 'message', role: 'assistant', model: 'm', content: [{ type: 'text', text: 'hi' }], stop_reason: 'end_turn', usage: { input_tokens: 10, output_tokens: 5 } });
+const CHAT_ANSWER = JSON.stringify({
+  id: 'c1',
+  object: 'chat.completion',
+  model: 'm',
+  choices: [{ index: 0, message: { role: 'assistant', content: 'hi' }, finish_reason: 'stop' }],
+  usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
+});
+const MESSAGE_ANSWER = JSON.stringify({
+  id: 'm1',
+  type: 'message',
+  role: 'assistant',
+  model: 'm',
+  content: [{ type: 'text', text: 'hi' }],
+  stop_reason: 'end_turn',
+  usage: { input_tokens: 10, output_tokens: 5 },
+});
 
 function env(): Record<string, string> {
   return {
@@ -116,7 +134,11 @@ beforeEach(requirePostgres);
 function admin(gw: GatewayProcess, method: string, path: string, body?: unknown): Promise<RawResponse> {
   const headers: Record<string, string> = { authorization: `Bearer ${ADMIN_TOKEN}` };
   if (body !== undefined) headers['content-type'] = 'application/json';
-  return rawRequest(`${gw.url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  return rawRequest(`${gw.url}${path}`, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
 }
 
 function chat(gw: GatewayProcess, k: Key, content = 'hello'): Promise<RawResponse> {
@@ -135,7 +157,9 @@ function message(gw: GatewayProcess, k: Key): Promise<RawResponse> {
   });
 }
 
-async function limitsView(gw: GatewayProcess): Promise<{ limitsScope: string; redis: string; unavailableSince: string | null }> {
+async function limitsView(
+  gw: GatewayProcess,
+): Promise<{ limitsScope: string; redis: string; unavailableSince: string | null }> {
   const res = await admin(gw, 'GET', '/api/limits');
   expect(res.status, res.body.toString()).toBe(200);
   return json(res.body) as { limitsScope: string; redis: string; unavailableSince: string | null };
@@ -143,7 +167,11 @@ async function limitsView(gw: GatewayProcess): Promise<{ limitsScope: string; re
 
 /** Log lines of one replica, parsed. */
 function logLines(gw: GatewayProcess): Array<{ level: number; msg: string } & Record<string, unknown>> {
-  return gw.output().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { level: number; msg: string });
+  return gw
+    .output()
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as { level: number; msg: string });
 }
 
 async function within(ms: number, what: string, check: () => Promise<boolean>): Promise<void> {
@@ -165,26 +193,38 @@ describe('two replicas sharing limits through Redis', () => {
     for (const gw of [a, b]) {
       expect(await limitsView(gw)).toEqual({ limitsScope: 'shared', redis: 'connected', unavailableSince: null });
       const line = logLines(gw).find((l) => l.limits === 'shared');
-      expect(line?.msg, gw.output()).toBe(`Limits: per-key limits are shared by every replica through Redis at redis://127.0.0.1:${redis.port}/0 (key prefix ${PREFIX}).`);
+      expect(line?.msg, gw.output()).toBe(
+        `Limits: per-key limits are shared by every replica through Redis at redis://127.0.0.1:${redis.port}/0 (key prefix ${PREFIX}).`,
+      );
       expect(gw.output()).not.toContain(REDIS_PASSWORD);
     }
   });
 
-  it('lets exactly N calls of an rpm=N key through, spread over both, and refuses the N+1st on either in its caller\'s wire format', async () => {
+  it("lets exactly N calls of an rpm=N key through, spread over both, and refuses the N+1st on either in its caller's wire format", async () => {
     const k = key('alternating');
     for (const gw of [a, b, a, b]) expect((await chat(gw, k)).status).toBe(200);
 
     const openai = await chat(a, k);
     expect(openai.status).toBe(429);
     expect(json(openai.body)).toEqual({
-      error: { message: expect.stringMatching(/^Rate limit exceeded: this API key allows 4 requests per minute\. Retry after \d+ s\.$/), type: 'rate_limit_error', param: null, code: 'rate_limited' },
+      error: {
+        message: expect.stringMatching(
+          /^Rate limit exceeded: this API key allows 4 requests per minute\. Retry after \d+ s\.$/,
+        ),
+        type: 'rate_limit_error',
+        param: null,
+        code: 'rate_limited',
+      },
     });
     expect(Number(openai.headers['retry-after'])).toBeGreaterThanOrEqual(55);
     expect(Number(openai.headers['retry-after'])).toBeLessThanOrEqual(60);
 
     const anthropic = await message(b, k);
     expect(anthropic.status).toBe(429);
-    expect(json(anthropic.body)).toEqual({ type: 'error', error: { type: 'rate_limit_error', message: expect.stringContaining('4 requests per minute') } });
+    expect(json(anthropic.body)).toEqual({
+      type: 'error',
+      error: { type: 'rate_limit_error', message: expect.stringContaining('4 requests per minute') },
+    });
     expect(Number(anthropic.headers['retry-after'])).toBeGreaterThanOrEqual(55);
   });
 
@@ -200,12 +240,14 @@ describe('two replicas sharing limits through Redis', () => {
   it('counts the tokens of a call finished on one replica against the TPM limit on the other', async () => {
     const k = key('tokens'); // each call reports 15 and reserves CHAT_ESTIMATE while it runs
     expect((await chat(a, k)).status).toBe(200);
-    await within(2000, 'the first call\'s tokens in Redis', async () => (await tokensInRedis(k)) === TOKENS_PER_CALL);
+    await within(2000, "the first call's tokens in Redis", async () => (await tokensInRedis(k)) === TOKENS_PER_CALL);
     expect((await chat(b, k)).status).toBe(200); // 15 + estimate fits
-    await within(2000, 'both calls\' tokens in Redis', async () => (await tokensInRedis(k)) === 2 * TOKENS_PER_CALL);
+    await within(2000, "both calls' tokens in Redis", async () => (await tokensInRedis(k)) === 2 * TOKENS_PER_CALL);
     const refused = await chat(a, k);
     expect(refused.status).toBe(429);
-    expect((json(refused.body) as { error: { message: string } }).error.message).toContain(`${TOKENS_TPM} tokens per minute`);
+    expect((json(refused.body) as { error: { message: string } }).error.message).toContain(
+      `${TOKENS_TPM} tokens per minute`,
+    );
   });
 
   it('gives a concurrency=1 key one call in flight across both replicas, and frees it when the call ends', async () => {
@@ -237,19 +279,28 @@ describe('when Redis goes away and comes back', () => {
       expect((await chat(gw, k)).status).toBe(429);
     }
     for (const gw of [a, b]) {
-      expect(await limitsView(gw)).toMatchObject({ limitsScope: 'replica', redis: 'unavailable', unavailableSince: expect.any(String) });
+      expect(await limitsView(gw)).toMatchObject({
+        limitsScope: 'replica',
+        redis: 'unavailable',
+        unavailableSince: expect.any(String),
+      });
       const warnings = () => logLines(gw).filter((l) => l.level === 40 && String(l.msg).startsWith('Redis at'));
       // The child's log reaches this process through a pipe: give the line a moment.
       await within(2000, 'the warning in the log', async () => warnings().length > 0);
       expect(warnings().map((w) => w.msg)).toEqual([
-        expect.stringMatching(new RegExp(`^Redis at redis://127\\.0\\.0\\.1:${redis.port}/0 is unreachable \\(.+\\): per-key limits are counted per replica until it is back; retrying every 2 s\\.$`)),
+        expect.stringMatching(
+          new RegExp(
+            `^Redis at redis://127\\.0\\.0\\.1:${redis.port}/0 is unreachable \\(.+\\): per-key limits are counted per replica until it is back; retrying every 2 s\\.$`,
+          ),
+        ),
       ]);
     }
   });
 
   it('shares limits again once Redis is back on the same port, and logs the recovery once', async () => {
     await redis.restart();
-    for (const gw of [a, b]) await within(8000, 'the replica using Redis again', async () => (await limitsView(gw)).limitsScope === 'shared');
+    for (const gw of [a, b])
+      await within(8000, 'the replica using Redis again', async () => (await limitsView(gw)).limitsScope === 'shared');
     for (const gw of [a, b]) {
       const recoveries = () => logLines(gw).filter((l) => l.level === 30 && String(l.msg).startsWith('Redis at'));
       await within(2000, 'the recovery in the log', async () => recoveries().length > 0);

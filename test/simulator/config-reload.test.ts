@@ -83,7 +83,9 @@ describe('config watching and reload', () => {
   });
 
   it('reloads programmatically and reports loader errors to the caller', async () => {
-    const bad = await sim.reload({ models: { a: { cmd: 'x --port ${PORT}', aliases: ['z'] }, b: { cmd: 'y --port ${PORT}', aliases: ['z'] } } });
+    const bad = await sim.reload({
+      models: { a: { cmd: 'x --port ${PORT}', aliases: ['z'] }, b: { cmd: 'y --port ${PORT}', aliases: ['z'] } },
+    });
     expect(bad).toEqual({ ok: false, error: 'duplicate alias z found in model: b' });
     expect(await sim.reload({ models: { solo: { cmd: 'llama-server --port ${PORT}' } } })).toEqual({ ok: true });
     expect(await modelIds(sim)).toEqual(['solo']);

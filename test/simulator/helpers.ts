@@ -8,7 +8,12 @@ export async function json(res: Response): Promise<Json> {
   return res.json() as Promise<Json>;
 }
 
-export function postJson(url: string, body: unknown, headers: Record<string, string> = {}, signal?: AbortSignal): Promise<Response> {
+export function postJson(
+  url: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+  signal?: AbortSignal,
+): Promise<Response> {
   return fetch(url, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...headers },
@@ -73,7 +78,10 @@ export class BodyReader {
   private async readOnce(timeoutMs: number): Promise<void> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`read timed out; got ${JSON.stringify(this.text)}`)), Math.max(1, timeoutMs));
+      timer = setTimeout(
+        () => reject(new Error(`read timed out; got ${JSON.stringify(this.text)}`)),
+        Math.max(1, timeoutMs),
+      );
     });
     try {
       const { done, value } = await Promise.race([this.reader.read(), timeout]);

@@ -107,7 +107,14 @@ describe('/api/events', () => {
     const text = await reader.until((t) => t.includes('inflight'));
     expect(text.startsWith('event:message\ndata:{')).toBe(true);
     const events = decodeEvents(text);
-    expect(events.map((e) => e.type)).toEqual(['logData', 'logData', 'modelStatus', 'uiConfig', 'profileChanged', 'inflight']);
+    expect(events.map((e) => e.type)).toEqual([
+      'logData',
+      'logData',
+      'modelStatus',
+      'uiConfig',
+      'profileChanged',
+      'inflight',
+    ]);
     expect(events[0]!.data).toMatchObject({ source: 'proxy', data: expect.stringContaining('hello events') });
     expect(events[2]!.data).toEqual([
       { id: 'hidden', name: '', description: '', state: 'stopped', unlisted: true, peerID: '' },

@@ -74,12 +74,18 @@ describe('model extraction and dispatch', () => {
     });
     // llama-swap routed it; the fake llama-server then rejects the non-JSON body in its own shape.
     expect(res.status).toBe(400);
-    expect(await json(res)).toEqual({ error: { code: 400, message: 'Invalid JSON in request body', type: 'invalid_request_error' } });
+    expect(await json(res)).toEqual({
+      error: { code: 400, message: 'Invalid JSON in request body', type: 'invalid_request_error' },
+    });
     expect(sim.received.at(-1)?.model).toBe('qwen');
   });
 
   it('reads the model from ?model= for a non-JSON POST without a form body', async () => {
-    const res = await fetch(`${sim.url}/v1/embeddings?model=qwen`, { method: 'POST', headers: { 'content-type': 'text/plain' }, body: 'x' });
+    const res = await fetch(`${sim.url}/v1/embeddings?model=qwen`, {
+      method: 'POST',
+      headers: { 'content-type': 'text/plain' },
+      body: 'x',
+    });
     expect(res.status).toBe(400);
     expect(sim.received.at(-1)?.model).toBe('qwen');
   });
@@ -131,7 +137,10 @@ describe('model extraction and dispatch', () => {
     sim.knobs.peerUnreachable = true;
     const res = await postJson(`${sim.url}/v1/chat/completions`, chatBody('box/big-70b'));
     expect(res.status).toBe(502);
-    expect((await json(res)).error).toMatchObject({ message: expect.stringMatching(/^peer proxy error: /), code: 'bad_gateway' });
+    expect((await json(res)).error).toMatchObject({
+      message: expect.stringMatching(/^peer proxy error: /),
+      code: 'bad_gateway',
+    });
   });
 
   it('strips /v from versionless routes before the upstream sees them', async () => {

@@ -84,14 +84,19 @@ describe('/v1/models and /models', () => {
     sim = await startSimulator({ config: { ...DEMO_CONFIG, includeAliasesInList: true } });
     const list = (await json(await fetch(`${sim.url}/v1/models`))) as { data: Array<Record<string, unknown>> };
     const alias = list.data.find((m) => m.id === 'gpt-4o-mini');
-    expect(alias).toMatchObject({ name: 'Qwen3 8B', meta: { llamaswap: { type: 'alias', modelID: 'qwen3-8b', family: 'qwen3' } } });
+    expect(alias).toMatchObject({
+      name: 'Qwen3 8B',
+      meta: { llamaswap: { type: 'alias', modelID: 'qwen3-8b', family: 'qwen3' } },
+    });
   });
 
   it('reports status loaded while the model is still starting', async () => {
     sim = await startSimulator({ config: { ...DEMO_CONFIG }, knobs: { loadDelayMs: 5000 } });
     const loading = sim.load('qwen').catch((err: unknown) => err);
     await sim.waitForState('qwen', 'starting');
-    const list = (await json(await fetch(`${sim.url}/v1/models`))) as { data: Array<{ id: string; status: { value: string } }> };
+    const list = (await json(await fetch(`${sim.url}/v1/models`))) as {
+      data: Array<{ id: string; status: { value: string } }>;
+    };
     expect(list.data.find((m) => m.id === 'qwen3-8b')?.status).toEqual({ value: 'loaded' });
     await sim.unload();
     expect(String(await loading)).toContain('model unloaded');

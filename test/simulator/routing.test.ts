@@ -111,7 +111,10 @@ describe('route table with Go mux semantics', () => {
 
   it('writes one access log line per request in the proxy log', async () => {
     await fetch(`${sim.url}/running`, { headers: { 'user-agent': 'routing-test/1' } });
-    const line = await sim.waitForLog('proxy', /\[INFO\] Request 127\.0\.0\.1 "GET \/running HTTP\/1\.1" 200 \d+ "routing-test\/1" [\d.]+(µs|ms|s)\n/);
+    const line = await sim.waitForLog(
+      'proxy',
+      /\[INFO\] Request 127\.0\.0\.1 "GET \/running HTTP\/1\.1" 200 \d+ "routing-test\/1" [\d.]+(µs|ms|s)\n/,
+    );
     expect(line).toMatch(/^\[INFO\] Request/);
   });
 
@@ -132,19 +135,28 @@ describe('API keys', () => {
     const res = await postJson(`${sim.url}/v1/chat/completions`, chatBody('qwen'));
     expect(res.status).toBe(401);
     expect(res.headers.get('www-authenticate')).toBe('Basic realm="llama-swap"');
-    expect((await json(res)).error).toMatchObject({ message: 'unauthorized: invalid or missing API key', code: 'unauthorized' });
+    expect((await json(res)).error).toMatchObject({
+      message: 'unauthorized: invalid or missing API key',
+      code: 'unauthorized',
+    });
   });
 
   it('accepts the key as Bearer, as Basic password and as x-api-key', async () => {
     const basic = `Basic ${Buffer.from('anyone:sk-right').toString('base64')}`;
-    for (const headers of [{ authorization: 'Bearer sk-right' }, { authorization: basic }, { 'x-api-key': 'sk-right' }] as Array<Record<string, string>>) {
+    for (const headers of [
+      { authorization: 'Bearer sk-right' },
+      { authorization: basic },
+      { 'x-api-key': 'sk-right' },
+    ] as Array<Record<string, string>>) {
       const res = await fetch(`${sim.url}/running`, { headers });
       expect(res.status).toBe(200);
     }
   });
 
   it('checks only one candidate: a wrong Bearer beats a correct x-api-key', async () => {
-    const res = await fetch(`${sim.url}/running`, { headers: { authorization: 'Bearer wrong', 'x-api-key': 'sk-right' } });
+    const res = await fetch(`${sim.url}/running`, {
+      headers: { authorization: 'Bearer wrong', 'x-api-key': 'sk-right' },
+    });
     expect(res.status).toBe(401);
   });
 

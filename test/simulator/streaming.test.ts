@@ -29,7 +29,12 @@ describe('inference responses', () => {
 
   it('counts prompt tokens as words of all message text plus 4', () => {
     expect(countPromptTokens(chatBody('chat'))).toBe(9);
-    expect(countPromptTokens({ system: 'be brief', messages: [{ role: 'user', content: [{ type: 'text', text: 'one two' }] }] })).toBe(8);
+    expect(
+      countPromptTokens({
+        system: 'be brief',
+        messages: [{ role: 'user', content: [{ type: 'text', text: 'one two' }] }],
+      }),
+    ).toBe(8);
     expect(countPromptTokens({ input: ['a b', 'c'] })).toBe(7);
   });
 
@@ -51,7 +56,10 @@ describe('inference responses', () => {
   });
 
   it('adds a usage chunk with empty choices only when stream_options.include_usage is set', async () => {
-    const res = await postJson(`${sim.url}/v1/chat/completions`, chatBody('chat', { stream: true, stream_options: { include_usage: true } }));
+    const res = await postJson(
+      `${sim.url}/v1/chat/completions`,
+      chatBody('chat', { stream: true, stream_options: { include_usage: true } }),
+    );
     const frames = parseSse(await res.text());
     const usageChunk = JSON.parse(frames.at(-2)!.data);
     expect(usageChunk.choices).toEqual([]);
@@ -87,11 +95,26 @@ describe('inference responses', () => {
 
   it('answers the Responses API as JSON and as created → output_text.delta → completed events', async () => {
     const full = await json(await postJson(`${sim.url}/v1/responses`, { model: 'chat', input: 'Hello there' }));
-    expect(full).toMatchObject({ object: 'response', status: 'completed', usage: { input_tokens: 6, output_tokens: 8, total_tokens: 14 } });
+    expect(full).toMatchObject({
+      object: 'response',
+      status: 'completed',
+      usage: { input_tokens: 6, output_tokens: 8, total_tokens: 14 },
+    });
     expect(full.output[0].content[0].text).toBe(completionText('chat', 8));
-    const frames = parseSse(await (await postJson(`${sim.url}/v1/responses`, { model: 'chat', input: 'Hello there', stream: true })).text());
-    expect(frames.map((f) => f.event)).toEqual(['response.created', ...Array(8).fill('response.output_text.delta'), 'response.completed']);
-    expect(frames.slice(1, 9).map((f) => JSON.parse(f.data).delta).join('')).toBe(completionText('chat', 8));
+    const frames = parseSse(
+      await (await postJson(`${sim.url}/v1/responses`, { model: 'chat', input: 'Hello there', stream: true })).text(),
+    );
+    expect(frames.map((f) => f.event)).toEqual([
+      'response.created',
+      ...Array(8).fill('response.output_text.delta'),
+      'response.completed',
+    ]);
+    expect(
+      frames
+        .slice(1, 9)
+        .map((f) => JSON.parse(f.data).delta)
+        .join(''),
+    ).toBe(completionText('chat', 8));
     expect(JSON.parse(frames.at(-1)!.data).response.usage.output_tokens).toBe(8);
   });
 
@@ -115,14 +138,31 @@ describe('inference responses', () => {
   });
 
   it('answers Anthropic non-streaming messages and count_tokens', async () => {
-    const msg = await json(await postJson(`${sim.url}/v1/messages`, { model: 'chat', max_tokens: 2, messages: [{ role: 'user', content: 'Hi' }] }));
-    expect(msg).toMatchObject({ type: 'message', stop_reason: 'max_tokens', usage: { input_tokens: 5, output_tokens: 2 } });
-    const count = await json(await postJson(`${sim.url}/v1/messages/count_tokens`, { model: 'chat', messages: [{ role: 'user', content: 'a b c' }] }));
+    const msg = await json(
+      await postJson(`${sim.url}/v1/messages`, {
+        model: 'chat',
+        max_tokens: 2,
+        messages: [{ role: 'user', content: 'Hi' }],
+      }),
+    );
+    expect(msg).toMatchObject({
+      type: 'message',
+      stop_reason: 'max_tokens',
+      usage: { input_tokens: 5, output_tokens: 2 },
+    });
+    const count = await json(
+      await postJson(`${sim.url}/v1/messages/count_tokens`, {
+        model: 'chat',
+        messages: [{ role: 'user', content: 'a b c' }],
+      }),
+    );
     expect(count).toEqual({ input_tokens: 7 });
   });
 
   it('returns deterministic 8-dimensional embeddings', async () => {
-    const body = await json(await postJson(`${sim.url}/v1/embeddings`, { model: 'embed', input: ['hello world', 'bye'] }));
+    const body = await json(
+      await postJson(`${sim.url}/v1/embeddings`, { model: 'embed', input: ['hello world', 'bye'] }),
+    );
     expect(body.data).toHaveLength(2);
     expect(body.data[0].embedding).toHaveLength(8);
     expect(body.data[0].embedding).toEqual(embedding('embed', 'hello world'));
@@ -131,7 +171,11 @@ describe('inference responses', () => {
 
   it('ranks documents by query-word overlap in /v1/rerank', async () => {
     const body = await json(
-      await postJson(`${sim.url}/v1/rerank`, { model: 'embed', query: 'red apple', documents: ['green pear', 'red apple pie', 'red car'] }),
+      await postJson(`${sim.url}/v1/rerank`, {
+        model: 'embed',
+        query: 'red apple',
+        documents: ['green pear', 'red apple pie', 'red car'],
+      }),
     );
     expect(body.results).toEqual([
       { index: 1, relevance_score: 1 },
@@ -141,12 +185,18 @@ describe('inference responses', () => {
   });
 
   it('returns deterministic audio bytes for speech and base64 images', async () => {
-    const a = Buffer.from(await (await postJson(`${sim.url}/v1/audio/speech`, { model: 'chat', input: 'hello', voice: 'nova' })).arrayBuffer());
+    const a = Buffer.from(
+      await (
+        await postJson(`${sim.url}/v1/audio/speech`, { model: 'chat', input: 'hello', voice: 'nova' })
+      ).arrayBuffer(),
+    );
     const res = await postJson(`${sim.url}/v1/audio/speech`, { model: 'chat', input: 'hello', voice: 'nova' });
     expect(res.headers.get('content-type')).toBe('audio/mpeg');
     expect(Buffer.from(await res.arrayBuffer()).equals(a)).toBe(true);
     expect(a.subarray(0, 3).toString()).toBe('ID3');
-    const img = await json(await postJson(`${sim.url}/v1/images/generations`, { model: 'chat', prompt: 'a cat', n: 2 }));
+    const img = await json(
+      await postJson(`${sim.url}/v1/images/generations`, { model: 'chat', prompt: 'a cat', n: 2 }),
+    );
     expect(img.data).toHaveLength(2);
     expect(Buffer.from(img.data[0].b64_json, 'base64').subarray(1, 4).toString()).toBe('PNG');
   });
@@ -173,7 +223,9 @@ describe('timing and failure knobs', () => {
 
   it('failAfterChunks drops the connection after N frames without [DONE]', async () => {
     sim.knobs.failAfterChunks = 3;
-    const reader = new BodyReader(await postJson(`${sim.url}/v1/chat/completions?fail`, chatBody('chat', { stream: true })));
+    const reader = new BodyReader(
+      await postJson(`${sim.url}/v1/chat/completions?fail`, chatBody('chat', { stream: true })),
+    );
     await expect(reader.rest()).rejects.toThrow();
     expect(parseSse(reader.text)).toHaveLength(3);
     expect(reader.text).not.toContain('[DONE]');
@@ -231,7 +283,12 @@ describe('timing and failure knobs', () => {
     sim.knobs.tokensPerSecond = 50;
     sim.knobs.tokens = 100;
     const controller = new AbortController();
-    const res = await postJson(`${sim.url}/v1/chat/completions?abort`, chatBody('chat', { stream: true }), {}, controller.signal);
+    const res = await postJson(
+      `${sim.url}/v1/chat/completions?abort`,
+      chatBody('chat', { stream: true }),
+      {},
+      controller.signal,
+    );
     const reader = new BodyReader(res);
     await reader.until((t) => t.includes('"content":"'));
     controller.abort();
@@ -249,7 +306,9 @@ describe('timing and failure knobs', () => {
     await sim.load('chat');
     sim.knobs.headersDelayMs = 1000;
     const controller = new AbortController();
-    const pending = postJson(`${sim.url}/v1/chat/completions?early`, chatBody('chat'), {}, controller.signal).catch(() => 'aborted');
+    const pending = postJson(`${sim.url}/v1/chat/completions?early`, chatBody('chat'), {}, controller.signal).catch(
+      () => 'aborted',
+    );
     await sim.waitForRequest((r) => r.path === '/v1/chat/completions?early');
     controller.abort();
     expect(await pending).toBe('aborted');

@@ -24,7 +24,15 @@ describe('process state machine and swapping', () => {
     await sim.waitForState('alpha', 'starting');
     const during = (await json(await fetch(`${sim.url}/running`))) as { running: unknown[] };
     expect(during.running).toEqual([
-      { model: 'alpha', state: 'starting', cmd: 'llama-server --port 5800 -m alpha.gguf', proxy: 'http://localhost:5800', ttl: 0, name: 'Alpha', description: 'first' },
+      {
+        model: 'alpha',
+        state: 'starting',
+        cmd: 'llama-server --port 5800 -m alpha.gguf',
+        proxy: 'http://localhost:5800',
+        ttl: 0,
+        name: 'Alpha',
+        description: 'first',
+      },
     ]);
     expect((await pending).status).toBe(200);
     expect(sim.state('alpha')).toBe('ready');
@@ -32,7 +40,9 @@ describe('process state machine and swapping', () => {
   });
 
   it('shares one load between concurrent requests for the same model', async () => {
-    const results = await Promise.all([1, 2, 3].map(() => postJson(`${sim.url}/v1/chat/completions`, chatBody('alpha'))));
+    const results = await Promise.all(
+      [1, 2, 3].map(() => postJson(`${sim.url}/v1/chat/completions`, chatBody('alpha'))),
+    );
     expect(results.map((r) => r.status)).toEqual([200, 200, 200]);
     const starts = sim.logHistory('proxy').match(/<alpha> Executing start command/g) ?? [];
     expect(starts).toHaveLength(1);
@@ -118,7 +128,9 @@ describe('process state machine and swapping', () => {
   it('keeps loading a model after the waiting client gave up', async () => {
     sim.knobs.loadDelayMs = 150;
     const controller = new AbortController();
-    const pending = postJson(`${sim.url}/v1/chat/completions`, chatBody('alpha'), {}, controller.signal).catch(() => 'aborted');
+    const pending = postJson(`${sim.url}/v1/chat/completions`, chatBody('alpha'), {}, controller.signal).catch(
+      () => 'aborted',
+    );
     await sim.waitForState('alpha', 'starting');
     controller.abort();
     expect(await pending).toBe('aborted');
@@ -136,7 +148,9 @@ describe('process state machine and swapping', () => {
 
   it('writes fake llama-server output to the model log and the upstream log', async () => {
     await sim.load('beta');
-    expect(sim.logHistory('beta')).toContain('main: server is listening on http://127.0.0.1:5801 - starting the main loop');
+    expect(sim.logHistory('beta')).toContain(
+      'main: server is listening on http://127.0.0.1:5801 - starting the main loop',
+    );
     expect(sim.logHistory('upstream')).toContain('server is listening');
     expect(sim.logHistory('combined')).not.toContain('server is listening');
   });

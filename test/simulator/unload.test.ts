@@ -78,7 +78,12 @@ describe('unload endpoints', () => {
 
   it('plays an old llama-swap without /api/models/unload* and /api/version when legacyRoutes is on', async () => {
     sim.knobs.legacyRoutes = true;
-    for (const [method, path] of [['POST', '/api/models/unload'], ['POST', '/api/models/unload/b'], ['GET', '/api/version'], ['GET', '/api/models/unload']]) {
+    for (const [method, path] of [
+      ['POST', '/api/models/unload'],
+      ['POST', '/api/models/unload/b'],
+      ['GET', '/api/version'],
+      ['GET', '/api/models/unload'],
+    ]) {
       const res = await fetch(`${sim.url}${path}`, { method });
       expect(res.status).toBe(404);
       expect(await res.text()).toBe('404 page not found\n');

@@ -25,9 +25,19 @@ import { CHECKS, ORIGIN } from './expectations.js';
 /** Shaped like a real key: `sk-` + 43 base62 characters. */
 const SECRET = 'sk-7Qm2Xb9LpV4nT8cK1wZ6yR3hJ5sD0fG2aE4uI6oPq9B';
 const PREFIX = SECRET.slice(0, 9);
-const ctx = (key: SnippetContext['key'], extra: Partial<SnippetContext> = {}): SnippetContext => ({ origin: ORIGIN, model: 'qwen3-8b', embeddingModel: 'nomic-embed', key, ...extra });
+const ctx = (key: SnippetContext['key'], extra: Partial<SnippetContext> = {}): SnippetContext => ({
+  origin: ORIGIN,
+  model: 'qwen3-8b',
+  embeddingModel: 'nomic-embed',
+  key,
+  ...extra,
+});
 const squash = (line: string) => line.trim().replace(/\s+/g, ' ');
-const linesWith = (text: string, needle: string) => text.split('\n').filter((l) => l.includes(needle)).map(squash);
+const linesWith = (text: string, needle: string) =>
+  text
+    .split('\n')
+    .filter((l) => l.includes(needle))
+    .map(squash);
 const occurrences = (text: string, needle: string) => text.split(needle).length - 1;
 const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
@@ -54,24 +64,38 @@ describe('the snippet catalogue', () => {
     const ids = SNIPPETS.map((s) => s.id);
     expect(new Set(ids).size).toBe(ids.length);
     for (const id of ids) expect(id).toMatch(/^[a-z0-9]+(-[a-z0-9]+)*$/);
-    expect(new Set(SNIPPETS.map((s) => s.group))).toEqual(new Set(['curl', 'python', 'typescript', 'home-automation', 'coding-agents', 'editors', 'chat-uis']));
+    expect(new Set(SNIPPETS.map((s) => s.group))).toEqual(
+      new Set(['curl', 'python', 'typescript', 'home-automation', 'coding-agents', 'editors', 'chat-uis']),
+    );
   });
 
-  it.each(SNIPPETS.map((s) => [s.id, s] as const))('%s has a title, a one-line "where" and one-line pitfalls', (_id, s) => {
-    expect(s.title).toMatch(/\S/);
-    expect(s.client).toMatch(/\S/);
-    expect(s.where).toMatch(/\S/);
-    expect(s.where).not.toContain('\n');
-    expect(s.pitfalls.length).toBeGreaterThan(0);
-    for (const p of s.pitfalls) expect(p).toMatch(/^[^\n]+$/);
-    for (const need of s.needs ?? []) expect(['models-list', 'responses', 'embeddings']).toContain(need);
-  });
+  it.each(SNIPPETS.map((s) => [s.id, s] as const))(
+    '%s has a title, a one-line "where" and one-line pitfalls',
+    (_id, s) => {
+      expect(s.title).toMatch(/\S/);
+      expect(s.client).toMatch(/\S/);
+      expect(s.where).toMatch(/\S/);
+      expect(s.where).not.toContain('\n');
+      expect(s.pitfalls.length).toBeGreaterThan(0);
+      for (const p of s.pitfalls) expect(p).toMatch(/^[^\n]+$/);
+      for (const need of s.needs ?? []) expect(['models-list', 'responses', 'embeddings']).toContain(need);
+    },
+  );
 
   it('flags the snippets that need more than chat completions', () => {
     const needing = (need: string) => SNIPPETS.filter((s) => s.needs?.includes(need as never)).map((s) => s.id);
     expect(needing('responses')).toEqual(['codex-config', 'codex-shell']);
     expect(needing('embeddings')).toEqual(['curl-embeddings']);
-    expect(needing('models-list')).toEqual(expect.arrayContaining(['curl-models', 'home-assistant-local-openai', 'home-assistant-extended-openai', 'open-webui-docker', 'open-webui-admin', 'librechat-yaml']));
+    expect(needing('models-list')).toEqual(
+      expect.arrayContaining([
+        'curl-models',
+        'home-assistant-local-openai',
+        'home-assistant-extended-openai',
+        'open-webui-docker',
+        'open-webui-admin',
+        'librechat-yaml',
+      ]),
+    );
   });
 
   it('renders through renderSnippet and snippetNote exactly as through the snippet itself', () => {
@@ -90,7 +114,13 @@ const KEY_ONLY = new Set<SnippetId>(['codex-shell', 'zed-key', 'librechat-env'])
 
 describe('base URLs', () => {
   it('gives the OpenAI base URL with /v1 and the Anthropic one without, whatever form the origin is pasted in', () => {
-    for (const origin of ['http://192.168.1.5:3000', 'http://192.168.1.5:3000/', 'http://192.168.1.5:3000/v1', 'http://192.168.1.5:3000/v1/', ' http://192.168.1.5:3000// ']) {
+    for (const origin of [
+      'http://192.168.1.5:3000',
+      'http://192.168.1.5:3000/',
+      'http://192.168.1.5:3000/v1',
+      'http://192.168.1.5:3000/v1/',
+      ' http://192.168.1.5:3000// ',
+    ]) {
       expect(openaiBaseUrl(origin)).toBe('http://192.168.1.5:3000/v1');
       expect(anthropicBaseUrl(origin)).toBe('http://192.168.1.5:3000');
       expect(normalizeOrigin(origin)).toBe('http://192.168.1.5:3000');
@@ -98,10 +128,22 @@ describe('base URLs', () => {
   });
 
   it('sends containers to host.docker.internal for a loopback origin and leaves a LAN origin alone', () => {
-    expect(containerOrigin('http://localhost:3000')).toEqual({ origin: 'http://host.docker.internal:3000', viaHostGateway: true });
-    expect(containerOrigin('http://127.0.0.1:3000/')).toEqual({ origin: 'http://host.docker.internal:3000', viaHostGateway: true });
-    expect(containerOrigin('http://192.168.1.5:3000')).toEqual({ origin: 'http://192.168.1.5:3000', viaHostGateway: false });
-    expect(containerOrigin('http://localhost:3000/llm/')).toEqual({ origin: 'http://host.docker.internal:3000/llm', viaHostGateway: true });
+    expect(containerOrigin('http://localhost:3000')).toEqual({
+      origin: 'http://host.docker.internal:3000',
+      viaHostGateway: true,
+    });
+    expect(containerOrigin('http://127.0.0.1:3000/')).toEqual({
+      origin: 'http://host.docker.internal:3000',
+      viaHostGateway: true,
+    });
+    expect(containerOrigin('http://192.168.1.5:3000')).toEqual({
+      origin: 'http://192.168.1.5:3000',
+      viaHostGateway: false,
+    });
+    expect(containerOrigin('http://localhost:3000/llm/')).toEqual({
+      origin: 'http://host.docker.internal:3000/llm',
+      viaHostGateway: true,
+    });
   });
 
   it.each(SNIPPETS.map((s) => [s.id, s] as const))('%s uses the base URL of its kind', (_id, s) => {
@@ -128,43 +170,55 @@ describe('where the key goes', () => {
     expect(s.note(secretCtx)).toBeUndefined();
   });
 
-  it.each(cases)('%s never shows the secret for a key chosen by prefix, only a marked placeholder in its place', (_id, s, keyLines) => {
-    const c = ctx({ kind: 'prefix', prefix: PREFIX });
-    const text = s.render(c);
-    expect(text).not.toContain(SECRET);
-    expect(text).not.toContain(SECRET.slice(PREFIX.length));
-    expect(keyPlaceholder(PREFIX)).toBe(`${PREFIX}...PASTE-YOUR-KEY`);
-    expect(text).toBe(s.render(secretCtx).replaceAll(SECRET, keyPlaceholder(PREFIX)));
-    const note = s.note(c);
-    if (keyLines('x').length === 0) {
-      expect(note).toBeUndefined();
-    } else {
-      expect(note).toContain(keyPlaceholder(PREFIX));
-      expect(note).toContain(`starts ${PREFIX}`);
-      expect(note).not.toContain(SECRET);
-    }
-  });
+  it.each(cases)(
+    '%s never shows the secret for a key chosen by prefix, only a marked placeholder in its place',
+    (_id, s, keyLines) => {
+      const c = ctx({ kind: 'prefix', prefix: PREFIX });
+      const text = s.render(c);
+      expect(text).not.toContain(SECRET);
+      expect(text).not.toContain(SECRET.slice(PREFIX.length));
+      expect(keyPlaceholder(PREFIX)).toBe(`${PREFIX}...PASTE-YOUR-KEY`);
+      expect(text).toBe(s.render(secretCtx).replaceAll(SECRET, keyPlaceholder(PREFIX)));
+      const note = s.note(c);
+      if (keyLines('x').length === 0) {
+        expect(note).toBeUndefined();
+      } else {
+        expect(note).toContain(keyPlaceholder(PREFIX));
+        expect(note).toContain(`starts ${PREFIX}`);
+        expect(note).not.toContain(SECRET);
+      }
+    },
+  );
 
-  it.each(cases)('%s in open mode: a labelled placeholder if the client insists on a key, otherwise no key at all', (_id, s, keyLines) => {
-    const c = ctx({ kind: 'none' });
-    const text = s.render(c);
-    const note = s.note(c);
-    if (s.keyRequired || keyLines('x').length === 0) {
-      expect(text).toBe(s.render(secretCtx).replaceAll(SECRET, NO_KEY_PLACEHOLDER));
-      if (keyLines('x').length === 0) expect(note).toBeUndefined();
-      else expect(note).toMatch(new RegExp(`^Open mode: .*${NO_KEY_PLACEHOLDER}`));
-    } else {
-      expect(text).not.toMatch(/sk-|PASTE/);
-      const keyLine = new RegExp(`^${keyLines('@@KEY@@').map((l) => escapeRegExp(squash(l)).replace('@@KEY@@', '\\S+')).join('|')}$`);
-      for (const line of text.split('\n')) expect(squash(line), s.id).not.toMatch(keyLine);
-      expect(note).toMatch(/^Open mode: no key exists yet, so none is needed/);
-    }
-  });
+  it.each(cases)(
+    '%s in open mode: a labelled placeholder if the client insists on a key, otherwise no key at all',
+    (_id, s, keyLines) => {
+      const c = ctx({ kind: 'none' });
+      const text = s.render(c);
+      const note = s.note(c);
+      if (s.keyRequired || keyLines('x').length === 0) {
+        expect(text).toBe(s.render(secretCtx).replaceAll(SECRET, NO_KEY_PLACEHOLDER));
+        if (keyLines('x').length === 0) expect(note).toBeUndefined();
+        else expect(note).toMatch(new RegExp(`^Open mode: .*${NO_KEY_PLACEHOLDER}`));
+      } else {
+        expect(text).not.toMatch(/sk-|PASTE/);
+        const keyLine = new RegExp(
+          `^${keyLines('@@KEY@@')
+            .map((l) => escapeRegExp(squash(l)).replace('@@KEY@@', '\\S+'))
+            .join('|')}$`,
+        );
+        for (const line of text.split('\n')) expect(squash(line), s.id).not.toMatch(keyLine);
+        expect(note).toMatch(/^Open mode: no key exists yet, so none is needed/);
+      }
+    },
+  );
 
   it('marks a missing embedding model as a placeholder, and says so in the note', () => {
     const c = ctx({ kind: 'secret', value: SECRET }, { embeddingModel: undefined });
     expect(renderSnippet('curl-embeddings', c)).toContain(`"model": "${EMBEDDING_MODEL_PLACEHOLDER}"`);
-    expect(snippetNote('curl-embeddings', c)).toBe(`Replace ${EMBEDDING_MODEL_PLACEHOLDER} with an embedding model id from /v1/models.`);
+    expect(snippetNote('curl-embeddings', c)).toBe(
+      `Replace ${EMBEDDING_MODEL_PLACEHOLDER} with an embedding model id from /v1/models.`,
+    );
   });
 
   it('leaves the auth header out of every curl snippet in open mode', () => {
@@ -181,7 +235,9 @@ describe('the module is browser-safe', () => {
     expect(files.length).toBeGreaterThan(5);
     for (const file of files) {
       const source = readFileSync(new URL(file, dir), 'utf8');
-      const specifiers = [...source.matchAll(/^\s*(?:import|export)\b[^'"]*?from\s+['"]([^'"]+)['"]/gm)].map((m) => m[1]!);
+      const specifiers = [...source.matchAll(/^\s*(?:import|export)\b[^'"]*?from\s+['"]([^'"]+)['"]/gm)].map(
+        (m) => m[1]!,
+      );
       for (const spec of specifiers) expect(spec, `${file} imports ${spec}`).toMatch(/^\.\/[a-z-]+\.js$/);
     }
   });

@@ -6,7 +6,13 @@
 import { parse as parseToml } from 'smol-toml';
 import { parse as parseYaml } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { KEY_ENV_VAR, NO_KEY_PLACEHOLDER, SNIPPETS, type SnippetContext, type SnippetId } from '../../src/snippets/index.js';
+import {
+  KEY_ENV_VAR,
+  NO_KEY_PLACEHOLDER,
+  SNIPPETS,
+  type SnippetContext,
+  type SnippetId,
+} from '../../src/snippets/index.js';
 import { requireCases } from './expectations.js';
 import {
   EMBEDDING_MODEL,
@@ -65,7 +71,12 @@ const CASES = requireCases<ConfigCase>('config', {
         ANTHROPIC_DEFAULT_HAIKU_MODEL: MODEL,
       });
       expect(config.env.ANTHROPIC_BASE_URL).not.toMatch(/\/v1\/?$/);
-      await expectAnthropicMessage(config.env.ANTHROPIC_BASE_URL, config.env.ANTHROPIC_AUTH_TOKEN, config.env.ANTHROPIC_DEFAULT_HAIKU_MODEL, 'bearer');
+      await expectAnthropicMessage(
+        config.env.ANTHROPIC_BASE_URL,
+        config.env.ANTHROPIC_AUTH_TOKEN,
+        config.env.ANTHROPIC_DEFAULT_HAIKU_MODEL,
+        'bearer',
+      );
     },
   },
   'opencode-json': {
@@ -91,7 +102,12 @@ const CASES = requireCases<ConfigCase>('config', {
       expect(config.model).toBe(MODEL);
       expect(config.model_provider).toBe('gatehouse');
       const provider = config.model_providers[config.model_provider];
-      expect(provider).toEqual({ name: 'Gatehouse', base_url: `${ctx.origin}/v1`, env_key: KEY_ENV_VAR, wire_api: 'responses' });
+      expect(provider).toEqual({
+        name: 'Gatehouse',
+        base_url: `${ctx.origin}/v1`,
+        env_key: KEY_ENV_VAR,
+        wire_api: 'responses',
+      });
       expect(config.model_provider).not.toBe('openai');
       expect(provider.name).not.toBe('OpenAI');
       // The key comes from the environment (codex-shell), never from this file.
@@ -105,8 +121,23 @@ const CASES = requireCases<ConfigCase>('config', {
       expect(config).toMatchObject({ name: 'Gatehouse', version: '1.0.0', schema: 'v1' });
       const withKey = key === undefined ? {} : { apiKey: key };
       expect(config.models).toEqual([
-        { name: `${MODEL} via Gatehouse`, provider: 'openai', model: MODEL, apiBase: `${ctx.origin}/v1`, ...withKey, roles: ['chat', 'edit', 'apply'], capabilities: ['tool_use'] },
-        { name: 'Gatehouse embeddings', provider: 'openai', model: EMBEDDING_MODEL, apiBase: `${ctx.origin}/v1`, ...withKey, roles: ['embed'] },
+        {
+          name: `${MODEL} via Gatehouse`,
+          provider: 'openai',
+          model: MODEL,
+          apiBase: `${ctx.origin}/v1`,
+          ...withKey,
+          roles: ['chat', 'edit', 'apply'],
+          capabilities: ['tool_use'],
+        },
+        {
+          name: 'Gatehouse embeddings',
+          provider: 'openai',
+          model: EMBEDDING_MODEL,
+          apiBase: `${ctx.origin}/v1`,
+          ...withKey,
+          roles: ['embed'],
+        },
       ]);
       await expectOpenaiChat(config.models[0].apiBase, config.models[0].apiKey, config.models[0].model);
       await expectEmbeddings(config.models[1].apiBase, config.models[1].apiKey, config.models[1].model);
@@ -118,7 +149,13 @@ const CASES = requireCases<ConfigCase>('config', {
       const provider = config.language_models.openai_compatible.gatehouse;
       expect(provider.api_url).toBe(`${ctx.origin}/v1`);
       expect(provider.available_models).toEqual([
-        { name: MODEL, display_name: `${MODEL} (Gatehouse)`, max_tokens: expect.any(Number), max_output_tokens: expect.any(Number), capabilities: { tools: true, images: false } },
+        {
+          name: MODEL,
+          display_name: `${MODEL} (Gatehouse)`,
+          max_tokens: expect.any(Number),
+          max_output_tokens: expect.any(Number),
+          capabilities: { tools: true, images: false },
+        },
       ]);
       expect(JSON.stringify(config)).not.toMatch(/sk-|api_key/i);
       const key = ctx.key.kind === 'secret' ? ctx.key.value : NO_KEY_PLACEHOLDER;
@@ -132,7 +169,11 @@ const CASES = requireCases<ConfigCase>('config', {
       const [endpoint, ...others] = config.endpoints.custom;
       expect(others).toEqual([]);
       // The four fields without which LibreChat silently drops the endpoint.
-      expect(endpoint).toMatchObject({ name: 'Gatehouse', apiKey: `\${${KEY_ENV_VAR}}`, models: { default: [MODEL], fetch: true } });
+      expect(endpoint).toMatchObject({
+        name: 'Gatehouse',
+        apiKey: `\${${KEY_ENV_VAR}}`,
+        models: { default: [MODEL], fetch: true },
+      });
       expect(endpoint.baseURL).toBe(`http://host.docker.internal:${new URL(ctx.origin).port}/v1`);
       expect(JSON.stringify(config)).not.toContain('sk-');
       const key = ctx.key.kind === 'secret' ? ctx.key.value : NO_KEY_PLACEHOLDER;
@@ -175,7 +216,12 @@ describe.each(CASES)('%s', (id, c) => {
 
   it('still parses with a model id that needs quoting and a placeholder key', () => {
     const model = `weird: "model" #1 'q' \\ \${x}`;
-    const ctx: SnippetContext = { origin: 'http://192.168.1.5:3000', model, embeddingModel: model, key: { kind: 'prefix', prefix: 'sk-AbC123' } };
+    const ctx: SnippetContext = {
+      origin: 'http://192.168.1.5:3000',
+      model,
+      embeddingModel: model,
+      key: { kind: 'prefix', prefix: 'sk-AbC123' },
+    };
     const text = render(id, ctx);
     const parsed = c.parse(text);
     if (id !== 'librechat-env') expect(JSON.stringify(parsed)).toContain(JSON.stringify(model).slice(1, -1));
@@ -184,7 +230,18 @@ describe.each(CASES)('%s', (id, c) => {
 
 describe('Continue without an embedding model', () => {
   it('lists only the chat model', () => {
-    const config = parseYaml(render('continue-yaml', { origin: 'http://192.168.1.5:3000', model: MODEL, key: { kind: 'none' } })) as Json;
-    expect(config.models).toEqual([{ name: `${MODEL} via Gatehouse`, provider: 'openai', model: MODEL, apiBase: 'http://192.168.1.5:3000/v1', roles: ['chat', 'edit', 'apply'], capabilities: ['tool_use'] }]);
+    const config = parseYaml(
+      render('continue-yaml', { origin: 'http://192.168.1.5:3000', model: MODEL, key: { kind: 'none' } }),
+    ) as Json;
+    expect(config.models).toEqual([
+      {
+        name: `${MODEL} via Gatehouse`,
+        provider: 'openai',
+        model: MODEL,
+        apiBase: 'http://192.168.1.5:3000/v1',
+        roles: ['chat', 'edit', 'apply'],
+        capabilities: ['tool_use'],
+      },
+    ]);
   });
 });

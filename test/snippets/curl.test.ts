@@ -7,7 +7,18 @@ import { EMBEDDING_DIMS } from '../fakes/llama-swap/index.js';
 import { startRecordingUpstream } from '../fakes/recording-upstream.js';
 import { SNIPPETS, type SnippetContext } from '../../src/snippets/index.js';
 import { requireCases } from './expectations.js';
-import { ANSWER, cleanEnv, EMBEDDING_MODEL, liveContext, MODEL, requireProgram, runBash, scratchDir, startLiveGateways, type LiveGateways } from './harness.js';
+import {
+  ANSWER,
+  cleanEnv,
+  EMBEDDING_MODEL,
+  liveContext,
+  MODEL,
+  requireProgram,
+  runBash,
+  scratchDir,
+  startLiveGateways,
+  type LiveGateways,
+} from './harness.js';
 
 /** What each snippet must print, and the path that must reach llama-swap. */
 interface CurlCase {
@@ -20,7 +31,12 @@ const parsed = <T>(stdout: string): T => JSON.parse(stdout) as T;
 const CASES = requireCases<CurlCase>('curl', {
   'curl-openai-chat': {
     path: '/v1/chat/completions',
-    assertOutput: (out) => expect(parsed(out)).toMatchObject({ object: 'chat.completion', model: MODEL, choices: [{ message: { role: 'assistant', content: ANSWER } }] }),
+    assertOutput: (out) =>
+      expect(parsed(out)).toMatchObject({
+        object: 'chat.completion',
+        model: MODEL,
+        choices: [{ message: { role: 'assistant', content: ANSWER } }],
+      }),
   },
   'curl-openai-chat-stream': {
     path: '/v1/chat/completions',
@@ -29,14 +45,25 @@ const CASES = requireCases<CurlCase>('curl', {
       const chunks = out
         .split('\n\n')
         .filter((f) => f.startsWith('data: {'))
-        .map((f) => JSON.parse(f.slice('data: '.length)) as { choices: Array<{ delta?: { content?: string } }>; usage?: unknown });
+        .map(
+          (f) =>
+            JSON.parse(f.slice('data: '.length)) as {
+              choices: Array<{ delta?: { content?: string } }>;
+              usage?: unknown;
+            },
+        );
       expect(chunks.map((c) => c.choices[0]?.delta?.content ?? '').join('')).toBe(ANSWER);
       expect(chunks.at(-1)).toMatchObject({ choices: [], usage: { completion_tokens: 6 } });
     },
   },
   'curl-anthropic-messages': {
     path: '/v1/messages',
-    assertOutput: (out) => expect(parsed(out)).toMatchObject({ id: expect.stringMatching(/^msg_/), type: 'message', content: [{ type: 'text', text: ANSWER }] }),
+    assertOutput: (out) =>
+      expect(parsed(out)).toMatchObject({
+        id: expect.stringMatching(/^msg_/),
+        type: 'message',
+        content: [{ type: 'text', text: ANSWER }],
+      }),
   },
   'curl-models': {
     path: '/v1/models',
@@ -48,7 +75,8 @@ const CASES = requireCases<CurlCase>('curl', {
   },
   'curl-embeddings': {
     path: '/v1/embeddings',
-    assertOutput: (out) => expect(parsed<{ data: Array<{ embedding: number[] }> }>(out).data[0]?.embedding).toHaveLength(EMBEDDING_DIMS),
+    assertOutput: (out) =>
+      expect(parsed<{ data: Array<{ embedding: number[] }> }>(out).data[0]?.embedding).toHaveLength(EMBEDDING_DIMS),
   },
   'claude-code-preflight': {
     path: '/v1/messages',
@@ -84,7 +112,8 @@ describe.each(CASES)('%s', (id, c) => {
     const out = await runSnippet(snippet.render, liveContext(live, 'protected'));
     c.assertOutput(out);
     // /v1/models is answered by the gateway itself; everything else reaches llama-swap.
-    if (c.path !== '/v1/models') expect(live.sim.received.slice(before).map((r) => r.path.split('?')[0])).toEqual([c.path]);
+    if (c.path !== '/v1/models')
+      expect(live.sim.received.slice(before).map((r) => r.path.split('?')[0])).toEqual([c.path]);
   });
 
   it('answers 200 through a gateway in open mode, with no auth header at all', async () => {
@@ -94,7 +123,10 @@ describe.each(CASES)('%s', (id, c) => {
   });
 
   it('is refused with 401 when the placeholder for a key chosen by prefix is left in', async () => {
-    const out = await runSnippet(snippet.render, { ...liveContext(live, 'protected'), key: { kind: 'prefix', prefix: live.secret.slice(0, 9) } });
+    const out = await runSnippet(snippet.render, {
+      ...liveContext(live, 'protected'),
+      key: { kind: 'prefix', prefix: live.secret.slice(0, 9) },
+    });
     expect(out).toMatch(/"type":\s*"authentication_error"/);
   });
 });
@@ -119,8 +151,19 @@ describe('the curl snippets authenticate the way each wire format expects', () =
     const echo = await startRecordingUpstream((_req, res, body) => void res.end(body));
     try {
       const model = `it's "$HOME" \`x\``;
-      const ctx: SnippetContext = { origin: echo.url, model, embeddingModel: model, key: { kind: 'secret', value: live.secret } };
-      for (const id of ['curl-openai-chat', 'curl-openai-chat-stream', 'curl-anthropic-messages', 'curl-embeddings', 'claude-code-preflight'] as const) {
+      const ctx: SnippetContext = {
+        origin: echo.url,
+        model,
+        embeddingModel: model,
+        key: { kind: 'secret', value: live.secret },
+      };
+      for (const id of [
+        'curl-openai-chat',
+        'curl-openai-chat-stream',
+        'curl-anthropic-messages',
+        'curl-embeddings',
+        'claude-code-preflight',
+      ] as const) {
         const out = await runSnippet(SNIPPETS.find((s) => s.id === id)!.render, ctx);
         expect(parsed<{ model: string }>(out).model, id).toBe(model);
       }

@@ -34,18 +34,33 @@ export const CHECKS: Record<SnippetId, SnippetCheck> = {
   'curl-openai-chat-stream': { kind: 'curl', keyLines: (k) => [bearerHeader(k)] },
   'curl-anthropic-messages': { kind: 'curl', keyLines: (k) => [`-H "x-api-key: ${k}" \\`] },
   'curl-models': { kind: 'curl', keyLines: (k) => [`curl ${ORIGIN}/v1/models -H "Authorization: Bearer ${k}"`] },
-  'curl-embeddings': { kind: 'curl', keyLines: (k) => [`-H "Content-Type: application/json" -H "Authorization: Bearer ${k}" \\`] },
+  'curl-embeddings': {
+    kind: 'curl',
+    keyLines: (k) => [`-H "Content-Type: application/json" -H "Authorization: Bearer ${k}" \\`],
+  },
   'python-openai': { kind: 'python', keyLines: (k) => [`client = OpenAI(base_url="${ORIGIN}/v1", api_key="${k}")`] },
-  'python-openai-stream': { kind: 'python', keyLines: (k) => [`client = OpenAI(base_url="${ORIGIN}/v1", api_key="${k}")`] },
+  'python-openai-stream': {
+    kind: 'python',
+    keyLines: (k) => [`client = OpenAI(base_url="${ORIGIN}/v1", api_key="${k}")`],
+  },
   'python-anthropic': { kind: 'python', keyLines: (k) => [`client = Anthropic(base_url="${ORIGIN}", api_key="${k}")`] },
-  'typescript-openai': { kind: 'node', keyLines: (k) => [`const client = new OpenAI({ baseURL: "${ORIGIN}/v1", apiKey: "${k}" });`] },
-  'typescript-anthropic': { kind: 'node', keyLines: (k) => [`const client = new Anthropic({ baseURL: "${ORIGIN}", apiKey: "${k}" });`] },
+  'typescript-openai': {
+    kind: 'node',
+    keyLines: (k) => [`const client = new OpenAI({ baseURL: "${ORIGIN}/v1", apiKey: "${k}" });`],
+  },
+  'typescript-anthropic': {
+    kind: 'node',
+    keyLines: (k) => [`const client = new Anthropic({ baseURL: "${ORIGIN}", apiKey: "${k}" });`],
+  },
   'typescript-ai-sdk': { kind: 'node', keyLines: (k) => [`apiKey: "${k}",`] },
   'home-assistant-local-openai': { kind: 'fields', keyLines: (k) => [`API key: ${k}`] },
   'home-assistant-extended-openai': { kind: 'fields', keyLines: (k) => [`API Key: ${k}`] },
   'claude-code-settings': { kind: 'config', keyLines: (k) => [`"ANTHROPIC_AUTH_TOKEN": "${k}",`] },
   'claude-code-shell': { kind: 'shell', keyLines: (k) => [`export ANTHROPIC_AUTH_TOKEN="${k}"`] },
-  'claude-code-preflight': { kind: 'curl', keyLines: (k) => [`-H "Authorization: Bearer ${k}" -H "anthropic-version: 2023-06-01" \\`] },
+  'claude-code-preflight': {
+    kind: 'curl',
+    keyLines: (k) => [`-H "Authorization: Bearer ${k}" -H "anthropic-version: 2023-06-01" \\`],
+  },
   'opencode-json': { kind: 'config', keyLines: (k) => [`"apiKey": "${k}"`] },
   'aider-shell': { kind: 'shell', keyLines: (k) => [`export OPENAI_API_KEY=${k}`] },
   // Codex, Zed and LibreChat name the key's variable in their config files; the key itself goes

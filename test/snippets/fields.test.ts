@@ -6,7 +6,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NO_KEY_PLACEHOLDER, SNIPPETS, type SnippetContext } from '../../src/snippets/index.js';
 import { requireCases } from './expectations.js';
-import { expectModelsList, expectOpenaiChat, fromContainer, liveContext, MODEL, startLiveGateways, type LiveGateways } from './harness.js';
+import {
+  expectModelsList,
+  expectOpenaiChat,
+  fromContainer,
+  liveContext,
+  MODEL,
+  startLiveGateways,
+  type LiveGateways,
+} from './harness.js';
 
 /** `Label:  value` lines, as the snippet shows them. */
 function fieldsOf(text: string): Record<string, string> {
@@ -64,7 +72,10 @@ const CASES = requireCases<FieldsCase>('fields', {
     stream: false,
   },
   'open-webui-admin': {
-    expected: (ctx, key) => ({ URL: `http://host.docker.internal:${new URL(ctx.origin).port}/v1`, Key: key ?? '(leave empty)' }),
+    expected: (ctx, key) => ({
+      URL: `http://host.docker.internal:${new URL(ctx.origin).port}/v1`,
+      Key: key ?? '(leave empty)',
+    }),
     url: 'URL',
     key: 'Key',
     stream: true,
@@ -84,24 +95,31 @@ afterAll(async () => {
 describe.each(CASES)('%s', (id, c) => {
   const snippet = SNIPPETS.find((s) => s.id === id)!;
 
-  it.each(['protected', 'open'] as const)('shows URL, key and model, and they pass validation and chat through a %s gateway', async (mode) => {
-    const ctx = liveContext(live, mode);
-    const key = mode === 'protected' ? live.secret : snippet.keyRequired ? NO_KEY_PLACEHOLDER : undefined;
-    const fields = fieldsOf(snippet.render(ctx));
-    expect(fields).toEqual(c.expected(ctx, key));
-    expect(fields[c.url]).toMatch(/\/v1$/);
-    const baseUrl = fromContainer(fields[c.url]!);
-    const sentKey = fields[c.key] === '(leave empty)' ? undefined : fields[c.key];
-    const model = c.model === undefined ? c.chatModel! : fields[c.model]!;
-    await expectModelsList(baseUrl, sentKey, model);
-    await expectOpenaiChat(baseUrl, sentKey, model, { stream: c.stream });
-  });
+  it.each(['protected', 'open'] as const)(
+    'shows URL, key and model, and they pass validation and chat through a %s gateway',
+    async (mode) => {
+      const ctx = liveContext(live, mode);
+      const key = mode === 'protected' ? live.secret : snippet.keyRequired ? NO_KEY_PLACEHOLDER : undefined;
+      const fields = fieldsOf(snippet.render(ctx));
+      expect(fields).toEqual(c.expected(ctx, key));
+      expect(fields[c.url]).toMatch(/\/v1$/);
+      const baseUrl = fromContainer(fields[c.url]!);
+      const sentKey = fields[c.key] === '(leave empty)' ? undefined : fields[c.key];
+      const model = c.model === undefined ? c.chatModel! : fields[c.model]!;
+      await expectModelsList(baseUrl, sentKey, model);
+      await expectOpenaiChat(baseUrl, sentKey, model, { stream: c.stream });
+    },
+  );
 });
 
 describe('Home Assistant with a LAN origin', () => {
   it('shows the LAN address as typed, with /v1', () => {
     for (const id of ['home-assistant-local-openai', 'home-assistant-extended-openai'] as const) {
-      const text = SNIPPETS.find((s) => s.id === id)!.render({ origin: 'http://192.168.1.5:3000/', model: MODEL, key: { kind: 'none' } });
+      const text = SNIPPETS.find((s) => s.id === id)!.render({
+        origin: 'http://192.168.1.5:3000/',
+        model: MODEL,
+        key: { kind: 'none' },
+      });
       expect(Object.values(fieldsOf(text))).toContain('http://192.168.1.5:3000/v1');
     }
   });

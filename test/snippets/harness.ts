@@ -34,7 +34,8 @@ export interface LiveGateways {
 export async function startLiveGateways(): Promise<LiveGateways> {
   const sim = await startSimulator({ config: DEMO_CONFIG, knobs: { tokens: TOKENS } });
   const upstream = createLlamaSwapClient({ baseUrl: new URL(sim.url) });
-  const start = () => startTestGateway(sim.url, { adminToken: ADMIN }, { listModels: () => upstream.models() }, { withStore: true });
+  const start = () =>
+    startTestGateway(sim.url, { adminToken: ADMIN }, { listModels: () => upstream.models() }, { withStore: true });
   const [protectedGateway, openGateway] = await Promise.all([start(), start()]);
   const res = await rawRequest(`${protectedGateway.url}/api/keys`, {
     method: 'POST',
@@ -57,7 +58,11 @@ export async function startLiveGateways(): Promise<LiveGateways> {
 }
 
 /** The context for a gateway: with the real key when it is protected, key kind none when open. */
-export function liveContext(live: LiveGateways, mode: 'protected' | 'open', extra: Partial<SnippetContext> = {}): SnippetContext {
+export function liveContext(
+  live: LiveGateways,
+  mode: 'protected' | 'open',
+  extra: Partial<SnippetContext> = {},
+): SnippetContext {
   const key: SnippetKey = mode === 'protected' ? { kind: 'secret', value: live.secret } : { kind: 'none' };
   const gateway = mode === 'protected' ? live.protectedGateway : live.openGateway;
   return { origin: gateway.url, model: MODEL, embeddingModel: EMBEDDING_MODEL, key, ...extra };
@@ -84,9 +89,17 @@ export interface RunResult {
 }
 
 /** Runs a program to completion with only the given environment; killed after `timeoutMs`. */
-export function run(command: string, args: string[], options: { env: Record<string, string>; cwd?: string; timeoutMs?: number }): Promise<RunResult> {
+export function run(
+  command: string,
+  args: string[],
+  options: { env: Record<string, string>; cwd?: string; timeoutMs?: number },
+): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd: options.cwd ?? REPO_ROOT, env: options.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(command, args, {
+      cwd: options.cwd ?? REPO_ROOT,
+      env: options.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
@@ -115,23 +128,49 @@ export function cleanEnv(home: string, extra: Record<string, string> = {}): Reco
 
 // --- The requests a configured client makes, from the values a snippet gave it. ---
 
-const bearer = (key: string | undefined): Record<string, string> => (key === undefined ? {} : { authorization: `Bearer ${key}` });
+const bearer = (key: string | undefined): Record<string, string> =>
+  key === undefined ? {} : { authorization: `Bearer ${key}` };
 
-async function post(url: string, headers: Record<string, string>, body: unknown): Promise<{ status: number; text: string }> {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+async function post(
+  url: string,
+  headers: Record<string, string>,
+  body: unknown,
+): Promise<{ status: number; text: string }> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
   return { status: res.status, text: await res.text() };
 }
 
 /** OpenAI client: POST {base}/chat/completions with Bearer; expects the simulator's answer. */
-export async function expectOpenaiChat(baseUrl: string, key: string | undefined, model: string, options: { stream?: boolean } = {}): Promise<void> {
-  const res = await post(`${baseUrl}/chat/completions`, bearer(key), { model, stream: options.stream ?? false, messages: [{ role: 'user', content: 'Hello!' }] });
+export async function expectOpenaiChat(
+  baseUrl: string,
+  key: string | undefined,
+  model: string,
+  options: { stream?: boolean } = {},
+): Promise<void> {
+  const res = await post(`${baseUrl}/chat/completions`, bearer(key), {
+    model,
+    stream: options.stream ?? false,
+    messages: [{ role: 'user', content: 'Hello!' }],
+  });
   expect(res.status, res.text).toBe(200);
   if (options.stream) expect(res.text.endsWith('data: [DONE]\n\n')).toBe(true);
-  else expect((JSON.parse(res.text) as { choices: Array<{ message: { content: string } }> }).choices[0]?.message.content).toBe(ANSWER);
+  else
+    expect(
+      (JSON.parse(res.text) as { choices: Array<{ message: { content: string } }> }).choices[0]?.message.content,
+    ).toBe(ANSWER);
 }
 
 /** Anthropic client: POST {base}/v1/messages, as Claude Code (`?beta=true`, Bearer) or an SDK (x-api-key). */
-export async function expectAnthropicMessage(baseUrl: string, key: string, model: string, via: 'bearer' | 'x-api-key'): Promise<void> {
+export async function expectAnthropicMessage(
+  baseUrl: string,
+  key: string,
+  model: string,
+  via: 'bearer' | 'x-api-key',
+): Promise<void> {
   const headers = { 'anthropic-version': '2023-06-01', ...(via === 'bearer' ? bearer(key) : { 'x-api-key': key }) };
   const url = via === 'bearer' ? `${baseUrl}/v1/messages?beta=true` : `${baseUrl}/v1/messages`;
   const res = await post(url, headers, { model, max_tokens: 64, messages: [{ role: 'user', content: 'Hello!' }] });
@@ -157,7 +196,9 @@ export async function expectModelsList(baseUrl: string, key: string | undefined,
 export async function expectEmbeddings(baseUrl: string, key: string | undefined, model: string): Promise<void> {
   const res = await post(`${baseUrl}/embeddings`, bearer(key), { model, input: 'hello world' });
   expect(res.status, res.text).toBe(200);
-  expect((JSON.parse(res.text) as { data: Array<{ embedding: number[] }> }).data[0]?.embedding.length).toBeGreaterThan(0);
+  expect((JSON.parse(res.text) as { data: Array<{ embedding: number[] }> }).data[0]?.embedding.length).toBeGreaterThan(
+    0,
+  );
 }
 
 /** A container URL (host.docker.internal) as the test machine reaches it. */

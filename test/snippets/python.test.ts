@@ -8,7 +8,18 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { anthropicBaseUrl, openaiBaseUrl, SNIPPETS } from '../../src/snippets/index.js';
 import { requireCases } from './expectations.js';
-import { cleanEnv, expectAnthropicMessage, expectOpenaiChat, liveContext, MODEL, requireProgram, run, scratchDir, startLiveGateways, type LiveGateways } from './harness.js';
+import {
+  cleanEnv,
+  expectAnthropicMessage,
+  expectOpenaiChat,
+  liveContext,
+  MODEL,
+  requireProgram,
+  run,
+  scratchDir,
+  startLiveGateways,
+  type LiveGateways,
+} from './harness.js';
 
 interface PythonCase {
   constructor: RegExp;
@@ -18,10 +29,22 @@ interface PythonCase {
 }
 
 const CASES = requireCases<PythonCase>('python', {
-  'python-openai': { constructor: /^client = OpenAI\(base_url="([^"]+)", api_key="([^"]+)"\)$/m, request: (b, k, m) => expectOpenaiChat(b, k, m), stream: false },
-  'python-openai-stream': { constructor: /^client = OpenAI\(base_url="([^"]+)", api_key="([^"]+)"\)$/m, request: (b, k, m) => expectOpenaiChat(b, k, m, { stream: true }), stream: true },
+  'python-openai': {
+    constructor: /^client = OpenAI\(base_url="([^"]+)", api_key="([^"]+)"\)$/m,
+    request: (b, k, m) => expectOpenaiChat(b, k, m),
+    stream: false,
+  },
+  'python-openai-stream': {
+    constructor: /^client = OpenAI\(base_url="([^"]+)", api_key="([^"]+)"\)$/m,
+    request: (b, k, m) => expectOpenaiChat(b, k, m, { stream: true }),
+    stream: true,
+  },
   // The anthropic SDK sends api_key as X-Api-Key to {base_url}/v1/messages.
-  'python-anthropic': { constructor: /^client = Anthropic\(base_url="([^"]+)", api_key="([^"]+)"\)$/m, request: (b, k, m) => expectAnthropicMessage(b, k, m, 'x-api-key'), stream: true },
+  'python-anthropic': {
+    constructor: /^client = Anthropic\(base_url="([^"]+)", api_key="([^"]+)"\)$/m,
+    request: (b, k, m) => expectAnthropicMessage(b, k, m, 'x-api-key'),
+    stream: true,
+  },
 });
 
 let live: LiveGateways;

@@ -8,7 +8,13 @@ import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse as parseToml } from 'smol-toml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { KEY_ENV_VAR, NO_KEY_PLACEHOLDER, SNIPPETS, type SnippetContext, type SnippetId } from '../../src/snippets/index.js';
+import {
+  KEY_ENV_VAR,
+  NO_KEY_PLACEHOLDER,
+  SNIPPETS,
+  type SnippetContext,
+  type SnippetId,
+} from '../../src/snippets/index.js';
 import { requireCases } from './expectations.js';
 import {
   cleanEnv,
@@ -49,7 +55,13 @@ const CASES = requireCases<ShellCase>('shell', {
       expect(env.ANTHROPIC_BASE_URL).toBe(ctx.origin);
       expect(env.ANTHROPIC_API_KEY).toBeUndefined();
       expect(env.ANTHROPIC_AUTH_TOKEN).toBe(key ?? NO_KEY_PLACEHOLDER);
-      for (const name of ['ANTHROPIC_MODEL', 'ANTHROPIC_DEFAULT_OPUS_MODEL', 'ANTHROPIC_DEFAULT_SONNET_MODEL', 'ANTHROPIC_DEFAULT_HAIKU_MODEL']) expect(env[name], name).toBe(MODEL);
+      for (const name of [
+        'ANTHROPIC_MODEL',
+        'ANTHROPIC_DEFAULT_OPUS_MODEL',
+        'ANTHROPIC_DEFAULT_SONNET_MODEL',
+        'ANTHROPIC_DEFAULT_HAIKU_MODEL',
+      ])
+        expect(env[name], name).toBe(MODEL);
       // Claude Code: POST {ANTHROPIC_BASE_URL}/v1/messages?beta=true, Authorization: Bearer {ANTHROPIC_AUTH_TOKEN}.
       await expectAnthropicMessage(env.ANTHROPIC_BASE_URL!, env.ANTHROPIC_AUTH_TOKEN!, env.ANTHROPIC_MODEL!, 'bearer');
     },
@@ -69,7 +81,11 @@ const CASES = requireCases<ShellCase>('shell', {
     async check({ argv, env }, ctx, key) {
       expect(argv).toEqual([]);
       // With its partner config.toml: base_url from the file, the key from the variable env_key names.
-      const config = parseToml(render('codex-config', ctx)) as { model: string; model_provider: string; model_providers: Record<string, { base_url: string; env_key: string }> };
+      const config = parseToml(render('codex-config', ctx)) as {
+        model: string;
+        model_provider: string;
+        model_providers: Record<string, { base_url: string; env_key: string }>;
+      };
       const provider = config.model_providers[config.model_provider]!;
       expect(provider.env_key).toBe(KEY_ENV_VAR);
       expect(env[provider.env_key]).toBe(key ?? NO_KEY_PLACEHOLDER);
@@ -80,8 +96,14 @@ const CASES = requireCases<ShellCase>('shell', {
     program: 'zed',
     async check({ argv, env }, ctx, key) {
       expect(argv).toEqual([]);
-      const settings = JSON.parse(render('zed-settings', ctx)) as { language_models: { openai_compatible: Record<string, { api_url: string; available_models: Array<{ name: string }> }> } };
-      const [[providerId, provider]] = Object.entries(settings.language_models.openai_compatible) as [[string, { api_url: string; available_models: Array<{ name: string }> }]];
+      const settings = JSON.parse(render('zed-settings', ctx)) as {
+        language_models: {
+          openai_compatible: Record<string, { api_url: string; available_models: Array<{ name: string }> }>;
+        };
+      };
+      const [[providerId, provider]] = Object.entries(settings.language_models.openai_compatible) as [
+        [string, { api_url: string; available_models: Array<{ name: string }> }],
+      ];
       // Zed: the provider id in upper snake case + _API_KEY.
       const variable = `${providerId.toUpperCase().replace(/[^A-Z0-9]/g, '_')}_API_KEY`;
       expect(variable).toBe(KEY_ENV_VAR);
@@ -93,7 +115,9 @@ const CASES = requireCases<ShellCase>('shell', {
     program: 'docker',
     async check({ argv }, ctx, key) {
       const port = new URL(ctx.origin).port;
-      const env = Object.fromEntries(argv.flatMap((a, i) => (argv[i - 1] === '-e' ? [a.split(/=(.*)/s).slice(0, 2)] : []))) as Record<string, string>;
+      const env = Object.fromEntries(
+        argv.flatMap((a, i) => (argv[i - 1] === '-e' ? [a.split(/=(.*)/s).slice(0, 2)] : [])),
+      ) as Record<string, string>;
       expect(argv.slice(0, 2)).toEqual(['run', '-d']);
       expect(argv[argv.indexOf('-p') + 1]).toBe('8080:8080');
       expect(argv).toContain('--add-host=host.docker.internal:host-gateway');
@@ -117,8 +141,9 @@ beforeAll(async () => {
   bin = join(dir, 'bin');
   mkdirSync(bin);
   // The recorder: NUL-separated argv and environment, one pair of files per program name.
-  const recorder = '#!/bin/sh\nname=$(basename "$0")\n: > "$SNIPPET_RECORD_DIR/$name.argv"\nfor a in "$@"; do printf ' +
-      '\'%s\\0\' "$a" >> "$SNIPPET_RECORD_DIR/$name.argv"; done\nenv -0 > "$SNIPPET_RECORD_DIR/$name.env"\n';
+  const recorder =
+    '#!/bin/sh\nname=$(basename "$0")\n: > "$SNIPPET_RECORD_DIR/$name.argv"\nfor a in "$@"; do printf ' +
+    '\'%s\\0\' "$a" >> "$SNIPPET_RECORD_DIR/$name.argv"; done\nenv -0 > "$SNIPPET_RECORD_DIR/$name.env"\n';
   for (const program of CASES.map(([, c]) => c.program)) {
     writeFileSync(join(bin, program), recorder);
     chmodSync(join(bin, program), 0o755);
@@ -131,10 +156,15 @@ afterAll(async () => {
 
 async function runRecorded(text: string, program: string, runDir: string): Promise<Recorded> {
   mkdirSync(runDir, { recursive: true });
-  const result = await runBash(text, cleanEnv(runDir, { PATH: `${bin}:${process.env.PATH ?? ''}`, SNIPPET_RECORD_DIR: runDir, ...LEFTOVER }));
+  const result = await runBash(
+    text,
+    cleanEnv(runDir, { PATH: `${bin}:${process.env.PATH ?? ''}`, SNIPPET_RECORD_DIR: runDir, ...LEFTOVER }),
+  );
   expect(result.code, result.stderr).toBe(0);
   const split = (file: string) => readFileSync(join(runDir, file), 'utf8').split('\0').slice(0, -1);
-  const env = Object.fromEntries(split(`${program}.env`).map((pair) => pair.split(/=(.*)/s).slice(0, 2) as [string, string]));
+  const env = Object.fromEntries(
+    split(`${program}.env`).map((pair) => pair.split(/=(.*)/s).slice(0, 2) as [string, string]),
+  );
   return { argv: split(`${program}.argv`), env };
 }
 
@@ -147,7 +177,11 @@ describe.each(CASES)('%s', (id, c) => {
   it(`starts ${c.program} with values that work through a gateway in open mode`, async () => {
     const ctx = liveContext(live, 'open');
     const snippet = SNIPPETS.find((s) => s.id === id)!;
-    await c.check(await runRecorded(render(id, ctx), c.program, join(dir, `${id}-open`)), ctx, snippet.keyRequired ? NO_KEY_PLACEHOLDER : undefined);
+    await c.check(
+      await runRecorded(render(id, ctx), c.program, join(dir, `${id}-open`)),
+      ctx,
+      snippet.keyRequired ? NO_KEY_PLACEHOLDER : undefined,
+    );
   });
 });
 
@@ -161,8 +195,12 @@ describe('shell quoting and placement', () => {
     expect(aider.argv).toEqual(['--model', `openai/${model}`]);
   });
 
-  it('points Open WebUI at a LAN origin directly, without --add-host, and off the gateway\'s port', () => {
-    const text = render('open-webui-docker', { origin: 'http://192.168.1.5:8080', model: MODEL, key: { kind: 'none' } });
+  it("points Open WebUI at a LAN origin directly, without --add-host, and off the gateway's port", () => {
+    const text = render('open-webui-docker', {
+      origin: 'http://192.168.1.5:8080',
+      model: MODEL,
+      key: { kind: 'none' },
+    });
     expect(text).toContain('-e OPENAI_API_BASE_URL=http://192.168.1.5:8080/v1');
     expect(text).not.toContain('--add-host');
     expect(text).not.toContain('OPENAI_API_KEY');

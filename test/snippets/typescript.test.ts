@@ -9,7 +9,16 @@ import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SNIPPETS, type SnippetContext } from '../../src/snippets/index.js';
 import { requireCases } from './expectations.js';
-import { ANSWER, cleanEnv, liveContext, MODEL, run, scratchDir, startLiveGateways, type LiveGateways } from './harness.js';
+import {
+  ANSWER,
+  cleanEnv,
+  liveContext,
+  MODEL,
+  run,
+  scratchDir,
+  startLiveGateways,
+  type LiveGateways,
+} from './harness.js';
 
 /** What reaches llama-swap when the snippet runs: one plain and one streaming request. */
 const CASES = requireCases<{ paths: string[] }>('node', {
@@ -55,7 +64,10 @@ describe.each(CASES)('%s', (id, c) => {
   });
 
   it('fails with an authentication error, not silently, when the prefix placeholder is left in', async () => {
-    const ctx: SnippetContext = { ...liveContext(live, 'protected'), key: { kind: 'prefix', prefix: live.secret.slice(0, 9) } };
+    const ctx: SnippetContext = {
+      ...liveContext(live, 'protected'),
+      key: { kind: 'prefix', prefix: live.secret.slice(0, 9) },
+    };
     const result = await runWithNode(id, snippet.render(ctx), 'prefix');
     expect(result.code).not.toBe(0);
     expect(result.stderr).toMatch(/401|authentication|api key/i);
@@ -66,7 +78,10 @@ describe('the TypeScript snippets as TypeScript', () => {
   it('type-check under strict and noUncheckedIndexedAccess against the installed packages', () => {
     const files = SNIPPETS.filter((s) => s.language === 'typescript').map((s) => {
       const file = join(dir, `${s.id}.ts`);
-      writeFileSync(file, s.render({ origin: 'http://192.168.1.5:3000', model: MODEL, key: { kind: 'secret', value: 'sk-test' } }));
+      writeFileSync(
+        file,
+        s.render({ origin: 'http://192.168.1.5:3000', model: MODEL, key: { kind: 'secret', value: 'sk-test' } }),
+      );
       return file;
     });
     const program = ts.createProgram(files, {
@@ -81,7 +96,9 @@ describe('the TypeScript snippets as TypeScript', () => {
       skipLibCheck: true,
       noEmit: true,
     });
-    const diagnostics = ts.getPreEmitDiagnostics(program).map((d) => `${d.file?.fileName ?? ''}: ${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`);
+    const diagnostics = ts
+      .getPreEmitDiagnostics(program)
+      .map((d) => `${d.file?.fileName ?? ''}: ${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`);
     expect(diagnostics).toEqual([]);
   });
 });

@@ -31,14 +31,18 @@ describe('database settings', () => {
   });
 
   it('accept postgres:// and postgresql:// URLs as given', () => {
-    expect(loadSettings({ GATEHOUSE_DATABASE_URL: 'postgres://u:p@db:5432/gh?sslmode=require' }).databaseUrl).toBe('postgres://u:p@db:5432/gh?sslmode=require');
+    expect(loadSettings({ GATEHOUSE_DATABASE_URL: 'postgres://u:p@db:5432/gh?sslmode=require' }).databaseUrl).toBe(
+      'postgres://u:p@db:5432/gh?sslmode=require',
+    );
     expect(loadSettings({ GATEHOUSE_DATABASE_URL: 'postgresql://db/gh' }).databaseUrl).toBe('postgresql://db/gh');
     expect(loadSettings({ GATEHOUSE_DATABASE_URL: '' }).databaseUrl).toBeUndefined();
   });
 
   it('refuse another scheme or a non-URL without echoing the value', () => {
     const mysql = errorOf({ GATEHOUSE_DATABASE_URL: 'mysql://root:hunter2hunter2@db/gh' });
-    expect(mysql).toContain('GATEHOUSE_DATABASE_URL: only postgres:// and postgresql:// URLs are supported (got mysql://...)');
+    expect(mysql).toContain(
+      'GATEHOUSE_DATABASE_URL: only postgres:// and postgresql:// URLs are supported (got mysql://...)',
+    );
     expect(mysql).not.toContain('hunter2hunter2');
     const junk = errorOf({ GATEHOUSE_DATABASE_URL: 'host=db password=hunter2hunter2' });
     expect(junk).toContain('GATEHOUSE_DATABASE_URL: not a URL');
@@ -55,27 +59,41 @@ describe('database settings', () => {
   });
 
   it('accept a plain lowercase schema name and refuse anything else', () => {
-    expect(loadSettings({ GATEHOUSE_DATABASE_URL: 'postgres://db/gh', GATEHOUSE_DATABASE_SCHEMA: 'gatehouse_2' }).databaseSchema).toBe('gatehouse_2');
+    expect(
+      loadSettings({ GATEHOUSE_DATABASE_URL: 'postgres://db/gh', GATEHOUSE_DATABASE_SCHEMA: 'gatehouse_2' })
+        .databaseSchema,
+    ).toBe('gatehouse_2');
     for (const bad of ['Gatehouse', '2fast', 'a-b', 'x"; drop table y; --', 'a'.repeat(41)]) {
-      expect(errorOf({ GATEHOUSE_DATABASE_URL: 'postgres://db/gh', GATEHOUSE_DATABASE_SCHEMA: bad })).toContain('GATEHOUSE_DATABASE_SCHEMA:');
+      expect(errorOf({ GATEHOUSE_DATABASE_URL: 'postgres://db/gh', GATEHOUSE_DATABASE_SCHEMA: bad })).toContain(
+        'GATEHOUSE_DATABASE_SCHEMA:',
+      );
     }
   });
 
   it('refuse a schema without a URL: it would silently mean SQLite', () => {
-    expect(errorOf({ GATEHOUSE_DATABASE_SCHEMA: 'gatehouse' })).toContain('GATEHOUSE_DATABASE_SCHEMA is set but GATEHOUSE_DATABASE_URL is not');
+    expect(errorOf({ GATEHOUSE_DATABASE_SCHEMA: 'gatehouse' })).toContain(
+      'GATEHOUSE_DATABASE_SCHEMA is set but GATEHOUSE_DATABASE_URL is not',
+    );
   });
 });
 
 describe('describing where the store is, for logs', () => {
   it('names host, port, database and schema, never user, password or query', () => {
-    const text = describePostgresUrl('postgres://gh:s3cret@db.internal:6432/gatehouse?sslmode=require&password=s3cret', 'gh');
+    const text = describePostgresUrl(
+      'postgres://gh:s3cret@db.internal:6432/gatehouse?sslmode=require&password=s3cret',
+      'gh',
+    );
     expect(text).toBe('postgres://db.internal:6432/gatehouse (schema gh)');
-    expect(describeStoreLocation({ dataDir: '/srv/gh/data', databaseUrl: 'postgresql://u:p@db/x' })).toBe('postgres://db/x (schema public)');
+    expect(describeStoreLocation({ dataDir: '/srv/gh/data', databaseUrl: 'postgresql://u:p@db/x' })).toBe(
+      'postgres://db/x (schema public)',
+    );
     expect(describeStoreLocation({ dataDir: '/srv/gh/data', databaseUrl: undefined })).toBe('sqlite in /srv/gh/data');
   });
 
   it('copes with a socket URL and with an unparseable one', () => {
-    expect(describePostgresUrl('postgres:///gatehouse?host=/var/run/postgresql')).toBe('postgres:///var/run/postgresql/gatehouse (schema public)');
+    expect(describePostgresUrl('postgres:///gatehouse?host=/var/run/postgresql')).toBe(
+      'postgres:///var/run/postgresql/gatehouse (schema public)',
+    );
     expect(describePostgresUrl('not a url :pw@')).toBe('postgres://(unparseable URL) (schema public)');
   });
 });
@@ -88,7 +106,10 @@ describe('openStore with a database URL', () => {
     try {
       expect(store.kind).toBe('postgres');
       expect(store.migrationsApplied.length).toBeGreaterThan(0);
-      const { rows } = await query<{ n: string }>('select count(*) as n from information_schema.tables where table_schema = $1 and table_name = $2', [schema, 'api_keys']);
+      const { rows } = await query<{ n: string }>(
+        'select count(*) as n from information_schema.tables where table_schema = $1 and table_name = $2',
+        [schema, 'api_keys'],
+      );
       expect(rows[0]!.n).toBe('1');
     } finally {
       await store.close();

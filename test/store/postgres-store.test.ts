@@ -46,7 +46,13 @@ function requirePostgres(): Promise<void> {
 }
 
 afterAll(async () => {
-  if (!(await requirePostgres().then(() => true, () => false))) return;
+  if (
+    !(await requirePostgres().then(
+      () => true,
+      () => false,
+    ))
+  )
+    return;
   const client = new pg.Client({ connectionString: url });
   try {
     await client.connect();
@@ -78,7 +84,9 @@ describe('PostgreSQL store', () => {
       const client = new pg.Client({ connectionString: url });
       await client.connect();
       try {
-        const { rows } = await client.query<{ name: string }>(`select name from "${schema}".kysely_migration order by name`);
+        const { rows } = await client.query<{ name: string }>(
+          `select name from "${schema}".kysely_migration order by name`,
+        );
         expect(rows.map((r) => r.name)).toEqual(Object.keys(MIGRATIONS));
       } finally {
         await client.end();
@@ -144,7 +152,10 @@ describe('PostgreSQL store', () => {
     await admin.connect();
     try {
       await store.usage.append([usageRecord()]);
-      const cut = await admin.query('select pg_terminate_backend(pid) from pg_stat_activity where application_name = $1', [storeApplicationName(schema)]);
+      const cut = await admin.query(
+        'select pg_terminate_backend(pid) from pg_stat_activity where application_name = $1',
+        [storeApplicationName(schema)],
+      );
       expect(cut.rowCount).toBeGreaterThan(0);
       // A pooled connection may be handed out before the pool learns of the cut: that batch may
       // fail once (the usage writer keeps it and retries); the retry must go through on a new one.
@@ -168,12 +179,20 @@ describe('PostgreSQL store', () => {
       const expected = new Map<string, number>();
       for (let round = 0; round < 3; round++) {
         for (let n = 1; n <= 9; n++) {
-          const batch = Array.from({ length: n * 2 }, (_, i) => usageRecord({ at: base + round * 1000 + i, keyId: `key_${i % n}`, keyName: `key ${i % n}`, model: 'm' }));
+          const batch = Array.from({ length: n * 2 }, (_, i) =>
+            usageRecord({ at: base + round * 1000 + i, keyId: `key_${i % n}`, keyName: `key ${i % n}`, model: 'm' }),
+          );
           for (const r of batch) expected.set(r.keyId!, (expected.get(r.keyId!) ?? 0) + 1);
           await store.usage.append(batch);
         }
       }
-      const byKey = await store.usage.rollup({ resolution: 'hour', from: base, to: base + hour, stepMs: hour, groupBy: 'key' });
+      const byKey = await store.usage.rollup({
+        resolution: 'hour',
+        from: base,
+        to: base + hour,
+        stepMs: hour,
+        groupBy: 'key',
+      });
       expect(new Map(byKey.map((b) => [b.group, b.requests]))).toEqual(expected);
       expect(await store.usage.count()).toBe([...expected.values()].reduce((a, b) => a + b, 0));
     } finally {
@@ -193,8 +212,15 @@ describe('PostgreSQL store', () => {
     const client = new pg.Client({ connectionString: url });
     try {
       await client.connect();
-      const { rows } = await client.query<{ indexname: string; indexdef: string }>('select indexname, indexdef from pg_indexes where schemaname = $1 and tablename = $2 order by indexname', [schema, 'usage_requests']);
-      expect(rows.map((r) => r.indexname)).toEqual(['usage_requests_key_idx', 'usage_requests_model_idx', 'usage_requests_pk']);
+      const { rows } = await client.query<{ indexname: string; indexdef: string }>(
+        'select indexname, indexdef from pg_indexes where schemaname = $1 and tablename = $2 order by indexname',
+        [schema, 'usage_requests'],
+      );
+      expect(rows.map((r) => r.indexname)).toEqual([
+        'usage_requests_key_idx',
+        'usage_requests_model_idx',
+        'usage_requests_pk',
+      ]);
       expect(rows[0]!.indexdef).toMatch(/\(key_id, at, id\) WHERE \(key_id IS NOT NULL\)/);
       expect(rows[2]!.indexdef).toMatch(/UNIQUE INDEX usage_requests_pk .*\(at, id\)/);
     } finally {

@@ -71,7 +71,11 @@ describe('SQLite store', () => {
 
   it('opens the same fresh file concurrently from one process without deadlocking', async () => {
     const dataDir = join(root, 'concurrent');
-    const stores = await Promise.all([openSqliteStore({ dataDir }), openSqliteStore({ dataDir }), openSqliteStore({ dataDir })]);
+    const stores = await Promise.all([
+      openSqliteStore({ dataDir }),
+      openSqliteStore({ dataDir }),
+      openSqliteStore({ dataDir }),
+    ]);
     try {
       expect(stores.map((s) => s.migrationsApplied.length).sort()).toEqual([0, 0, Object.keys(MIGRATIONS).length]);
     } finally {
@@ -150,14 +154,33 @@ describe('SQLite store', () => {
     const store = await expectUsageLogMigrated(() => openSqliteStore({ dataDir }), records);
     const raw = new BetterSqlite3(file, { readonly: true });
     try {
-      const indexes = raw.prepare("select name, sql from sqlite_master where type = 'index' and tbl_name = 'usage_requests' order by name").all() as Array<{ name: string; sql: string | null }>;
-      expect(indexes.map((i) => i.name)).toEqual(['sqlite_autoindex_usage_requests_1', 'usage_requests_key_idx', 'usage_requests_model_idx']);
+      const indexes = raw
+        .prepare(
+          "select name, sql from sqlite_master where type = 'index' and tbl_name = 'usage_requests' order by name",
+        )
+        .all() as Array<{ name: string; sql: string | null }>;
+      expect(indexes.map((i) => i.name)).toEqual([
+        'sqlite_autoindex_usage_requests_1',
+        'usage_requests_key_idx',
+        'usage_requests_model_idx',
+      ]);
       expect(indexes[1]!.sql).toMatch(/where "key_id" is not null/i);
-      const plan = (query: string, ...args: unknown[]) => (raw.prepare(`explain query plan ${query}`).all(...args) as Array<{ detail: string }>).map((r) => r.detail).join('; ');
-      expect(plan('select id from usage_requests order by at desc, id desc limit 10')).toMatch(/sqlite_autoindex_usage_requests_1/);
-      expect(plan('select id from usage_requests where key_id = ? order by at desc, id desc limit 10', 'key_1')).toMatch(/usage_requests_key_idx/);
-      expect(plan('select id from usage_requests where model = ? order by at desc, id desc limit 10', 'm1')).toMatch(/usage_requests_model_idx/);
-      expect(plan('select * from usage_requests where at = ? and id = ?', 1, 'x')).toMatch(/sqlite_autoindex_usage_requests_1 \(at=\? AND id=\?\)/);
+      const plan = (query: string, ...args: unknown[]) =>
+        (raw.prepare(`explain query plan ${query}`).all(...args) as Array<{ detail: string }>)
+          .map((r) => r.detail)
+          .join('; ');
+      expect(plan('select id from usage_requests order by at desc, id desc limit 10')).toMatch(
+        /sqlite_autoindex_usage_requests_1/,
+      );
+      expect(
+        plan('select id from usage_requests where key_id = ? order by at desc, id desc limit 10', 'key_1'),
+      ).toMatch(/usage_requests_key_idx/);
+      expect(plan('select id from usage_requests where model = ? order by at desc, id desc limit 10', 'm1')).toMatch(
+        /usage_requests_model_idx/,
+      );
+      expect(plan('select * from usage_requests where at = ? and id = ?', 1, 'x')).toMatch(
+        /sqlite_autoindex_usage_requests_1 \(at=\? AND id=\?\)/,
+      );
     } finally {
       raw.close();
       await store.close();

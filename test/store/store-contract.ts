@@ -6,7 +6,12 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { newKeyRecord, type NewKeyInput } from '../../src/auth/api-keys.js';
 import { MIGRATIONS } from '../../src/store/migrations.js';
-import { AmbiguousKeyReferenceError, type AdminSessionRecord, type KeyRecord, type Store } from '../../src/store/store.js';
+import {
+  AmbiguousKeyReferenceError,
+  type AdminSessionRecord,
+  type KeyRecord,
+  type Store,
+} from '../../src/store/store.js';
 import { describeUsageContract } from './usage-contract.js';
 
 export const T0 = Date.UTC(2030, 0, 1);
@@ -84,7 +89,13 @@ export function describeStoreContract(name: string, open: () => Promise<Store>):
 
     it('stores a key and reads back every field', async () => {
       const record = keyRecord(
-        { name: 'all fields', models: ['qwen-7b', 'llama-3-8b'], expiresAt: T0 + 86_400_000, note: 'for the CI', limits: { rpm: 60, tpm: 100_000, concurrent: 2 } },
+        {
+          name: 'all fields',
+          models: ['qwen-7b', 'llama-3-8b'],
+          expiresAt: T0 + 86_400_000,
+          note: 'for the CI',
+          limits: { rpm: 60, tpm: 100_000, concurrent: 2 },
+        },
         { lastUsedAt: T0 + 5, revokedAt: T0 + 7 },
       );
       expect(await store.keys.create(record)).toEqual(record);
@@ -183,7 +194,13 @@ export function describeStoreContract(name: string, open: () => Promise<Store>):
     describe('update', () => {
       it('changes only the fields in the patch', async () => {
         const key = await store.keys.create(
-          keyRecord({ name: 'before', models: ['a'], note: 'n', limits: { rpm: 1, tpm: 2, concurrent: 3 }, expiresAt: T0 + 10 }),
+          keyRecord({
+            name: 'before',
+            models: ['a'],
+            note: 'n',
+            limits: { rpm: 1, tpm: 2, concurrent: 3 },
+            expiresAt: T0 + 10,
+          }),
         );
         const updated = await store.keys.update(key.id, { name: 'after', limits: { tpm: 20 } });
         const expected = { ...key, name: 'after', limits: { rpm: 1, tpm: 20, concurrent: 3 } };
@@ -193,7 +210,13 @@ export function describeStoreContract(name: string, open: () => Promise<Store>):
 
       it('sets and clears nullable fields', async () => {
         const key = await store.keys.create(keyRecord({ expiresAt: T0 + 10, limits: { rpm: 5 } }));
-        await store.keys.update(key.id, { expiresAt: null, revokedAt: T0 + 1, models: ['m1', 'm2'], note: 'x', limits: { rpm: null, concurrent: 4 } });
+        await store.keys.update(key.id, {
+          expiresAt: null,
+          revokedAt: T0 + 1,
+          models: ['m1', 'm2'],
+          note: 'x',
+          limits: { rpm: null, concurrent: 4 },
+        });
         expect(await store.keys.get(key.id)).toEqual({
           ...key,
           expiresAt: null,
@@ -221,7 +244,9 @@ export function describeStoreContract(name: string, open: () => Promise<Store>):
 
     describe('touchLastUsed', () => {
       it('records last use for many keys in one call', async () => {
-        const keys = await Promise.all(Array.from({ length: 50 }, (_, i) => store.keys.create(keyRecord({ name: `k${i}` }))));
+        const keys = await Promise.all(
+          Array.from({ length: 50 }, (_, i) => store.keys.create(keyRecord({ name: `k${i}` }))),
+        );
         const batch = new Map(keys.map((k, i) => [k.id, T0 + 1000 + i]));
         await store.keys.touchLastUsed(batch);
         for (const [i, key] of keys.entries()) expect((await store.keys.get(key.id))?.lastUsedAt).toBe(T0 + 1000 + i);
@@ -230,7 +255,12 @@ export function describeStoreContract(name: string, open: () => Promise<Store>):
       it('only moves last use forward, and ignores unknown ids', async () => {
         const key = await store.keys.create(keyRecord());
         await store.keys.touchLastUsed(new Map([[key.id, T0 + 500]]));
-        await store.keys.touchLastUsed(new Map([[key.id, T0 + 100], ['key_gone', T0]]));
+        await store.keys.touchLastUsed(
+          new Map([
+            [key.id, T0 + 100],
+            ['key_gone', T0],
+          ]),
+        );
         expect((await store.keys.get(key.id))?.lastUsedAt).toBe(T0 + 500);
         await store.keys.touchLastUsed(new Map());
         expect((await store.keys.get(key.id))?.lastUsedAt).toBe(T0 + 500);
@@ -253,7 +283,10 @@ export function describeStoreContract(name: string, open: () => Promise<Store>):
       expect(await store.meta.deleteIfEquals('contract.once', 'v0')).toBe(false);
       expect(await store.meta.get('contract.once')).toBe('v1');
       const other = await openOther();
-      const results = await Promise.all([store.meta.deleteIfEquals('contract.once', 'v1'), other.meta.deleteIfEquals('contract.once', 'v1')]);
+      const results = await Promise.all([
+        store.meta.deleteIfEquals('contract.once', 'v1'),
+        other.meta.deleteIfEquals('contract.once', 'v1'),
+      ]);
       expect(results.sort()).toEqual([false, true]);
       expect(await store.meta.get('contract.once')).toBeUndefined();
       expect(await store.meta.deleteIfEquals('contract.missing', 'v1')).toBe(false);
@@ -332,7 +365,8 @@ export function describeStoreContract(name: string, open: () => Promise<Store>):
           waiters = waiters.filter((w) => n <= w.over);
           for (const w of woken) w.wake();
         });
-        const above = (over: number) => (n > over ? Promise.resolve() : new Promise<void>((wake) => waiters.push({ over, wake })));
+        const above = (over: number) =>
+          n > over ? Promise.resolve() : new Promise<void>((wake) => waiters.push({ over, wake }));
         return { count: () => n, reset: () => (n = 0), above, stop };
       }
 

@@ -43,7 +43,11 @@ export function usageRecord(overrides: Partial<UsageRecord> = {}): UsageRecord {
 export function describeUsageContract(current: () => Store, openOther: () => Promise<Store>): void {
   describe('usage', () => {
     let store: Store;
-    const EVERYTHING = { requestsBefore: Number.MAX_SAFE_INTEGER, minutesBefore: Number.MAX_SAFE_INTEGER, hoursBefore: Number.MAX_SAFE_INTEGER };
+    const EVERYTHING = {
+      requestsBefore: Number.MAX_SAFE_INTEGER,
+      minutesBefore: Number.MAX_SAFE_INTEGER,
+      hoursBefore: Number.MAX_SAFE_INTEGER,
+    };
     beforeEach(async () => {
       store = current();
       while ((await store.usage.prune(EVERYTHING, 10_000)) > 0);
@@ -51,8 +55,27 @@ export function describeUsageContract(current: () => Store, openOther: () => Pro
     const withoutBodies = ({ requestBody: _q, responseBody: _s, ...rest }: UsageRecord) => rest;
 
     it('stores a record and reads back every field, bodies only from get', async () => {
-      const full = usageRecord({ at: Date.UTC(2200, 0, 1), streamed: true, clientAborted: true, errorClass: 'client_abort', tokensSource: 'estimate', requestBody: '{"model":"qwen"} ✓', responseBody: 'data: x' });
-      const bare = usageRecord({ keyId: null, keyName: null, model: null, inputTokens: null, outputTokens: null, cachedTokens: null, tokensSource: null, ttfbMs: null, ttftMs: null, status: 499 });
+      const full = usageRecord({
+        at: Date.UTC(2200, 0, 1),
+        streamed: true,
+        clientAborted: true,
+        errorClass: 'client_abort',
+        tokensSource: 'estimate',
+        requestBody: '{"model":"qwen"} ✓',
+        responseBody: 'data: x',
+      });
+      const bare = usageRecord({
+        keyId: null,
+        keyName: null,
+        model: null,
+        inputTokens: null,
+        outputTokens: null,
+        cachedTokens: null,
+        tokensSource: null,
+        ttfbMs: null,
+        ttftMs: null,
+        status: 499,
+      });
       await store.usage.append([full, bare]);
       expect(await store.usage.get(full.id)).toEqual(full);
       expect(await (await openOther()).usage.get(bare.id)).toEqual(bare);
@@ -63,7 +86,10 @@ export function describeUsageContract(current: () => Store, openOther: () => Pro
       expect(await store.usage.get('nope')).toBeUndefined();
       expect(await store.usage.count()).toBe(2);
       // A second batch reuses the prepared statements: same fields back.
-      const again = [usageRecord({ ...full, id: `${full.id}-2` }), usageRecord({ ...bare, id: `${bare.id}-2`, errorClass: 'upstream_status' })];
+      const again = [
+        usageRecord({ ...full, id: `${full.id}-2` }),
+        usageRecord({ ...bare, id: `${bare.id}-2`, errorClass: 'upstream_status' }),
+      ];
       await store.usage.append(again);
       expect(await store.usage.get(again[0]!.id)).toEqual(again[0]);
       expect(await store.usage.get(again[1]!.id)).toEqual(again[1]);
@@ -73,7 +99,10 @@ export function describeUsageContract(current: () => Store, openOther: () => Pro
       const first = usageRecord();
       await store.usage.append([first]);
       const fresh = usageRecord();
-      const error = await store.usage.append([fresh, usageRecord({ id: first.id })]).then(() => undefined, (e: unknown) => e as { code?: string });
+      const error = await store.usage.append([fresh, usageRecord({ id: first.id })]).then(
+        () => undefined,
+        (e: unknown) => e as { code?: string },
+      );
       // The usage writer drops such a batch (isPermanent) instead of retrying it for ever.
       expect(error?.code).toMatch(/^(SQLITE_CONSTRAINT|23505)/);
       expect(await store.usage.get(fresh.id)).toBeUndefined();
@@ -81,7 +110,19 @@ export function describeUsageContract(current: () => Store, openOther: () => Pro
     });
 
     it('keeps text that COPY and SQL escape exactly as sent, in a large batch', async () => {
-      const awkward = ['', 'NULL', 'null', '"quoted"', 'back\\slash', '{braces}', 'a,b', "it's", ' lead and trail ', 'tab\tnew\nline', 'ünïcødé ✓ 🦙'];
+      const awkward = [
+        '',
+        'NULL',
+        'null',
+        '"quoted"',
+        'back\\slash',
+        '{braces}',
+        'a,b',
+        "it's",
+        ' lead and trail ',
+        'tab\tnew\nline',
+        'ünïcødé ✓ 🦙',
+      ];
       const records = Array.from({ length: 600 }, (_, i) =>
         usageRecord({
           // Ids begin with the call's time (store/usage-id.ts): that is how get() finds a row.
@@ -99,7 +140,8 @@ export function describeUsageContract(current: () => Store, openOther: () => Pro
       );
       await store.usage.append(records);
       expect(await store.usage.count()).toBe(600);
-      for (const i of [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 255, 256, 599]) expect(await store.usage.get(records[i]!.id)).toEqual(records[i]);
+      for (const i of [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 255, 256, 599])
+        expect(await store.usage.get(records[i]!.id)).toEqual(records[i]);
     });
 
     it('writes a batch holding a NUL character (PostgreSQL text cannot: it is stored as U+FFFD there)', async () => {
@@ -139,7 +181,9 @@ export function describeUsageContract(current: () => Store, openOther: () => Pro
       expect(await ids({ limit: 10, status: { min: 400, max: 599 } })).toEqual([c.id, b.id]);
       expect(await ids({ limit: 10, status: { min: 429, max: 429 } })).toEqual([b.id]);
       expect(await ids({ limit: 10, from: T0 + 20, to: T0 + 30 })).toEqual([b.id]);
-      expect(await ids({ limit: 10, keyId: 'key_a', model: 'm2', status: { min: 500, max: 599 }, from: T0 })).toEqual([c.id]);
+      expect(await ids({ limit: 10, keyId: 'key_a', model: 'm2', status: { min: 500, max: 599 }, from: T0 })).toEqual([
+        c.id,
+      ]);
     });
 
     it('sums calls into minute and hour rollups, grouped by key or model, adding up across batches and connections', async () => {
@@ -147,24 +191,100 @@ export function describeUsageContract(current: () => Store, openOther: () => Pro
       const base = Date.UTC(2030, 0, 1, 10, 0, 0);
       await store.usage.append([
         usageRecord({ at: base + 1000, keyId: 'key_a', keyName: 'old name', model: 'm1', durationMs: 4 }),
-        usageRecord({ at: base + 2000, keyId: 'key_a', keyName: 'new name', model: 'm2', durationMs: 250, status: 502, errorClass: 'upstream_status' }),
-        usageRecord({ at: base + minute, keyId: null, keyName: null, model: null, durationMs: 999_999, clientAborted: true, errorClass: 'client_abort', inputTokens: null }),
+        usageRecord({
+          at: base + 2000,
+          keyId: 'key_a',
+          keyName: 'new name',
+          model: 'm2',
+          durationMs: 250,
+          status: 502,
+          errorClass: 'upstream_status',
+        }),
+        usageRecord({
+          at: base + minute,
+          keyId: null,
+          keyName: null,
+          model: null,
+          durationMs: 999_999,
+          clientAborted: true,
+          errorClass: 'client_abort',
+          inputTokens: null,
+        }),
       ]);
-      await (await openOther()).usage.append([usageRecord({ at: base + 3000, keyId: 'key_a', keyName: 'new name', model: 'm1', durationMs: 4, outputTokens: 7 })]);
+      await (
+        await openOther()
+      ).usage.append([
+        usageRecord({
+          at: base + 3000,
+          keyId: 'key_a',
+          keyName: 'new name',
+          model: 'm1',
+          durationMs: 4,
+          outputTokens: 7,
+        }),
+      ]);
 
-      const byKey = await store.usage.rollup({ resolution: 'minute', from: base, to: base + 2 * minute, stepMs: minute, groupBy: 'key' });
+      const byKey = await store.usage.rollup({
+        resolution: 'minute',
+        from: base,
+        to: base + 2 * minute,
+        stepMs: minute,
+        groupBy: 'key',
+      });
       const bucket = (b: { latency: number[] }) => b.latency.findIndex((n) => n > 0);
       expect(byKey.map((b) => ({ ...b, latency: b.latency.reduce((x, y) => x + y, 0) }))).toEqual([
-        { bucket: base, group: 'key_a', keyName: 'new name', requests: 3, errors: 1, aborted: 0, inputTokens: 30, outputTokens: 17, cachedTokens: 6, durationMsSum: 258, latency: 3 },
-        { bucket: base + minute, group: null, keyName: null, requests: 1, errors: 0, aborted: 1, inputTokens: 0, outputTokens: 5, cachedTokens: 2, durationMsSum: 999_999, latency: 1 },
+        {
+          bucket: base,
+          group: 'key_a',
+          keyName: 'new name',
+          requests: 3,
+          errors: 1,
+          aborted: 0,
+          inputTokens: 30,
+          outputTokens: 17,
+          cachedTokens: 6,
+          durationMsSum: 258,
+          latency: 3,
+        },
+        {
+          bucket: base + minute,
+          group: null,
+          keyName: null,
+          requests: 1,
+          errors: 0,
+          aborted: 1,
+          inputTokens: 0,
+          outputTokens: 5,
+          cachedTokens: 2,
+          durationMsSum: 999_999,
+          latency: 1,
+        },
       ]);
       expect(byKey[0]!.latency[USAGE_LATENCY_BOUNDS_MS.indexOf(5)]).toBe(2); // 4 ms twice: the (3, 5] bucket
       expect(byKey[0]!.latency[USAGE_LATENCY_BOUNDS_MS.indexOf(300)]).toBe(1); // 250 ms
       expect(bucket(byKey[1]!)).toBe(USAGE_LATENCY_BOUNDS_MS.length); // overflow
 
-      const byModel = await store.usage.rollup({ resolution: 'hour', from: base, to: base + 3_600_000, stepMs: 3_600_000, groupBy: 'model' });
-      expect(byModel.map((b) => [b.group, b.requests])).toEqual([[null, 1], ['m1', 2], ['m2', 1]].sort((x, y) => String(x[0] ?? '').localeCompare(String(y[0] ?? ''))));
-      const overall = await store.usage.rollup({ resolution: 'minute', from: base, to: base + 2 * minute, stepMs: 2 * minute, groupBy: null });
+      const byModel = await store.usage.rollup({
+        resolution: 'hour',
+        from: base,
+        to: base + 3_600_000,
+        stepMs: 3_600_000,
+        groupBy: 'model',
+      });
+      expect(byModel.map((b) => [b.group, b.requests])).toEqual(
+        [
+          [null, 1],
+          ['m1', 2],
+          ['m2', 1],
+        ].sort((x, y) => String(x[0] ?? '').localeCompare(String(y[0] ?? ''))),
+      );
+      const overall = await store.usage.rollup({
+        resolution: 'minute',
+        from: base,
+        to: base + 2 * minute,
+        stepMs: 2 * minute,
+        groupBy: null,
+      });
       expect(overall.map((b) => [b.bucket, b.group, b.requests, b.errors, b.aborted])).toEqual([[base, null, 4, 1, 1]]);
     });
 
@@ -179,7 +299,13 @@ export function describeUsageContract(current: () => Store, openOther: () => Pro
       expect(await store.usage.prune(cutoffs, 2)).toBe(1);
       expect(await store.usage.prune(cutoffs, 2)).toBe(0);
       expect((await store.usage.list({ limit: 10 })).map((r) => r.id)).toEqual([recent.id]);
-      const left = await store.usage.rollup({ resolution: 'hour', from: 0, to: Number.MAX_SAFE_INTEGER, stepMs: hour, groupBy: null });
+      const left = await store.usage.rollup({
+        resolution: 'hour',
+        from: 0,
+        to: Number.MAX_SAFE_INTEGER,
+        stepMs: hour,
+        groupBy: null,
+      });
       expect(left.map((b) => b.requests)).toEqual([1]);
     });
   });

@@ -15,12 +15,23 @@ const BEFORE_KEYED_BY_TIME = '0003_usage';
 const KEYED_BY_TIME = '0004_usage_requests_keyed_by_time';
 
 /** Builds the old schema on `old` and fills it; the caller then closes `old`. */
-export async function writeOldUsageLog(old: Kysely<unknown>, options: { migrationTableSchema?: string; disableTransactions?: boolean } = {}): Promise<UsageRecord[]> {
+export async function writeOldUsageLog(
+  old: Kysely<unknown>,
+  options: { migrationTableSchema?: string; disableTransactions?: boolean } = {},
+): Promise<UsageRecord[]> {
   await migrateUpTo(old, BEFORE_KEYED_BY_TIME, options);
   const records = Array.from({ length: 300 }, (_, i) =>
-    usageRecord({ at: T0 + Math.floor(i / 3), keyId: i % 4 === 0 ? null : `key_${i % 3}`, keyName: i % 4 === 0 ? null : `name ${i % 3}`, model: i % 5 === 0 ? null : `m${i % 2}` }),
+    usageRecord({
+      at: T0 + Math.floor(i / 3),
+      keyId: i % 4 === 0 ? null : `key_${i % 3}`,
+      keyName: i % 4 === 0 ? null : `name ${i % 3}`,
+      model: i % 5 === 0 ? null : `m${i % 2}`,
+    }),
   );
-  await (old as Kysely<Record<string, Record<string, unknown>>>).insertInto('usage_requests').values(records.map(requestRow)).execute();
+  await (old as Kysely<Record<string, Record<string, unknown>>>)
+    .insertInto('usage_requests')
+    .values(records.map(requestRow))
+    .execute();
   return records;
 }
 
@@ -33,8 +44,13 @@ export async function expectUsageLogMigrated(open: () => Promise<Store>, records
   const newestFirst = [...records].sort((a, b) => b.at - a.at || (a.id < b.id ? 1 : -1)).map((r) => r.id);
   expect((await store.usage.list({ limit: 500 })).map((r) => r.id)).toEqual(newestFirst);
   const keyA = records.filter((r) => r.keyId === 'key_1');
-  expect((await store.usage.list({ limit: 500, keyId: 'key_1' })).map((r) => r.id).sort()).toEqual(keyA.map((r) => r.id).sort());
-  const again = await store.usage.append([usageRecord({ id: records[7]!.id, at: records[7]!.at })]).then(() => undefined, (e: unknown) => e as { code?: string });
+  expect((await store.usage.list({ limit: 500, keyId: 'key_1' })).map((r) => r.id).sort()).toEqual(
+    keyA.map((r) => r.id).sort(),
+  );
+  const again = await store.usage.append([usageRecord({ id: records[7]!.id, at: records[7]!.at })]).then(
+    () => undefined,
+    (e: unknown) => e as { code?: string },
+  );
   expect(again?.code).toMatch(/^(SQLITE_CONSTRAINT|23505)/);
   return store;
 }

@@ -5,7 +5,15 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { UsageRecord } from '../../src/store/store.js';
-import { copyRows, HOUR_MS, MINUTE_MS, recordFromRow, requestValues, ROLLUP_COLUMNS, rollupRows } from '../../src/store/usage-rows.js';
+import {
+  copyRows,
+  HOUR_MS,
+  MINUTE_MS,
+  recordFromRow,
+  requestValues,
+  ROLLUP_COLUMNS,
+  rollupRows,
+} from '../../src/store/usage-rows.js';
 
 const FULL: UsageRecord = {
   id: '00000000a-test-000001',
@@ -70,21 +78,82 @@ describe('usage request rows', () => {
 
   it('gives the parameters of a row in column order, flags as 0/1', () => {
     expect(requestValues(FULL)).toEqual([
-      '00000000a-test-000001', 1000, 'req-1', 'key_a', 'alice', 'qwen', 'POST', '/v1/chat/completions', 200, 1, 10, 5, 2, 'usage', 1.5, 2.25, 40, 120,
-      2000, 0, null, '{"a":"tab\there"}', 'data: x\n\nback\\slash\r',
+      '00000000a-test-000001',
+      1000,
+      'req-1',
+      'key_a',
+      'alice',
+      'qwen',
+      'POST',
+      '/v1/chat/completions',
+      200,
+      1,
+      10,
+      5,
+      2,
+      'usage',
+      1.5,
+      2.25,
+      40,
+      120,
+      2000,
+      0,
+      null,
+      '{"a":"tab\there"}',
+      'data: x\n\nback\\slash\r',
     ]);
   });
 
   it('reads a record back from a row as the drivers return it (int8 as text from pg, flags as integers)', () => {
     const row = {
-      id: '00000000b-test-000002', at: '61000', request_id: 'req-1', key_id: null, key_name: null, model: 'm', method: 'POST', endpoint: '/v1/chat/completions',
-      status: 499, streamed: 0, input_tokens: null, output_tokens: '7', cached_tokens: null, tokens_source: 'estimate', ttfb_ms: null, ttft_ms: 3.5,
-      duration_ms: 12.5, bytes_in: '120', bytes_out: '0', client_aborted: 1, error_class: 'client_abort', request_body: null, response_body: 'x',
+      id: '00000000b-test-000002',
+      at: '61000',
+      request_id: 'req-1',
+      key_id: null,
+      key_name: null,
+      model: 'm',
+      method: 'POST',
+      endpoint: '/v1/chat/completions',
+      status: 499,
+      streamed: 0,
+      input_tokens: null,
+      output_tokens: '7',
+      cached_tokens: null,
+      tokens_source: 'estimate',
+      ttfb_ms: null,
+      ttft_ms: 3.5,
+      duration_ms: 12.5,
+      bytes_in: '120',
+      bytes_out: '0',
+      client_aborted: 1,
+      error_class: 'client_abort',
+      request_body: null,
+      response_body: 'x',
     };
     expect(recordFromRow(row)).toEqual({
-      id: '00000000b-test-000002', at: 61000, requestId: 'req-1', keyId: null, keyName: null, model: 'm', method: 'POST', endpoint: '/v1/chat/completions',
-      status: 499, streamed: false, inputTokens: null, outputTokens: 7, cachedTokens: null, tokensSource: 'estimate', ttfbMs: null, ttftMs: 3.5,
-      durationMs: 12.5, bytesIn: 120, bytesOut: 0, clientAborted: true, errorClass: 'client_abort', requestBody: null, responseBody: 'x',
+      id: '00000000b-test-000002',
+      at: 61000,
+      requestId: 'req-1',
+      keyId: null,
+      keyName: null,
+      model: 'm',
+      method: 'POST',
+      endpoint: '/v1/chat/completions',
+      status: 499,
+      streamed: false,
+      inputTokens: null,
+      outputTokens: 7,
+      cachedTokens: null,
+      tokensSource: 'estimate',
+      ttfbMs: null,
+      ttftMs: 3.5,
+      durationMs: 12.5,
+      bytesIn: 120,
+      bytesOut: 0,
+      clientAborted: true,
+      errorClass: 'client_abort',
+      requestBody: null,
+      responseBody: 'x',
     });
   });
 });
@@ -97,12 +166,55 @@ describe('usage rollup rows', () => {
       { ...BARE, at: 3_000, model: null },
       { ...FULL, at: MINUTE_MS + 1, durationMs: 1 },
     ];
-    const columns = (row: unknown[]) => Object.fromEntries(ROLLUP_COLUMNS.map((name, i) => [name, row[i]]).filter(([name, v]) => v !== 0 || name === 'bucket'));
+    const columns = (row: unknown[]) =>
+      Object.fromEntries(
+        ROLLUP_COLUMNS.map((name, i) => [name, row[i]]).filter(([name, v]) => v !== 0 || name === 'bucket'),
+      );
     expect(rollupRows(records, MINUTE_MS).map(columns)).toEqual([
-      { bucket: 0, key_id: '', key_name: null, model: '', requests: 1, aborted: 1, duration_ms_sum: 700_000, lat_31: 1 },
-      { bucket: 0, key_id: 'key_a', key_name: 'new name', model: 'qwen', requests: 2, errors: 1, input_tokens: 20, output_tokens: 10, cached_tokens: 4, duration_ms_sum: 254, lat_03: 1, lat_14: 1 },
-      { bucket: MINUTE_MS, key_id: 'key_a', key_name: 'alice', model: 'qwen', requests: 1, input_tokens: 10, output_tokens: 5, cached_tokens: 2, duration_ms_sum: 1, lat_00: 1 },
+      {
+        bucket: 0,
+        key_id: '',
+        key_name: null,
+        model: '',
+        requests: 1,
+        aborted: 1,
+        duration_ms_sum: 700_000,
+        lat_31: 1,
+      },
+      {
+        bucket: 0,
+        key_id: 'key_a',
+        key_name: 'new name',
+        model: 'qwen',
+        requests: 2,
+        errors: 1,
+        input_tokens: 20,
+        output_tokens: 10,
+        cached_tokens: 4,
+        duration_ms_sum: 254,
+        lat_03: 1,
+        lat_14: 1,
+      },
+      {
+        bucket: MINUTE_MS,
+        key_id: 'key_a',
+        key_name: 'alice',
+        model: 'qwen',
+        requests: 1,
+        input_tokens: 10,
+        output_tokens: 5,
+        cached_tokens: 2,
+        duration_ms_sum: 1,
+        lat_00: 1,
+      },
     ]);
-    expect(rollupRows(records, HOUR_MS).map(columns).map((row) => [row.key_id, row.requests])).toEqual([['', 1], ['key_a', 3]]);
+    expect(
+      rollupRows(records, HOUR_MS)
+        .map(columns)
+        .map((row) => [row.key_id, row.requests]),
+    ).toEqual([
+      ['', 1],
+      ['key_a', 3],
+    ]);
   });
 });

@@ -3,8 +3,9 @@ import { httpError, parseUpstreamErrorBody, transportError } from '../../src/ups
 
 describe('parsing llama-swap error bodies', () => {
   it('reads the current envelope with type and code', () => {
-    const body = '{"src":"llama-swap","error":{"message":"no router for requested ' +
-        'model","type":"invalid_request_error","param":null,"code":"not_found"}}';
+    const body =
+      '{"src":"llama-swap","error":{"message":"no router for requested ' +
+      'model","type":"invalid_request_error","param":null,"code":"not_found"}}';
     expect(parseUpstreamErrorBody(404, body, 'application/json')).toEqual({
       message: 'no router for requested model',
       fromLlamaSwap: true,
@@ -23,14 +24,25 @@ describe('parsing llama-swap error bodies', () => {
   });
 
   it('reads llama-server errors as not coming from llama-swap', () => {
-    const parsed = parseUpstreamErrorBody(400, '{"error":{"code":400,"message":"context too long","type":"invalid_request_error"}}', 'application/json; charset=utf-8');
+    const parsed = parseUpstreamErrorBody(
+      400,
+      '{"error":{"code":400,"message":"context too long","type":"invalid_request_error"}}',
+      'application/json; charset=utf-8',
+    );
     expect(parsed).toMatchObject({ message: 'context too long', fromLlamaSwap: false, code: '400' });
   });
 
   it('reads text/plain negotiation and the mux 404/405 as a missing route', () => {
-    expect(parseUpstreamErrorBody(404, 'llama-swap: model not found', 'text/plain')).toMatchObject({ message: 'model not found', fromLlamaSwap: true });
-    expect(parseUpstreamErrorBody(404, '404 page not found\n', 'text/plain; charset=utf-8')).toMatchObject({ routeMissing: true });
-    expect(parseUpstreamErrorBody(405, 'Method Not Allowed\n', 'text/plain; charset=utf-8')).toMatchObject({ routeMissing: true });
+    expect(parseUpstreamErrorBody(404, 'llama-swap: model not found', 'text/plain')).toMatchObject({
+      message: 'model not found',
+      fromLlamaSwap: true,
+    });
+    expect(parseUpstreamErrorBody(404, '404 page not found\n', 'text/plain; charset=utf-8')).toMatchObject({
+      routeMissing: true,
+    });
+    expect(parseUpstreamErrorBody(405, 'Method Not Allowed\n', 'text/plain; charset=utf-8')).toMatchObject({
+      routeMissing: true,
+    });
   });
 
   it('describes the empty-bodied 502 of a dead local upstream', () => {
@@ -40,8 +52,12 @@ describe('parsing llama-swap error bodies', () => {
   });
 
   it('classifies transport failures by code', () => {
-    expect(transportError(Object.assign(new Error('x'), { code: 'UND_ERR_HEADERS_TIMEOUT' }), 'x', false).kind).toBe('timeout');
-    expect(transportError(Object.assign(new Error('x'), { code: 'ECONNREFUSED' }), 'x', false).kind).toBe('unreachable');
+    expect(transportError(Object.assign(new Error('x'), { code: 'UND_ERR_HEADERS_TIMEOUT' }), 'x', false).kind).toBe(
+      'timeout',
+    );
+    expect(transportError(Object.assign(new Error('x'), { code: 'ECONNREFUSED' }), 'x', false).kind).toBe(
+      'unreachable',
+    );
     expect(transportError(new Error('aborted'), 'x', true).kind).toBe('timeout');
   });
 });

@@ -70,7 +70,15 @@ describe('llama-swap client against the simulator', () => {
     await sim.load('qwen');
     const running = await client.running();
     expect(running).toEqual([
-      { model: 'qwen', state: 'ready', cmd: 'llama-server --port 5801', proxy: 'http://localhost:5801', ttl: 0, name: 'Qwen', description: '' },
+      {
+        model: 'qwen',
+        state: 'ready',
+        cmd: 'llama-server --port 5801',
+        proxy: 'http://localhost:5801',
+        ttl: 0,
+        name: 'Qwen',
+        description: '',
+      },
     ]);
   });
 
@@ -92,14 +100,24 @@ describe('llama-swap client against the simulator', () => {
 
   it('fails a load of an unknown model with a typed 404 carrying llama-swap’s message', async () => {
     const err = await rejection(client.load('nope'));
-    expect(err).toMatchObject({ kind: 'http', status: 404, upstreamMessage: 'model not found', fromLlamaSwap: true, code: 'not_found' });
+    expect(err).toMatchObject({
+      kind: 'http',
+      status: 404,
+      upstreamMessage: 'model not found',
+      fromLlamaSwap: true,
+      code: 'not_found',
+    });
   });
 
   it('fails a load with 500 when the model cannot start', async () => {
     sim.knobs.loadError = 'upstream command exited prematurely';
     try {
       const err = await rejection(client.load('qwen'));
-      expect(err).toMatchObject({ kind: 'http', status: 500, upstreamMessage: 'unspecific error: upstream command exited prematurely' });
+      expect(err).toMatchObject({
+        kind: 'http',
+        status: 500,
+        upstreamMessage: 'unspecific error: upstream command exited prematurely',
+      });
     } finally {
       sim.knobs.loadError = null;
     }
@@ -113,10 +131,20 @@ describe('llama-swap client against the simulator', () => {
 
   it('rejects unloading an unknown model with 404 in both error shapes', async () => {
     const envelope = await rejection(client.unload('nope'));
-    expect(envelope).toMatchObject({ kind: 'http', status: 404, upstreamMessage: 'model not found', routeMissing: false });
+    expect(envelope).toMatchObject({
+      kind: 'http',
+      status: 404,
+      upstreamMessage: 'model not found',
+      routeMissing: false,
+    });
     sim.knobs.errorShape = 'legacy';
     const legacy = await rejection(client.unload('nope'));
-    expect(legacy).toMatchObject({ kind: 'http', status: 404, upstreamMessage: 'model not found', fromLlamaSwap: true });
+    expect(legacy).toMatchObject({
+      kind: 'http',
+      status: 404,
+      upstreamMessage: 'model not found',
+      fromLlamaSwap: true,
+    });
   });
 
   it('unloads everything through POST /api/models/unload', async () => {
@@ -183,7 +211,11 @@ describe('llama-swap client failure modes', () => {
       expect(await good.running()).toEqual([]);
       expect(sim.received.at(-1)?.headers.authorization).toBe('Bearer sk-upstream');
       const err = await rejection(bad.models());
-      expect(err).toMatchObject({ kind: 'http', status: 401, upstreamMessage: 'unauthorized: invalid or missing API key' });
+      expect(err).toMatchObject({
+        kind: 'http',
+        status: 401,
+        upstreamMessage: 'unauthorized: invalid or missing API key',
+      });
       // /health needs no key.
       expect((await bad.health()).ok).toBe(true);
     } finally {

@@ -17,7 +17,10 @@ async function collect<T>(stream: AsyncIterable<T>, pred: (items: T[]) => boolea
     const next = await Promise.race([
       iterator.next(),
       new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`timed out with ${JSON.stringify(items)}`)), Math.max(1, deadline - Date.now()));
+        timer = setTimeout(
+          () => reject(new Error(`timed out with ${JSON.stringify(items)}`)),
+          Math.max(1, deadline - Date.now()),
+        );
       }),
     ]).finally(() => clearTimeout(timer));
     if (next.done) throw new Error(`stream ended with ${JSON.stringify(items)}`);
@@ -105,9 +108,18 @@ describe('log and event streams against the simulator', () => {
     await sim.unload();
     const events = await client.events();
     const initial = await collect(events, (e) => e.some((x) => x.type === 'inflight'));
-    expect(initial.map((e) => e.type)).toEqual(['logData', 'logData', 'modelStatus', 'uiConfig', 'profileChanged', 'inflight']);
+    expect(initial.map((e) => e.type)).toEqual([
+      'logData',
+      'logData',
+      'modelStatus',
+      'uiConfig',
+      'profileChanged',
+      'inflight',
+    ]);
     const status = initial[2] as Extract<LlamaSwapEvent, { type: 'modelStatus' }>;
-    expect(status.data).toEqual([{ id: 'qwen', name: '', description: '', state: 'stopped', unlisted: false, peerID: '', aliases: ['q'] }]);
+    expect(status.data).toEqual([
+      { id: 'qwen', name: '', description: '', state: 'stopped', unlisted: false, peerID: '', aliases: ['q'] },
+    ]);
     await sim.load('qwen');
     const later = await collect(events, (e) =>
       e.some((x) => x.type === 'modelStatus' && x.data.some((m) => m.id === 'qwen' && m.state === 'ready')),

@@ -19,7 +19,10 @@ let gateway: TestGateway;
 beforeAll(async () => {
   // llama-swap answers 429 beyond 10 calls in flight per model by default; this burst has 64.
   const models = DEMO_CONFIG.models as Record<string, Record<string, unknown>>;
-  const config = { ...DEMO_CONFIG, models: { ...models, 'qwen3-8b': { ...models['qwen3-8b'], concurrencyLimit: 1000 } } };
+  const config = {
+    ...DEMO_CONFIG,
+    models: { ...models, 'qwen3-8b': { ...models['qwen3-8b'], concurrencyLimit: 1000 } },
+  };
   sim = await startSimulator({ config, knobs: { tokens: 2 }, recordLimit: 100 });
   gateway = await startUsageGateway(sim.url);
 });
@@ -32,11 +35,15 @@ function call(agent: Agent, i: number): Promise<number> {
   const stream = i % 5 === 0;
   const body = JSON.stringify({ model: 'qwen', stream, messages: [{ role: 'user', content: `burst ${i}` }] });
   return new Promise((resolve, reject) => {
-    const req = request(`${gateway.url}/v1/chat/completions`, { method: 'POST', agent, headers: { 'content-type': 'application/json', 'x-request-id': `burst-${i}` } }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
-      res.on('error', reject);
-    });
+    const req = request(
+      `${gateway.url}/v1/chat/completions`,
+      { method: 'POST', agent, headers: { 'content-type': 'application/json', 'x-request-id': `burst-${i}` } },
+      (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+        res.on('error', reject);
+      },
+    );
     req.on('error', reject);
     req.end(body);
   });
@@ -83,7 +90,9 @@ describe('a burst of 10,000 calls', () => {
     expect(valueOf(metrics, 'gatehouse_requests_total', { model: 'qwen', key: 'none', status: '200' })).toBe(CALLS);
     // Bounded: all of it (client, gateway and simulator share one core here) well within a minute.
     expect(drainedMs).toBeLessThan(60_000);
-    console.log(`burst: ${CALLS} calls over ${CONNECTIONS} connections in ${Math.round(callsMs)} ms; all recorded ` +
-        `after ${Math.round(drainedMs)} ms`);
+    console.log(
+      `burst: ${CALLS} calls over ${CONNECTIONS} connections in ${Math.round(callsMs)} ms; all recorded ` +
+        `after ${Math.round(drainedMs)} ms`,
+    );
   });
 });

@@ -34,11 +34,19 @@ const CHAT = JSON.stringify({ model: 'qwen', messages: [{ role: 'user', content:
 const MESSAGE = JSON.stringify({ model: 'qwen', max_tokens: 10, messages: [{ role: 'user', content: 'hello' }] });
 
 function chat(secret: string, id = requestId('chat')): Promise<RawResponse> {
-  return rawRequest(`${gateway.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${secret}`, 'x-request-id': id }, body: CHAT });
+  return rawRequest(`${gateway.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${secret}`, 'x-request-id': id },
+    body: CHAT,
+  });
 }
 
 function message(secret: string): Promise<RawResponse> {
-  return rawRequest(`${gateway.url}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': secret, 'anthropic-version': '2023-06-01' }, body: MESSAGE });
+  return rawRequest(`${gateway.url}/v1/messages`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-api-key': secret, 'anthropic-version': '2023-06-01' },
+    body: MESSAGE,
+  });
 }
 
 function retryAfter(res: RawResponse): number {
@@ -58,7 +66,14 @@ describe('requests per minute', () => {
     const refused = await chat(key.secret);
     expect(refused.status).toBe(429);
     expect(json(refused.body)).toEqual({
-      error: { message: expect.stringMatching(/^Rate limit exceeded: this API key allows 3 requests per minute\. Retry after \d+ s\.$/), type: 'rate_limit_error', param: null, code: 'rate_limited' },
+      error: {
+        message: expect.stringMatching(
+          /^Rate limit exceeded: this API key allows 3 requests per minute\. Retry after \d+ s\.$/,
+        ),
+        type: 'rate_limit_error',
+        param: null,
+        code: 'rate_limited',
+      },
     });
     const seconds = retryAfter(refused);
     expect(seconds).toBeGreaterThanOrEqual(58);
@@ -74,7 +89,10 @@ describe('requests per minute', () => {
     expect((await message(key.secret)).status).toBe(200);
     const refused = await message(key.secret);
     expect(refused.status).toBe(429);
-    expect(json(refused.body)).toEqual({ type: 'error', error: { type: 'rate_limit_error', message: expect.stringContaining('2 requests per minute') } });
+    expect(json(refused.body)).toEqual({
+      type: 'error',
+      error: { type: 'rate_limit_error', message: expect.stringContaining('2 requests per minute') },
+    });
     expect(retryAfter(refused)).toBeGreaterThanOrEqual(58);
   });
 
@@ -91,7 +109,12 @@ describe('requests per minute', () => {
     await chat(key.secret);
     const id = requestId('refused');
     expect((await chat(key.secret, id)).status).toBe(429);
-    expect(await recordFor(gateway, id)).toMatchObject({ status: 429, errorClass: 'rate_limited', key: { id: key.id, name: 'rpm-recorded' }, inputTokens: null });
+    expect(await recordFor(gateway, id)).toMatchObject({
+      status: 429,
+      errorClass: 'rate_limited',
+      key: { id: key.id, name: 'rpm-recorded' },
+      inputTokens: null,
+    });
   });
 
   it('is an exact sliding window: the call that would be the N+1st within any 60 s is refused, and allowed once the oldest leaves', () => {
@@ -112,8 +135,18 @@ describe('requests per minute', () => {
       expect(store.acquire('k', limits)).toEqual({ allowed: false, limit: 'rpm', max: 3, retryAfterMs: 20_000 });
       // A lowered limit applies at once to what the window holds (20 s, 40 s, 60 s): with 1 per
       // minute the next call waits until the newest of them has left.
-      expect(store.acquire('k', { ...limits, rpm: 1 })).toEqual({ allowed: false, limit: 'rpm', max: 1, retryAfterMs: 60_000 });
-      expect(store.acquire('k', { ...limits, rpm: 2 })).toEqual({ allowed: false, limit: 'rpm', max: 2, retryAfterMs: 40_000 });
+      expect(store.acquire('k', { ...limits, rpm: 1 })).toEqual({
+        allowed: false,
+        limit: 'rpm',
+        max: 1,
+        retryAfterMs: 60_000,
+      });
+      expect(store.acquire('k', { ...limits, rpm: 2 })).toEqual({
+        allowed: false,
+        limit: 'rpm',
+        max: 2,
+        retryAfterMs: 40_000,
+      });
     } finally {
       store.close();
     }
@@ -127,7 +160,11 @@ describe('tokens per minute', () => {
     const estimate = Math.ceil(Buffer.byteLength(body) / 4) + 6;
     const key = await createKey(gateway, { name: 'tpm', limits: { tpm: perCall + estimate } });
     const call = (id = requestId('tpm')) =>
-      rawRequest(`${gateway.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key.secret}`, 'x-request-id': id }, body });
+      rawRequest(`${gateway.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${key.secret}`, 'x-request-id': id },
+        body,
+      });
     // Tokens count once a call has finished: wait for each record before the next call.
     const first = requestId('tpm');
     expect((await call(first)).status).toBe(200);
@@ -138,7 +175,9 @@ describe('tokens per minute', () => {
     await recordFor(gateway, second); // now 2 x perCall: no room for another estimate
     const refused = await call();
     expect(refused.status).toBe(429);
-    expect((json(refused.body) as { error: { message: string } }).error.message).toContain(`${perCall + estimate} tokens per minute`);
+    expect((json(refused.body) as { error: { message: string } }).error.message).toContain(
+      `${perCall + estimate} tokens per minute`,
+    );
     expect(retryAfter(refused)).toBeGreaterThanOrEqual(58);
   });
 
@@ -183,12 +222,20 @@ describe('concurrent requests', () => {
     sim.knobs.tokensPerSecond = 20;
     const id = requestId('leaver');
     await new Promise<void>((resolve) => {
-      const req = request(`${gateway.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${key.secret}`, 'x-request-id': id }, agent: false }, (res) => {
-        res.once('data', () => {
-          req.destroy();
-          resolve();
-        });
-      });
+      const req = request(
+        `${gateway.url}/v1/chat/completions`,
+        {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${key.secret}`, 'x-request-id': id },
+          agent: false,
+        },
+        (res) => {
+          res.once('data', () => {
+            req.destroy();
+            resolve();
+          });
+        },
+      );
       req.on('error', () => {});
       req.end(JSON.stringify({ model: 'qwen', stream: true, messages: [{ role: 'user', content: 'bye' }] }));
     });
@@ -204,7 +251,11 @@ describe('limits set from the admin API and the CLI', () => {
     expect((await chat(key.secret)).status).toBe(200);
     const patched = await adminApi(gateway, 'PATCH', `/api/keys/${key.id}`, { limits: { rpm: 1 } });
     expect(patched.status).toBe(200);
-    expect((json(patched.body) as { key: { limits: unknown } }).key.limits).toEqual({ rpm: 1, tpm: null, concurrent: null });
+    expect((json(patched.body) as { key: { limits: unknown } }).key.limits).toEqual({
+      rpm: 1,
+      tpm: null,
+      concurrent: null,
+    });
     expect((await chat(key.secret)).status).toBe(200);
     expect((await chat(key.secret)).status).toBe(429);
     expect((await adminApi(gateway, 'PATCH', `/api/keys/${key.id}`, { limits: { rpm: null } })).status).toBe(200);
@@ -213,7 +264,11 @@ describe('limits set from the admin API and the CLI', () => {
 
   it('enforces limits of a key created and changed with the CLI while the server runs', async () => {
     const out = sink();
-    const code = await runKeysCommand(['create', '--name', 'from-cli', '--rpm', '2', '--quiet'], { stdout: out.stream, stderr: sink().stream }, { dataDir: gateway.dataDir, databaseUrl: undefined });
+    const code = await runKeysCommand(
+      ['create', '--name', 'from-cli', '--rpm', '2', '--quiet'],
+      { stdout: out.stream, stderr: sink().stream },
+      { dataDir: gateway.dataDir, databaseUrl: undefined },
+    );
     expect(code).toBe(0);
     const secret = out.text().trim();
     // The server hears about the new key within a second (store change notification).
@@ -227,7 +282,11 @@ describe('limits set from the admin API and the CLI', () => {
     expect((await chat(secret)).status).toBe(200);
     expect((await chat(secret)).status).toBe(429);
 
-    const changed = await runKeysCommand(['limits', secret, '--rpm', 'none', '--concurrent', '4'], { stdout: sink().stream, stderr: sink().stream }, { dataDir: gateway.dataDir, databaseUrl: undefined });
+    const changed = await runKeysCommand(
+      ['limits', secret, '--rpm', 'none', '--concurrent', '4'],
+      { stdout: sink().stream, stderr: sink().stream },
+      { dataDir: gateway.dataDir, databaseUrl: undefined },
+    );
     expect(changed).toBe(0);
     const until = Date.now() + 3000;
     let after = await chat(secret);
@@ -242,5 +301,8 @@ describe('limits set from the admin API and the CLI', () => {
 
 function sink(): { stream: Writable; text: () => string } {
   let text = '';
-  return { stream: new Writable({ write: (chunk: Buffer, _e, done) => ((text += chunk.toString()), done()) }), text: () => text };
+  return {
+    stream: new Writable({ write: (chunk: Buffer, _e, done) => ((text += chunk.toString()), done()) }),
+    text: () => text,
+  };
 }

@@ -23,14 +23,27 @@ afterAll(async () => {
 const PROMPT = [{ role: 'user', content: 'metrics please' }];
 const PROMPT_TOKENS = countPromptTokens({ messages: PROMPT });
 
-function chat(gateway: TestGateway, options: { secret?: string; model?: string; stream?: boolean; id?: string } = {}): Promise<RawResponse> {
-  const headers: Record<string, string> = { 'content-type': 'application/json', 'x-request-id': options.id ?? requestId('m') };
+function chat(
+  gateway: TestGateway,
+  options: { secret?: string; model?: string; stream?: boolean; id?: string } = {},
+): Promise<RawResponse> {
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    'x-request-id': options.id ?? requestId('m'),
+  };
   if (options.secret) headers.authorization = `Bearer ${options.secret}`;
-  return rawRequest(`${gateway.url}/v1/chat/completions`, { method: 'POST', headers, body: JSON.stringify({ model: options.model ?? 'qwen', stream: options.stream ?? false, messages: PROMPT }) });
+  return rawRequest(`${gateway.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({ model: options.model ?? 'qwen', stream: options.stream ?? false, messages: PROMPT }),
+  });
 }
 
 async function scrape(gateway: TestGateway, token?: string): Promise<Map<string, Family>> {
-  const res = await rawRequest(`${gateway.url}/metrics`, token ? { headers: { authorization: `Bearer ${token}` } } : {});
+  const res = await rawRequest(
+    `${gateway.url}/metrics`,
+    token ? { headers: { authorization: `Bearer ${token}` } } : {},
+  );
   expect(res.status, res.body.toString()).toBe(200);
   expect(res.headers['content-type']).toBe('text/plain; version=0.0.4; charset=utf-8');
   return parsePrometheusText(res.body.toString('utf8'));
@@ -42,7 +55,11 @@ describe('/metrics', () => {
   let clock = Date.UTC(2031, 5, 1);
   const KEY_NAME = 'scraped "key"\\1';
   beforeAll(async () => {
-    gateway = await startUsageGateway(sim.url, {}, { usageOptions: { now: () => clock, retention: { intervalMs: 100, firstRunMs: 100 } } });
+    gateway = await startUsageGateway(
+      sim.url,
+      {},
+      { usageOptions: { now: () => clock, retention: { intervalMs: 100, firstRunMs: 100 } } },
+    );
     // A name with a quote and a backslash: label values must be escaped.
     key = await createKey(gateway, { name: KEY_NAME });
   });
@@ -103,14 +120,20 @@ describe('/metrics', () => {
     // A scrape must not read the store: make every read throw, then scrape.
     const usage = store.usage as unknown as Record<keyof UsageStore, unknown>;
     const saved = { list: usage.list, get: usage.get, rollup: usage.rollup, count: usage.count };
-    for (const name of Object.keys(saved)) usage[name as keyof UsageStore] = () => Promise.reject(new Error(`scrape read the store (${name})`));
+    for (const name of Object.keys(saved))
+      usage[name as keyof UsageStore] = () => Promise.reject(new Error(`scrape read the store (${name})`));
     let after: Map<string, Family>;
     try {
       after = await scrape(gateway);
     } finally {
       Object.assign(usage, saved);
     }
-    for (const name of ['gatehouse_requests_total', 'gatehouse_tokens_total', 'gatehouse_request_duration_seconds_count', 'gatehouse_usage_records_written_total']) {
+    for (const name of [
+      'gatehouse_requests_total',
+      'gatehouse_tokens_total',
+      'gatehouse_request_duration_seconds_count',
+      'gatehouse_usage_records_written_total',
+    ]) {
       const was = seriesOf(before, name);
       const now = seriesOf(after, name);
       expect(was.size, name).toBeGreaterThan(0);
@@ -120,7 +143,9 @@ describe('/metrics', () => {
     await recordFor(gateway, (await chatWithId(gateway, key.secret)).id);
     const later = await scrape(gateway);
     const series = { model: 'qwen', key: KEY_NAME, status: '200' };
-    expect(valueOf(later, 'gatehouse_requests_total', series)).toBe(valueOf(after, 'gatehouse_requests_total', series) + 1);
+    expect(valueOf(later, 'gatehouse_requests_total', series)).toBe(
+      valueOf(after, 'gatehouse_requests_total', series) + 1,
+    );
   });
 });
 
@@ -132,7 +157,11 @@ async function chatWithId(gateway: TestGateway, secret: string): Promise<{ id: s
 describe('/metrics labels', () => {
   let gateway: TestGateway;
   beforeAll(async () => {
-    gateway = await startUsageGateway(sim.url, {}, { usageOptions: { metrics: { maxModels: 2, maxKeys: 1, processMetrics: false } } });
+    gateway = await startUsageGateway(
+      sim.url,
+      {},
+      { usageOptions: { metrics: { maxModels: 2, maxKeys: 1, processMetrics: false } } },
+    );
   });
   afterAll(async () => {
     await gateway?.close();
@@ -153,8 +182,16 @@ describe('/metrics labels', () => {
     await call({ secret: a.secret, model: 'nomic-embed' });
     for (const id of ids) await recordFor(gateway, id);
     const m = await scrape(gateway);
-    const models = new Set([...seriesOf(m, 'gatehouse_requests_total').keys()].map((s) => Object.fromEntries(JSON.parse(s) as Array<[string, string]>).model));
-    const keys = new Set([...seriesOf(m, 'gatehouse_requests_total').keys()].map((s) => Object.fromEntries(JSON.parse(s) as Array<[string, string]>).key));
+    const models = new Set(
+      [...seriesOf(m, 'gatehouse_requests_total').keys()].map(
+        (s) => Object.fromEntries(JSON.parse(s) as Array<[string, string]>).model,
+      ),
+    );
+    const keys = new Set(
+      [...seriesOf(m, 'gatehouse_requests_total').keys()].map(
+        (s) => Object.fromEntries(JSON.parse(s) as Array<[string, string]>).key,
+      ),
+    );
     expect(models).toEqual(new Set(['qwen', 'llama-3.2-3b', 'other']));
     expect(keys).toEqual(new Set(['first', 'other']));
     expect(valueOf(m, 'gatehouse_requests_total', { model: 'other', key: 'first', status: '404' })).toBe(1);

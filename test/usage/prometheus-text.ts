@@ -159,12 +159,17 @@ function checkHistogram(family: Family): void {
     }
     const inf = sorted.at(-1);
     if (!inf || inf[0] !== Infinity) throw new Error(`${family.name}${id}: no +Inf bucket`);
-    if (inf[1] !== count) throw new Error(`${family.name}${id}: _count ${count} differs from the +Inf bucket ${inf[1]}`);
+    if (inf[1] !== count)
+      throw new Error(`${family.name}${id}: _count ${count} differs from the +Inf bucket ${inf[1]}`);
   }
 }
 
 /** The value of one series, 0 when absent (a counter not yet incremented). */
-export function valueOf(families: Map<string, Family>, sampleName: string, labels: Record<string, string> = {}): number {
+export function valueOf(
+  families: Map<string, Family>,
+  sampleName: string,
+  labels: Record<string, string> = {},
+): number {
   for (const family of families.values()) {
     for (const s of family.samples) {
       if (s.name !== sampleName) continue;
@@ -179,7 +184,8 @@ export function valueOf(families: Map<string, Family>, sampleName: string, label
 export function seriesOf(families: Map<string, Family>, sampleName: string): Map<string, number> {
   const out = new Map<string, number>();
   for (const family of families.values()) {
-    for (const s of family.samples) if (s.name === sampleName) out.set(JSON.stringify(Object.entries(s.labels).sort()), s.value);
+    for (const s of family.samples)
+      if (s.name === sampleName) out.set(JSON.stringify(Object.entries(s.labels).sort()), s.value);
   }
   return out;
 }

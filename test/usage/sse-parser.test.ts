@@ -27,7 +27,10 @@ interface Plain {
 
 function parse(chunks: Buffer[], maxLineBytes?: number): Plain[] {
   const out: Plain[] = [];
-  const parser = new SseParser((event, bytes, start, end) => out.push({ event, data: bytes.toString('utf8', start, end) }), maxLineBytes === undefined ? {} : { maxLineBytes });
+  const parser = new SseParser(
+    (event, bytes, start, end) => out.push({ event, data: bytes.toString('utf8', start, end) }),
+    maxLineBytes === undefined ? {} : { maxLineBytes },
+  );
   for (const chunk of chunks) parser.push(chunk);
   return out;
 }
@@ -68,13 +71,18 @@ describe('SSE parser', () => {
   it('drops a frame whose line is over the limit, wherever it is cut, and keeps the next ones', () => {
     const text = Buffer.from(`data: ${'x'.repeat(100)}\n\ndata: small\n\n`);
     for (let cut = 0; cut <= text.length; cut++) {
-      expect(parse([text.subarray(0, cut), text.subarray(cut)], 64), `cut at ${cut}`).toEqual([{ event: '', data: 'small' }]);
+      expect(parse([text.subarray(0, cut), text.subarray(cut)], 64), `cut at ${cut}`).toEqual([
+        { event: '', data: 'small' },
+      ]);
     }
   });
 
   it('decodes to strings for the admin side, with the default event type', () => {
     const decoder = new SseDecoder();
-    expect([...decoder.push('data: one\n'), ...decoder.push(new Uint8Array(Buffer.from('\nevent: x\ndata: two\n\n')))]).toEqual([
+    expect([
+      ...decoder.push('data: one\n'),
+      ...decoder.push(new Uint8Array(Buffer.from('\nevent: x\ndata: two\n\n'))),
+    ]).toEqual([
       { event: 'message', data: 'one' },
       { event: 'x', data: 'two' },
     ]);
@@ -100,7 +108,11 @@ const OPENAI_STREAM = Buffer.from(
     { choices: [{ delta: { content: ' bravo' } }] },
     { choices: [{ delta: { reasoning_content: 'hmm' } }] },
     { choices: [{ finish_reason: 'stop', delta: {} }] },
-    { choices: [], usage: { prompt_tokens: 11, completion_tokens: 3, total_tokens: 14, prompt_tokens_details: { cached_tokens: 4 } }, timings: { prompt_n: 7, cache_n: 4, predicted_n: 3 } },
+    {
+      choices: [],
+      usage: { prompt_tokens: 11, completion_tokens: 3, total_tokens: 14, prompt_tokens_details: { cached_tokens: 4 } },
+      timings: { prompt_n: 7, cache_n: 4, predicted_n: 3 },
+    },
   ]
     .map((c) => `data: ${JSON.stringify(c)}\n\n`)
     .join('') + 'data: [DONE]\n\n',
@@ -108,9 +120,19 @@ const OPENAI_STREAM = Buffer.from(
 
 const ANTHROPIC_STREAM = Buffer.from(
   [
-    ['message_start', { type: 'message_start', message: { usage: { input_tokens: 5, cache_read_input_tokens: 10, output_tokens: 0 } } }],
+    [
+      'message_start',
+      { type: 'message_start', message: { usage: { input_tokens: 5, cache_read_input_tokens: 10, output_tokens: 0 } } },
+    ],
     ['content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }],
-    ['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'hi "usage": {"output_tokens": 999}' } }],
+    [
+      'content_block_delta',
+      {
+        type: 'content_block_delta',
+        index: 0,
+        delta: { type: 'text_delta', text: 'hi "usage": {"output_tokens": 999}' },
+      },
+    ],
     ['content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: ' there' } }],
     ['message_delta', { type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 2 } }],
     ['message_stop', { type: 'message_stop' }],
@@ -122,7 +144,12 @@ const ANTHROPIC_STREAM = Buffer.from(
 describe('usage tap on streams', () => {
   it('prefers the usage object of an OpenAI stream, wherever the stream is cut', () => {
     for (let cut = 0; cut <= OPENAI_STREAM.length; cut++) {
-      expect(tapTokens([OPENAI_STREAM.subarray(0, cut), OPENAI_STREAM.subarray(cut)]), `cut at ${cut}`).toEqual({ input: 11, output: 3, cached: 4, source: 'usage' });
+      expect(tapTokens([OPENAI_STREAM.subarray(0, cut), OPENAI_STREAM.subarray(cut)]), `cut at ${cut}`).toEqual({
+        input: 11,
+        output: 3,
+        cached: 4,
+        source: 'usage',
+      });
     }
   });
 
@@ -130,27 +157,58 @@ describe('usage tap on streams', () => {
     const noUsage = Buffer.from(OPENAI_STREAM.toString().replace(/"usage":\{[^}]*\{[^}]*\}\},/, ''));
     expect(noUsage.includes('"usage"')).toBe(false);
     for (let cut = 0; cut <= noUsage.length; cut += 7) {
-      expect(tapTokens([noUsage.subarray(0, cut), noUsage.subarray(cut)])).toEqual({ input: 11, output: 3, cached: 4, source: 'timings' });
+      expect(tapTokens([noUsage.subarray(0, cut), noUsage.subarray(cut)])).toEqual({
+        input: 11,
+        output: 3,
+        cached: 4,
+        source: 'timings',
+      });
     }
   });
 
   it('merges Anthropic message_start and message_delta usage, and ignores usage-like text inside strings', () => {
     for (let cut = 0; cut <= ANTHROPIC_STREAM.length; cut++) {
-      expect(tapTokens([ANTHROPIC_STREAM.subarray(0, cut), ANTHROPIC_STREAM.subarray(cut)]), `cut at ${cut}`).toEqual({ input: 15, output: 2, cached: 10, source: 'usage' });
+      expect(tapTokens([ANTHROPIC_STREAM.subarray(0, cut), ANTHROPIC_STREAM.subarray(cut)]), `cut at ${cut}`).toEqual({
+        input: 15,
+        output: 2,
+        cached: 10,
+        source: 'usage',
+      });
     }
   });
 
   it('counts the generated frames of a stream cut before its usage', () => {
     const cut = ANTHROPIC_STREAM.indexOf('event: message_delta');
-    expect(tapTokens([ANTHROPIC_STREAM.subarray(0, cut)])).toEqual({ input: 15, output: 2, cached: 10, source: 'estimate' });
+    expect(tapTokens([ANTHROPIC_STREAM.subarray(0, cut)])).toEqual({
+      input: 15,
+      output: 2,
+      cached: 10,
+      source: 'estimate',
+    });
     const openaiCut = OPENAI_STREAM.indexOf('data: {"choices":[{"finish_reason"');
-    expect(tapTokens([OPENAI_STREAM.subarray(0, openaiCut)])).toEqual({ input: null, output: 3, cached: null, source: 'estimate' });
+    expect(tapTokens([OPENAI_STREAM.subarray(0, openaiCut)])).toEqual({
+      input: null,
+      output: 3,
+      cached: null,
+      source: 'estimate',
+    });
   });
 
   it('finds usage and timings in a JSON body split in many chunks', () => {
-    const body = Buffer.from(JSON.stringify({ choices: [{ message: { content: 'the "usage" word' } }], usage: { prompt_tokens: 9, completion_tokens: 8 }, timings: { prompt_n: 9, cache_n: 0, predicted_n: 8 } }));
+    const body = Buffer.from(
+      JSON.stringify({
+        choices: [{ message: { content: 'the "usage" word' } }],
+        usage: { prompt_tokens: 9, completion_tokens: 8 },
+        timings: { prompt_n: 9, cache_n: 0, predicted_n: 8 },
+      }),
+    );
     const chunks = [];
     for (let i = 0; i < body.length; i += 5) chunks.push(body.subarray(i, i + 5));
-    expect(tapTokens(chunks, 'application/json; charset=utf-8')).toEqual({ input: 9, output: 8, cached: 0, source: 'usage' });
+    expect(tapTokens(chunks, 'application/json; charset=utf-8')).toEqual({
+      input: 9,
+      output: 8,
+      cached: 0,
+      source: 'usage',
+    });
   });
 });

@@ -42,7 +42,13 @@ describe('usage API', () => {
     gateway = await startUsageGateway(sim.url);
     alice = await createKey(gateway, { name: 'alice' });
     bob = await createKey(gateway, { name: 'bob' });
-    for (const [key, model] of [[alice, 'qwen'], [alice, 'qwen'], [alice, 'llama-3.2-3b'], [bob, 'qwen'], [bob, 'no-such-model']] as const) {
+    for (const [key, model] of [
+      [alice, 'qwen'],
+      [alice, 'qwen'],
+      [alice, 'llama-3.2-3b'],
+      [bob, 'qwen'],
+      [bob, 'no-such-model'],
+    ] as const) {
       const id = requestId('api');
       ids.push(id);
       await chat(gateway, key.secret, model, id);
@@ -64,7 +70,13 @@ describe('usage API', () => {
     expect(s).toMatchObject({ range: '1h', groupBy: 'key', stepMs: 60_000 });
     expect(s.series).toHaveLength(60);
     expect(Date.parse(s.to) - Date.parse(s.from)).toBe(3_600_000);
-    expect(s.totals).toMatchObject({ requests: 5, errors: 1, aborted: 0, inputTokens: 4 * PROMPT_TOKENS, outputTokens: 4 * 4 });
+    expect(s.totals).toMatchObject({
+      requests: 5,
+      errors: 1,
+      aborted: 0,
+      inputTokens: 4 * PROMPT_TOKENS,
+      outputTokens: 4 * 4,
+    });
     expect(s.series.reduce((n, p) => n + p.requests, 0)).toBe(5);
     expect(s.series.at(-1)!.requests).toBeGreaterThan(0); // the current minute is the last point
     const latency = s.totals.latencyMs!;
@@ -113,15 +125,24 @@ describe('usage API', () => {
     const all = await listRequests(gateway);
     expect(all.requests.map((r) => r.requestId)).toEqual([...ids].reverse());
     expect(all.nextCursor).toBeNull();
-    expect((await listRequests(gateway, `key=${alice.id}`)).requests.map((r) => r.requestId)).toEqual([ids[2], ids[1], ids[0]]);
+    expect((await listRequests(gateway, `key=${alice.id}`)).requests.map((r) => r.requestId)).toEqual([
+      ids[2],
+      ids[1],
+      ids[0],
+    ]);
     expect((await listRequests(gateway, `key=${alice.id}&model=qwen`)).requests).toHaveLength(2);
-    expect((await listRequests(gateway, 'status=4xx')).requests.map((r) => [r.requestId, r.status])).toEqual([[ids[4], 404]]);
+    expect((await listRequests(gateway, 'status=4xx')).requests.map((r) => [r.requestId, r.status])).toEqual([
+      [ids[4], 404],
+    ]);
     expect((await listRequests(gateway, 'status=200')).requests).toHaveLength(4);
 
     const pages: string[][] = [];
     let cursor: string | null = '';
     while (cursor !== null) {
-      const page: { requests: RequestView[]; nextCursor: string | null } = await listRequests(gateway, `limit=2${cursor ? `&cursor=${cursor}` : ''}`);
+      const page: { requests: RequestView[]; nextCursor: string | null } = await listRequests(
+        gateway,
+        `limit=2${cursor ? `&cursor=${cursor}` : ''}`,
+      );
       pages.push(page.requests.map((r) => r.requestId));
       cursor = page.nextCursor;
     }
@@ -141,7 +162,9 @@ describe('usage API', () => {
   it('refuses a malformed filter, limit or cursor with 422', async () => {
     const res = await adminApi(gateway, 'GET', '/api/usage/requests?status=abc&limit=0&from=yesterday&cursor=zzz');
     expect(res.status).toBe(422);
-    expect((json(res.body) as { error: { details: Array<{ path: string }> } }).error.details.map((d) => d.path)).toEqual(['/status', '/from', '/cursor', '/limit']);
+    expect(
+      (json(res.body) as { error: { details: Array<{ path: string }> } }).error.details.map((d) => d.path),
+    ).toEqual(['/status', '/from', '/cursor', '/limit']);
   });
 
   it('shows one call by id, without bodies when capture is off, and 404 for an unknown id', async () => {
@@ -175,11 +198,17 @@ describe('body capture', () => {
   it('keeps the start of request and response bodies, up to the cap, when GATEHOUSE_USAGE_CAPTURE_BYTES is set', async () => {
     const id = requestId('capture');
     const body = JSON.stringify({ model: 'qwen', messages: PROMPT });
-    const res = await rawRequest(`${gateway.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-request-id': id }, body });
+    const res = await rawRequest(`${gateway.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-request-id': id },
+      body,
+    });
     expect(res.status).toBe(200);
     const record = await recordFor(gateway, id);
     expect(record.captured).toBe(true);
-    const one = json((await adminApi(gateway, 'GET', `/api/usage/requests/${record.id}`)).body) as { request: { requestBody: string; responseBody: string } };
+    const one = json((await adminApi(gateway, 'GET', `/api/usage/requests/${record.id}`)).body) as {
+      request: { requestBody: string; responseBody: string };
+    };
     expect(one.request.requestBody).toBe(`${body.slice(0, 40)}\n[... ${body.length - 40} more bytes not captured]`);
     expect(one.request.responseBody.startsWith(res.body.subarray(0, 40).toString())).toBe(true);
     expect(one.request.responseBody).toContain(`[... ${res.body.length - 40} more bytes not captured]`);
@@ -190,7 +219,11 @@ describe('retention', () => {
   let gateway: TestGateway;
   let clock = Date.UTC(2032, 0, 1);
   beforeAll(async () => {
-    gateway = await startUsageGateway(sim.url, { usageRetentionMs: 2 * 86_400_000 }, { usageOptions: { now: () => clock, retention: { intervalMs: 3_600_000, firstRunMs: 3_600_000 } } });
+    gateway = await startUsageGateway(
+      sim.url,
+      { usageRetentionMs: 2 * 86_400_000 },
+      { usageOptions: { now: () => clock, retention: { intervalMs: 3_600_000, firstRunMs: 3_600_000 } } },
+    );
   });
   afterAll(async () => {
     await gateway?.close();
@@ -198,11 +231,19 @@ describe('retention', () => {
 
   it('deletes records older than the retention and keeps the newer ones, from the log and the summaries', async () => {
     const old = requestId('old');
-    await rawRequest(`${gateway.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-request-id': old }, body: JSON.stringify({ model: 'qwen', messages: PROMPT }) });
+    await rawRequest(`${gateway.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-request-id': old },
+      body: JSON.stringify({ model: 'qwen', messages: PROMPT }),
+    });
     await recordFor(gateway, old);
     clock += 36 * 3_600_000;
     const recent = requestId('recent');
-    await rawRequest(`${gateway.url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-request-id': recent }, body: JSON.stringify({ model: 'qwen', messages: PROMPT }) });
+    await rawRequest(`${gateway.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-request-id': recent },
+      body: JSON.stringify({ model: 'qwen', messages: PROMPT }),
+    });
     await recordFor(gateway, recent);
     clock += 13 * 3_600_000; // the old call is now 49 h old, the recent one 13 h
 

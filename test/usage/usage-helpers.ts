@@ -11,25 +11,41 @@ import { json, rawRequest, type RawResponse } from '../helpers/http.js';
 
 const ADMIN_TOKEN = 'usage-tests-admin-token';
 
-export function startUsageGateway(upstreamUrl: string, overrides: Partial<Settings> = {}, extra: Partial<BuildAppInput> = {}): Promise<TestGateway> {
-  return startTestGateway(upstreamUrl, { adminToken: ADMIN_TOKEN, logLevel: 'warn', ...overrides }, extra, { withStore: true });
+export function startUsageGateway(
+  upstreamUrl: string,
+  overrides: Partial<Settings> = {},
+  extra: Partial<BuildAppInput> = {},
+): Promise<TestGateway> {
+  return startTestGateway(upstreamUrl, { adminToken: ADMIN_TOKEN, logLevel: 'warn', ...overrides }, extra, {
+    withStore: true,
+  });
 }
 
 /** An admin API call with the Bearer token (no browser headers needed). */
 export function adminApi(gateway: TestGateway, method: string, path: string, body?: unknown): Promise<RawResponse> {
   const headers: Record<string, string> = { authorization: `Bearer ${ADMIN_TOKEN}` };
   if (body !== undefined) headers['content-type'] = 'application/json';
-  return rawRequest(`${gateway.url}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  return rawRequest(`${gateway.url}${path}`, {
+    method,
+    headers,
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
 }
 
-export async function createKey(gateway: TestGateway, body: Record<string, unknown>): Promise<{ id: string; name: string; secret: string }> {
+export async function createKey(
+  gateway: TestGateway,
+  body: Record<string, unknown>,
+): Promise<{ id: string; name: string; secret: string }> {
   const res = await adminApi(gateway, 'POST', '/api/keys', body);
   expect(res.status, res.body.toString()).toBe(201);
   const parsed = json(res.body) as { key: { id: string; name: string }; secret: string };
   return { id: parsed.key.id, name: parsed.key.name, secret: parsed.secret };
 }
 
-export async function listRequests(gateway: TestGateway, query = ''): Promise<{ requests: RequestView[]; nextCursor: string | null }> {
+export async function listRequests(
+  gateway: TestGateway,
+  query = '',
+): Promise<{ requests: RequestView[]; nextCursor: string | null }> {
   const res = await adminApi(gateway, 'GET', `/api/usage/requests${query ? `?${query}` : ''}`);
   expect(res.status, res.body.toString()).toBe(200);
   return json(res.body) as { requests: RequestView[]; nextCursor: string | null };

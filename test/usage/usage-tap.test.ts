@@ -24,23 +24,35 @@ describe('usage tap on streams', () => {
     push(chunk({ role: 'assistant', content: '' }));
     for (const word of ['Hel', 'lo', ' there']) push(chunk({ content: word }));
     push(`data: ${JSON.stringify({ choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] })}\n\n`);
-    push(frame({ choices: [], usage: { prompt_tokens: 12, completion_tokens: 3, prompt_tokens_details: { cached_tokens: 4 } } }));
+    push(
+      frame({
+        choices: [],
+        usage: { prompt_tokens: 12, completion_tokens: 3, prompt_tokens_details: { cached_tokens: 4 } },
+      }),
+    );
     push(DONE);
     expect(probe().tokens()).toEqual({ input: 12, output: 3, cached: 4, source: 'usage' });
     expect(probe().firstTokenMs()).toBeGreaterThanOrEqual(0);
   });
 
-  it("counts a llama.cpp stream from the timings of its last frame, also when every frame carries them", () => {
+  it('counts a llama.cpp stream from the timings of its last frame, also when every frame carries them', () => {
     const { push, probe } = streamTap();
-    for (let n = 1; n <= 5; n++) push(chunk({ content: `t${n}` }, { timings: { prompt_n: 7, cache_n: 2, predicted_n: n } }));
-    push(frame({ choices: [{ index: 0, delta: {}, finish_reason: 'stop' }], timings: { prompt_n: 7, cache_n: 2, predicted_n: 5 } }));
+    for (let n = 1; n <= 5; n++)
+      push(chunk({ content: `t${n}` }, { timings: { prompt_n: 7, cache_n: 2, predicted_n: n } }));
+    push(
+      frame({
+        choices: [{ index: 0, delta: {}, finish_reason: 'stop' }],
+        timings: { prompt_n: 7, cache_n: 2, predicted_n: 5 },
+      }),
+    );
     push(DONE);
     expect(probe().tokens()).toEqual({ input: 9, output: 5, cached: 2, source: 'timings' });
   });
 
   it('takes the last of the usage objects a backend repeats on every frame', () => {
     const { push, probe } = streamTap();
-    for (let n = 1; n <= 6; n++) push(chunk({ content: `t${n}` }, { usage: { prompt_tokens: 5, completion_tokens: n } }));
+    for (let n = 1; n <= 6; n++)
+      push(chunk({ content: `t${n}` }, { usage: { prompt_tokens: 5, completion_tokens: n } }));
     push(DONE);
     expect(probe().tokens()).toEqual({ input: 5, output: 6, cached: null, source: 'usage' });
   });
@@ -70,9 +82,15 @@ describe('usage tap on streams', () => {
     push(spaced({ choices: [{ index: 0, delta: { reasoning_content: 'Thinking' } }] }));
     push(spaced({ choices: [{ index: 0, delta: { content: 'Hi' } }] }));
     push(spaced({ choices: [{ index: 0, text: ' there' }] }));
-    push(spaced({ choices: [{ index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: '{"a":1}' } }] } }] }));
+    push(
+      spaced({ choices: [{ index: 0, delta: { tool_calls: [{ index: 0, function: { arguments: '{"a":1}' } }] } }] }),
+    );
     // Keys that only look alike, and a quoted "usage" inside generated text, count for nothing.
-    push(spaced({ choices: [{ index: 0, delta: { context: 'x', subtext: 'y', content: 'say "usage": {"prompt_tokens": 99}' } }] }));
+    push(
+      spaced({
+        choices: [{ index: 0, delta: { context: 'x', subtext: 'y', content: 'say "usage": {"prompt_tokens": 99}' } }],
+      }),
+    );
     expect(probe().tokens()).toEqual({ input: null, output: 5, cached: null, source: 'estimate' });
     push(spaced({ choices: [], usage: { prompt_tokens: 8, completion_tokens: 5 } }));
     push(DONE);
@@ -81,7 +99,12 @@ describe('usage tap on streams', () => {
 
   it('takes usage and timings each from the last frame that held it', () => {
     const { push, probe } = streamTap();
-    push(chunk({ content: 'a' }, { usage: { prompt_tokens: 5, completion_tokens: 1 }, timings: { prompt_n: 4, cache_n: 1, predicted_n: 1 } }));
+    push(
+      chunk(
+        { content: 'a' },
+        { usage: { prompt_tokens: 5, completion_tokens: 1 }, timings: { prompt_n: 4, cache_n: 1, predicted_n: 1 } },
+      ),
+    );
     push(chunk({ content: 'b' }, { usage: { prompt_tokens: 5, completion_tokens: 2 } }));
     push(chunk({ content: 'c' }, { timings: { prompt_n: 4, cache_n: 1, predicted_n: 3 } }));
     push(DONE);
@@ -91,10 +114,16 @@ describe('usage tap on streams', () => {
 
   it('merges an Anthropic stream: input from message_start, output from message_delta', () => {
     const { push, probe } = streamTap();
-    const event = (name: string, data: object) => `event: ${name}\ndata: ${JSON.stringify({ type: name, ...data })}\n\n`;
-    push(event('message_start', { message: { usage: { input_tokens: 20, cache_read_input_tokens: 5, output_tokens: 1 } } }));
+    const event = (name: string, data: object) =>
+      `event: ${name}\ndata: ${JSON.stringify({ type: name, ...data })}\n\n`;
+    push(
+      event('message_start', {
+        message: { usage: { input_tokens: 20, cache_read_input_tokens: 5, output_tokens: 1 } },
+      }),
+    );
     push(event('content_block_start', { index: 0, content_block: { type: 'text', text: '' } }));
-    for (const text of ['Hi', ' you']) push(event('content_block_delta', { index: 0, delta: { type: 'text_delta', text } }));
+    for (const text of ['Hi', ' you'])
+      push(event('content_block_delta', { index: 0, delta: { type: 'text_delta', text } }));
     push(event('content_block_stop', { index: 0 }));
     expect(probe().tokens()).toEqual({ input: 25, output: 2, cached: 5, source: 'estimate' });
     push(event('message_delta', { delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 2 } }));

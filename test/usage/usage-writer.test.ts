@@ -8,7 +8,11 @@ import { newUsageId, usageIdTime } from '../../src/store/usage-id.js';
 import { isPermanent, UsageWriter } from '../../src/usage/usage-writer.js';
 import { usageRecord } from '../store/usage-contract.js';
 
-function fakeStore(fail: () => Error | undefined): { store: Pick<UsageStore, 'append'>; written: UsageRecord[]; batches: number[] } {
+function fakeStore(fail: () => Error | undefined): {
+  store: Pick<UsageStore, 'append'>;
+  written: UsageRecord[];
+  batches: number[];
+} {
   const written: UsageRecord[] = [];
   const batches: number[] = [];
   const store: Pick<UsageStore, 'append'> = {
@@ -37,7 +41,9 @@ describe('usage writer', () => {
   it('keeps a batch the store failed to take (busy) and writes it on the next try', async () => {
     let failing = true;
     const dropped: number[] = [];
-    const { store, written } = fakeStore(() => (failing ? Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' }) : undefined));
+    const { store, written } = fakeStore(() =>
+      failing ? Object.assign(new Error('database is locked'), { code: 'SQLITE_BUSY' }) : undefined,
+    );
     const writer = new UsageWriter(store, { flushIntervalMs: 60_000, onDropped: (n) => dropped.push(n) });
     writer.push(usageRecord());
     writer.push(usageRecord());
@@ -53,7 +59,11 @@ describe('usage writer', () => {
   it('drops and counts a batch the database refuses for its content, instead of retrying it for ever', async () => {
     let calls = 0;
     const dropped: number[] = [];
-    const { store, written } = fakeStore(() => (calls++ === 0 ? Object.assign(new Error('UNIQUE constraint failed'), { code: 'SQLITE_CONSTRAINT_PRIMARYKEY' }) : undefined));
+    const { store, written } = fakeStore(() =>
+      calls++ === 0
+        ? Object.assign(new Error('UNIQUE constraint failed'), { code: 'SQLITE_CONSTRAINT_PRIMARYKEY' })
+        : undefined,
+    );
     const writer = new UsageWriter(store, { batchSize: 2, flushIntervalMs: 60_000, onDropped: (n) => dropped.push(n) });
     for (let i = 0; i < 3; i++) writer.push(usageRecord());
     await writer.flush();
@@ -66,7 +76,12 @@ describe('usage writer', () => {
   it('drops and counts what arrives while the queue is full, and keeps what it already holds', async () => {
     const dropped: number[] = [];
     const { store, written } = fakeStore(() => undefined);
-    const writer = new UsageWriter(store, { batchSize: 2, maxQueue: 3, flushIntervalMs: 60_000, onDropped: (n) => dropped.push(n) });
+    const writer = new UsageWriter(store, {
+      batchSize: 2,
+      maxQueue: 3,
+      flushIntervalMs: 60_000,
+      onDropped: (n) => dropped.push(n),
+    });
     const records = Array.from({ length: 5 }, (_, i) => usageRecord({ at: i }));
     for (const r of records) writer.push(r);
     expect(writer.queued).toBe(3);
@@ -78,7 +93,9 @@ describe('usage writer', () => {
 
   it('puts a failed batch back in front of newer records, so the order of arrival holds', async () => {
     let failing = true;
-    const { store, written } = fakeStore(() => (failing ? Object.assign(new Error('connection terminated'), { code: '57P01' }) : undefined));
+    const { store, written } = fakeStore(() =>
+      failing ? Object.assign(new Error('connection terminated'), { code: '57P01' }) : undefined,
+    );
     const writer = new UsageWriter(store, { batchSize: 2, flushIntervalMs: 60_000 });
     const records = Array.from({ length: 5 }, (_, i) => usageRecord({ at: i }));
     for (const r of records.slice(0, 3)) writer.push(r);
@@ -154,8 +171,10 @@ describe('usage writer', () => {
   });
 
   it('classifies permanent and transient failures of both engines', () => {
-    for (const code of ['SQLITE_CONSTRAINT_UNIQUE', 'SQLITE_TOOBIG', '23505', '22003', '42P01']) expect(isPermanent({ code }), code).toBe(true);
-    for (const code of ['SQLITE_BUSY', 'SQLITE_IOERR', 'ECONNREFUSED', '57P01', '08006']) expect(isPermanent({ code }), code).toBe(false);
+    for (const code of ['SQLITE_CONSTRAINT_UNIQUE', 'SQLITE_TOOBIG', '23505', '22003', '42P01'])
+      expect(isPermanent({ code }), code).toBe(true);
+    for (const code of ['SQLITE_BUSY', 'SQLITE_IOERR', 'ECONNREFUSED', '57P01', '08006'])
+      expect(isPermanent({ code }), code).toBe(false);
     expect(isPermanent(new Error('no code'))).toBe(false);
   });
 
@@ -168,6 +187,7 @@ describe('usage writer', () => {
   it('reads back the time an id begins with, and nothing from an id that is not one', () => {
     for (const at of [0, 1000, 1_795_563_181_355, 30_000_000_000_000]) expect(usageIdTime(newUsageId(at))).toBe(at);
     expect(usageIdTime(newUsageId(1234.9))).toBe(1234);
-    for (const id of ['', 'nope', 'awk-0001', '000000rs-x', '000000RS0-x', '000000 rs-x', '00000000rs']) expect(usageIdTime(id), id).toBeUndefined();
+    for (const id of ['', 'nope', 'awk-0001', '000000rs-x', '000000RS0-x', '000000 rs-x', '00000000rs'])
+      expect(usageIdTime(id), id).toBeUndefined();
   });
 });

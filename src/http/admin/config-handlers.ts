@@ -5,7 +5,13 @@
  * `src/config-editor/`; here bodies are checked and answers shaped.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { ConfigFormatted, ConfigLoad, ConfigSaved, ConfigValidation, ReloadStatus } from '../../admin-api/types.js';
+import type {
+  ConfigFormatted,
+  ConfigLoad,
+  ConfigSaved,
+  ConfigValidation,
+  ReloadStatus,
+} from '../../admin-api/types.js';
 import type { ConfigEditor } from '../../config-editor/config-editor.js';
 import { GatewayError } from '../../core/errors.js';
 
@@ -53,7 +59,10 @@ export function createConfigHandlers({ editor }: ConfigHandlerDeps): ConfigHandl
       const issues: Array<{ path: string; message: string }> = [];
       let since: Date | undefined;
       if (query.since !== undefined) {
-        since = typeof query.since === 'string' && /^\d{4}-\d{2}-\d{2}T/.test(query.since) ? new Date(query.since) : undefined;
+        since =
+          typeof query.since === 'string' && /^\d{4}-\d{2}-\d{2}T/.test(query.since)
+            ? new Date(query.since)
+            : undefined;
         if (!since || Number.isNaN(since.getTime())) {
           issues.push({ path: '/since', message: 'must be an ISO 8601 timestamp, e.g. the savedAt of a save' });
           since = undefined;
@@ -62,7 +71,11 @@ export function createConfigHandlers({ editor }: ConfigHandlerDeps): ConfigHandl
       let waitMs = 0;
       if (query.wait !== undefined) {
         waitMs = typeof query.wait === 'string' && /^\d{1,6}$/.test(query.wait) ? Number(query.wait) : NaN;
-        if (!(waitMs >= 0 && waitMs <= RELOAD_STATUS_MAX_WAIT_MS)) issues.push({ path: '/wait', message: `must be a number of milliseconds from 0 to ${RELOAD_STATUS_MAX_WAIT_MS}` });
+        if (!(waitMs >= 0 && waitMs <= RELOAD_STATUS_MAX_WAIT_MS))
+          issues.push({
+            path: '/wait',
+            message: `must be a number of milliseconds from 0 to ${RELOAD_STATUS_MAX_WAIT_MS}`,
+          });
       }
       if (issues.length > 0) throw new GatewayError('validation_failed', { details: issues });
       void reply.header('cache-control', 'no-store');
@@ -73,10 +86,15 @@ export function createConfigHandlers({ editor }: ConfigHandlerDeps): ConfigHandl
 
 function readBody<K extends string>(body: unknown, fields: readonly K[]): Record<K, string> {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw new GatewayError('validation_failed', { message: 'The body must be a JSON object.', details: [{ path: '', message: `must be an object with ${fields.join(', ')}` }] });
+    throw new GatewayError('validation_failed', {
+      message: 'The body must be a JSON object.',
+      details: [{ path: '', message: `must be an object with ${fields.join(', ')}` }],
+    });
   }
   const record = body as Record<string, unknown>;
-  const issues = fields.filter((f) => typeof record[f] !== 'string').map((f) => ({ path: `/${f}`, message: record[f] === undefined ? 'is required' : 'must be a string' }));
+  const issues = fields
+    .filter((f) => typeof record[f] !== 'string')
+    .map((f) => ({ path: `/${f}`, message: record[f] === undefined ? 'is required' : 'must be a string' }));
   if (issues.length > 0) throw new GatewayError('validation_failed', { details: issues });
   return Object.fromEntries(fields.map((f) => [f, record[f] as string])) as Record<K, string>;
 }

@@ -62,7 +62,8 @@ export function createKeyHandlers({ store, index, now = Date.now }: KeysHandlerD
       // Revoking twice keeps the first revocation time.
       if (revoke) patch.revokedAt = existing.revokedAt ?? at;
       const updated = await store.keys.update(existing.id, patch);
-      if (!updated) throw new GatewayError('not_found', { message: `No API key with id ${JSON.stringify(existing.id)}.` });
+      if (!updated)
+        throw new GatewayError('not_found', { message: `No API key with id ${JSON.stringify(existing.id)}.` });
       await index.reload();
       return { key: toKeyView(updated, at) } satisfies UpdatedKey;
     },
@@ -81,9 +82,15 @@ export function createKeyHandlers({ store, index, now = Date.now }: KeysHandlerD
       await store.keys.delete(key.id);
       await index.reload();
       const remaining = await store.keys.count();
-      return (remaining === 0
-        ? { deleted: true, remaining, warning: 'That was the last API key: the API is now open, every client is let in without a key.' }
-        : { deleted: true, remaining }) satisfies DeletedKey;
+      return (
+        remaining === 0
+          ? {
+              deleted: true,
+              remaining,
+              warning: 'That was the last API key: the API is now open, every client is let in without a key.',
+            }
+          : { deleted: true, remaining }
+      ) satisfies DeletedKey;
     },
   };
 }
@@ -193,7 +200,8 @@ function parseModels(value: unknown, issues: Issues): string[] | undefined {
 function parseExpiresAt(value: unknown, issues: Issues): number | null | undefined {
   if (value === null) return null;
   const ms = typeof value === 'string' ? parseIsoTimestamp(value) : undefined;
-  if (ms === undefined) return issues.add('/expiresAt', 'must be an ISO 8601 date-time (e.g. 2030-01-31T00:00:00Z) or null');
+  if (ms === undefined)
+    return issues.add('/expiresAt', 'must be an ISO 8601 date-time (e.g. 2030-01-31T00:00:00Z) or null');
   return ms;
 }
 

@@ -52,7 +52,11 @@ export function createLogStreamHandler(deps: { upstream: LlamaSwapClient; gatewa
     while (!closed.signal.aborted) {
       const history = first && withHistory;
       try {
-        const stream = await deps.upstream.logStream(source, { noHistory: !history, signal: closed.signal, timeoutMs: 10_000 });
+        const stream = await deps.upstream.logStream(source, {
+          noHistory: !history,
+          signal: closed.signal,
+          timeoutMs: 10_000,
+        });
         retryMs = RETRY_MIN_MS;
         let firstChunk = history;
         for await (const text of stream) {
@@ -78,5 +82,8 @@ function parseSource(raw: string | undefined): LogSource | 'gateway' {
   if (raw === undefined || raw === 'proxy') return 'proxy';
   if (raw === 'upstream' || raw === 'gateway') return raw;
   if (raw.startsWith('model:') && raw.length > 'model:'.length) return { model: raw.slice('model:'.length) };
-  throw new GatewayError('bad_request', { message: 'source must be proxy, upstream, gateway or model:<id>.', details: [{ path: '/source', message: `unknown source ${JSON.stringify(raw)}` }] });
+  throw new GatewayError('bad_request', {
+    message: 'source must be proxy, upstream, gateway or model:<id>.',
+    details: [{ path: '/source', message: `unknown source ${JSON.stringify(raw)}` }],
+  });
 }

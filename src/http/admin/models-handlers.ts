@@ -31,7 +31,12 @@ export function createModelHandlers(deps: { upstream: LlamaSwapClient; logger: L
     async upstreamStatus() {
       const health = await upstream.health();
       const version = health.ok ? await upstream.version().catch(() => null) : null;
-      return { reachable: health.ok, url: upstream.baseUrl.origin, version, error: health.ok ? null : (health.error ?? `llama-swap answered ${health.status}`) } satisfies UpstreamInfo;
+      return {
+        reachable: health.ok,
+        url: upstream.baseUrl.origin,
+        version,
+        error: health.ok ? null : (health.error ?? `llama-swap answered ${health.status}`),
+      } satisfies UpstreamInfo;
     },
 
     async list() {
@@ -51,7 +56,10 @@ export function createModelHandlers(deps: { upstream: LlamaSwapClient; logger: L
         logger.warn({ model: id, err: describeUpstreamError(error) }, 'model load failed');
         throw error;
       });
-      const early = await Promise.race([loading.then(() => 'ready' as const), new Promise<'starting'>((r) => setTimeout(() => r('starting'), 300))]).catch((error: unknown) => {
+      const early = await Promise.race([
+        loading.then(() => 'ready' as const),
+        new Promise<'starting'>((r) => setTimeout(() => r('starting'), 300)),
+      ]).catch((error: unknown) => {
         throw toGatewayError(error);
       });
       loading.catch(() => undefined);
@@ -103,7 +111,17 @@ export function mergeModels(models: ModelEntry[], running: RunningModel[]): Mode
   // Unlisted models are hidden from /v1/models but show up in /running while they run.
   for (const r of running) {
     if (seen.has(r.model)) continue;
-    out.push({ id: r.model, name: r.name || null, description: r.description || null, kind: 'model', aliases: [], peerId: null, unlisted: true, state: normaliseState(r.state), ttl: r.ttl });
+    out.push({
+      id: r.model,
+      name: r.name || null,
+      description: r.description || null,
+      kind: 'model',
+      aliases: [],
+      peerId: null,
+      unlisted: true,
+      state: normaliseState(r.state),
+      ttl: r.ttl,
+    });
   }
   return out.sort((a, b) => (a.kind === 'peer' ? 1 : 0) - (b.kind === 'peer' ? 1 : 0) || a.id.localeCompare(b.id));
 }
@@ -123,9 +141,14 @@ function describeUpstreamError(error: unknown): string {
 
 function toGatewayError(error: unknown): GatewayError {
   if (error instanceof UpstreamError) {
-    if (error.kind === 'http' && error.status === 404) return new GatewayError('not_found', { message: error.upstreamMessage ?? 'llama-swap does not know this model.' });
-    if (error.kind === 'timeout') return new GatewayError('upstream_timeout', { message: 'llama-swap did not answer in time.' });
-    if (error.kind === 'unreachable') return new GatewayError('upstream_unreachable', { message: describeUpstreamError(error) });
+    if (error.kind === 'http' && error.status === 404)
+      return new GatewayError('not_found', {
+        message: error.upstreamMessage ?? 'llama-swap does not know this model.',
+      });
+    if (error.kind === 'timeout')
+      return new GatewayError('upstream_timeout', { message: 'llama-swap did not answer in time.' });
+    if (error.kind === 'unreachable')
+      return new GatewayError('upstream_unreachable', { message: describeUpstreamError(error) });
     return new GatewayError('upstream_error', { status: error.status ?? 502, message: describeUpstreamError(error) });
   }
   return new GatewayError('internal_error', { cause: error });

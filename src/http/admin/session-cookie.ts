@@ -22,7 +22,10 @@ export function sessionCookie(trust: ProxyTrust): SessionCookie {
     ({ httpOnly: true, sameSite: 'strict', path: '/', secure: trust.protocol(request.raw) === 'https' }) as const;
   return {
     set(request, reply, token, maxAgeMs) {
-      void reply.setCookie(SESSION_COOKIE, token, { ...attributes(request), maxAge: Math.max(0, Math.floor(maxAgeMs / 1000)) });
+      void reply.setCookie(SESSION_COOKIE, token, {
+        ...attributes(request),
+        maxAge: Math.max(0, Math.floor(maxAgeMs / 1000)),
+      });
     },
     clear(request, reply) {
       void reply.clearCookie(SESSION_COOKIE, attributes(request));

@@ -47,7 +47,11 @@ export function createSessionHandlers(deps: SessionHandlerDeps): SessionHandlers
       const identity = await identifier.identify(request);
       // A cookie that no longer opens anything (expired, signed out elsewhere) is dropped.
       if (request.cookies[SESSION_COOKIE] !== undefined && identity?.via !== 'session') cookie.clear(request, reply);
-      return { authenticated: identity !== undefined, setupRequired: !(await account.hasPassword()), via: identity?.via ?? null } satisfies SessionInfo;
+      return {
+        authenticated: identity !== undefined,
+        setupRequired: !(await account.hasPassword()),
+        via: identity?.via ?? null,
+      } satisfies SessionInfo;
     },
 
     async setup(request, reply) {
@@ -61,7 +65,7 @@ export function createSessionHandlers(deps: SessionHandlerDeps): SessionHandlers
         throw new GatewayError('admin_forbidden', {
           message:
             claim === 'mismatch'
-              ? "The setup token is not valid. Use the link the gateway printed in its log at its last start."
+              ? 'The setup token is not valid. Use the link the gateway printed in its log at its last start.'
               : 'No setup token is active (it was used already). Restart the gateway to print a new setup link.',
         });
       }
@@ -73,7 +77,9 @@ export function createSessionHandlers(deps: SessionHandlerDeps): SessionHandlers
     async login(request, reply) {
       const body = readBody(request.body, ['password']);
       if (!(await account.hasPassword())) {
-        throw new GatewayError('admin_unauthorized', { message: 'No admin password is set yet: open the setup link printed in the gateway\'s log.' });
+        throw new GatewayError('admin_unauthorized', {
+          message: "No admin password is set yet: open the setup link printed in the gateway's log.",
+        });
       }
       if (!(await account.verifyPassword(body.password))) {
         throw new GatewayError('admin_unauthorized', { message: 'Wrong password.' });
@@ -91,7 +97,8 @@ export function createSessionHandlers(deps: SessionHandlerDeps): SessionHandlers
     async changePassword(request) {
       if (passwordFromSettings) {
         throw new GatewayError('conflict', {
-          message: 'The admin password is set by GATEHOUSE_ADMIN_PASSWORD (or its _FILE): change it there and restart the gateway.',
+          message:
+            'The admin password is set by GATEHOUSE_ADMIN_PASSWORD (or its _FILE): change it there and restart the gateway.',
         });
       }
       const body = readBody(request.body, ['currentPassword', 'newPassword']);
@@ -105,7 +112,10 @@ export function createSessionHandlers(deps: SessionHandlerDeps): SessionHandlers
       await account.setPassword(body.newPassword);
       const identity = request.adminIdentity;
       const ended = await sessions.endAllExcept(identity?.via === 'session' ? identity.sessionId : null);
-      request.log.warn({ event: 'admin_password_changed', sessions_ended: ended }, 'admin password changed; other sessions signed out');
+      request.log.warn(
+        { event: 'admin_password_changed', sessions_ended: ended },
+        'admin password changed; other sessions signed out',
+      );
       return {};
     },
   };
@@ -114,15 +124,28 @@ export function createSessionHandlers(deps: SessionHandlerDeps): SessionHandlers
 /** The named string fields of a JSON object body, or 422 listing every problem. */
 function readBody<K extends string>(body: unknown, fields: readonly K[]): Record<K, string> {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    throw new GatewayError('validation_failed', { message: 'The body must be a JSON object.', details: [{ path: '', message: 'must be an object' }] });
+    throw new GatewayError('validation_failed', {
+      message: 'The body must be a JSON object.',
+      details: [{ path: '', message: 'must be an object' }],
+    });
   }
   const record = body as Record<string, unknown>;
-  const details = fields.filter((f) => typeof record[f] !== 'string' || record[f] === '').map((f) => ({ path: `/${f}`, message: 'is required (a string)' }));
-  if (details.length > 0) throw new GatewayError('validation_failed', { message: `Missing or invalid: ${details.map((d) => d.path.slice(1)).join(', ')}.`, details });
+  const details = fields
+    .filter((f) => typeof record[f] !== 'string' || record[f] === '')
+    .map((f) => ({ path: `/${f}`, message: 'is required (a string)' }));
+  if (details.length > 0)
+    throw new GatewayError('validation_failed', {
+      message: `Missing or invalid: ${details.map((d) => d.path.slice(1)).join(', ')}.`,
+      details,
+    });
   return record as Record<K, string>;
 }
 
 function requireStrong(password: string, path: string): void {
   const problem = passwordProblem(password);
-  if (problem) throw new GatewayError('validation_failed', { message: `The new password ${problem}.`, details: [{ path, message: problem }] });
+  if (problem)
+    throw new GatewayError('validation_failed', {
+      message: `The new password ${problem}.`,
+      details: [{ path, message: problem }],
+    });
 }

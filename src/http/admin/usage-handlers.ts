@@ -20,20 +20,29 @@ export interface UsageHandlerDeps {
   store: UsageStore;
 }
 
-export function createUsageHandlers({ usage, store }: UsageHandlerDeps): { summary: Handler; requests: Handler; request: Handler } {
+export function createUsageHandlers({ usage, store }: UsageHandlerDeps): {
+  summary: Handler;
+  requests: Handler;
+  request: Handler;
+} {
   return {
     async summary(request) {
       const query = request.query as Record<string, unknown>;
       const issues = new Issues();
       checkKnown(query, ['range', 'groupBy'], issues);
       const range = query.range ?? '24h';
-      if (typeof range !== 'string' || !(range in SUMMARY_RANGES)) issues.add('/range', `must be one of ${Object.keys(SUMMARY_RANGES).join(', ')}`);
+      if (typeof range !== 'string' || !(range in SUMMARY_RANGES))
+        issues.add('/range', `must be one of ${Object.keys(SUMMARY_RANGES).join(', ')}`);
       const groupBy = query.groupBy;
-      if (groupBy !== undefined && groupBy !== 'key' && groupBy !== 'model') issues.add('/groupBy', 'must be key or model');
+      if (groupBy !== undefined && groupBy !== 'key' && groupBy !== 'model')
+        issues.add('/groupBy', 'must be key or model');
       issues.throwIfAny();
       // So the calls of the last half second are in (rows are written in batches).
       await usage.flush();
-      return usage.summary(range as SummaryRange, (groupBy ?? null) as SummaryGroupBy | null) satisfies Promise<UsageSummary>;
+      return usage.summary(
+        range as SummaryRange,
+        (groupBy ?? null) as SummaryGroupBy | null,
+      ) satisfies Promise<UsageSummary>;
     },
 
     async requests(request) {
@@ -53,14 +62,24 @@ export function createUsageHandlers({ usage, store }: UsageHandlerDeps): { summa
       const rows = await store.list({ keyId, model, status, from, to, after, limit: limit + 1 });
       const page = rows.slice(0, limit);
       const last = page.at(-1);
-      return { requests: page.map(toRequestView), nextCursor: rows.length > limit && last ? encodeCursor({ at: last.at, id: last.id }) : null } satisfies UsageRequestPage;
+      return {
+        requests: page.map(toRequestView),
+        nextCursor: rows.length > limit && last ? encodeCursor({ at: last.at, id: last.id }) : null,
+      } satisfies UsageRequestPage;
     },
 
     async request(request) {
       const id = (request.params as { id?: unknown } | undefined)?.id;
       const record = typeof id === 'string' ? await store.get(id) : undefined;
-      if (!record) throw new GatewayError('not_found', { message: `No usage record with id ${JSON.stringify(id ?? '')}.` });
-      return { request: { ...toRequestView({ ...record, captured: record.requestBody !== null || record.responseBody !== null }), requestBody: record.requestBody, responseBody: record.responseBody } } satisfies UsageRequestFound;
+      if (!record)
+        throw new GatewayError('not_found', { message: `No usage record with id ${JSON.stringify(id ?? '')}.` });
+      return {
+        request: {
+          ...toRequestView({ ...record, captured: record.requestBody !== null || record.responseBody !== null }),
+          requestBody: record.requestBody,
+          responseBody: record.responseBody,
+        },
+      } satisfies UsageRequestFound;
     },
   };
 }
@@ -154,7 +173,8 @@ function optionalString(query: Record<string, unknown>, name: string, issues: Is
 }
 
 function checkKnown(query: Record<string, unknown>, known: string[], issues: Issues): void {
-  for (const name of Object.keys(query)) if (!known.includes(name)) issues.add(`/${name}`, `unknown parameter; expected one of ${known.join(', ')}`);
+  for (const name of Object.keys(query))
+    if (!known.includes(name)) issues.add(`/${name}`, `unknown parameter; expected one of ${known.join(', ')}`);
 }
 
 class Issues {
@@ -164,7 +184,10 @@ class Issues {
   }
   throwIfAny(): void {
     if (this.#list.length > 0) {
-      throw new GatewayError('validation_failed', { message: `Invalid query: ${this.#list.map((i) => `${i.path.slice(1)} ${i.message}`).join('; ')}.`, details: this.#list });
+      throw new GatewayError('validation_failed', {
+        message: `Invalid query: ${this.#list.map((i) => `${i.path.slice(1)} ${i.message}`).join('; ')}.`,
+        details: this.#list,
+      });
     }
   }
 }

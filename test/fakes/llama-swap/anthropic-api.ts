@@ -39,7 +39,11 @@ export async function messages(g: GenerationRequest): Promise<void> {
         usage: { input_tokens: inputTokens, output_tokens: 0 },
       },
     }),
-    namedFrame('content_block_start', { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }),
+    namedFrame('content_block_start', {
+      type: 'content_block_start',
+      index: 0,
+      content_block: { type: 'text', text: '' },
+    }),
     ...completionPieces(g.modelId, n).map((text) =>
       namedFrame('content_block_delta', { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text } }),
     ),

@@ -30,7 +30,8 @@ export function handleListModels(ctx: RequestContext): void {
     data.push(modelRecord(m.id, m, created, internal, status));
     if (cfg.includeAliasesInList) {
       for (const alias of m.aliases) {
-        if (alias.trim() !== '') data.push(modelRecord(alias.trim(), m, created, { type: 'alias', modelID: m.id }, status));
+        if (alias.trim() !== '')
+          data.push(modelRecord(alias.trim(), m, created, { type: 'alias', modelID: m.id }, status));
       }
     }
   }
@@ -54,7 +55,13 @@ export function handleListModels(ctx: RequestContext): void {
 
 const CAPABILITY_METADATA_KEYS = ['architecture', 'capabilities', 'supported_parameters', 'context_length'];
 
-function modelRecord(id: string, m: ModelConfig, created: number, internal: Record<string, unknown>, status: { value: string }) {
+function modelRecord(
+  id: string,
+  m: ModelConfig,
+  created: number,
+  internal: Record<string, unknown>,
+  status: { value: string },
+) {
   const rec: Record<string, unknown> = { id, object: 'model', created, owned_by: 'llama-swap' };
   if (m.name.trim()) rec.name = m.name.trim();
   if (m.description.trim()) rec.description = m.description.trim();
@@ -76,7 +83,11 @@ function renderCapabilities(c: ModelCapabilities | undefined): { fields: Record<
   const input = Array.isArray(c.in) ? c.in : [];
   const output = Array.isArray(c.out) ? c.out : [];
   if (input.length > 0 || output.length > 0) {
-    fields.architecture = { input_modalities: input, output_modalities: output, modality: `${input.join('+')}->${output.join('+')}` };
+    fields.architecture = {
+      input_modalities: input,
+      output_modalities: output,
+      modality: `${input.join('+')}->${output.join('+')}`,
+    };
   }
   const flags: Record<string, boolean> = {
     vision: input.includes('image'),
@@ -127,9 +138,10 @@ export function handleProfiles(ctx: RequestContext): void {
 /** The simulator has no profiles: `null` is accepted, any name is unknown. */
 export function handleSetActiveProfile(ctx: RequestContext): void {
   const body = parseJsonLoose(ctx.body);
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) return ctx.sendError(400, 'invalid profile request');
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    return ctx.sendError(400, 'invalid profile request');
   if (!('name' in body)) return ctx.sendError(400, 'profile name is required');
-  const name = (body).name;
+  const name = body.name;
   if (name === null || name === '') return sendGoJson(ctx.res, 200, { active: null });
   if (typeof name !== 'string') return ctx.sendError(400, 'profile name must be a string or null');
   ctx.sendError(404, `profile not found: ${name}`);
@@ -184,7 +196,12 @@ export function handleUpstreamRoot(ctx: RequestContext): void {
 }
 
 export function handleUi(ctx: RequestContext): void {
-  sendText(ctx.res, 200, '<!doctype html><html><head><title>llama-swap</title></head><body>llama-swap simulator UI</body></html>', 'text/html; charset=utf-8');
+  sendText(
+    ctx.res,
+    200,
+    '<!doctype html><html><head><title>llama-swap</title></head><body>llama-swap simulator UI</body></html>',
+    'text/html; charset=utf-8',
+  );
 }
 
 export function handleFavicon(ctx: RequestContext): void {

@@ -135,7 +135,8 @@ function buildConfig(raw: Record<string, unknown>): SimConfig {
     if (ttl === -1) ttl = globalTTL;
     if (ttl < 0) throw new ConfigError(`model ${id}: ttl must be greater than or equal to 0`);
 
-    const concurrencyLimit = m.concurrencyLimit === undefined ? 0 : num(m.concurrencyLimit, `models.${id}.concurrencyLimit`);
+    const concurrencyLimit =
+      m.concurrencyLimit === undefined ? 0 : num(m.concurrencyLimit, `models.${id}.concurrencyLimit`);
     models.set(id, {
       id,
       cmd,
@@ -148,7 +149,7 @@ function buildConfig(raw: Record<string, unknown>): SimConfig {
       useModelName: typeof m.useModelName === 'string' ? m.useModelName : '',
       concurrencyLimit: concurrencyLimit > 0 ? concurrencyLimit : 10,
       metadata: isRecord(m.metadata) ? m.metadata : {},
-      capabilities: isRecord(m.capabilities) ? (m.capabilities) : undefined,
+      capabilities: isRecord(m.capabilities) ? m.capabilities : undefined,
       groupId: DEFAULT_GROUP,
     });
   }
@@ -202,7 +203,8 @@ function readGroups(raw: unknown, models: Map<string, ModelConfig>): Map<string,
       for (const member of members) {
         const other = seen.get(member);
         if (other === gid) throw new ConfigError(`duplicate model member ${member} found in group: ${gid}`);
-        if (other !== undefined) throw new ConfigError(`model member ${member} is used in multiple groups: ${other} and ${gid}`);
+        if (other !== undefined)
+          throw new ConfigError(`model member ${member} is used in multiple groups: ${other} and ${gid}`);
         seen.set(member, gid);
         // llama-swap fails this when building the server ("failed to build new server during reload").
         if (!models.has(member)) throw new ConfigError(`group ${gid}: member ${member} is not a configured model`);
@@ -222,11 +224,21 @@ function readGroups(raw: unknown, models: Map<string, ModelConfig>): Map<string,
     if (gid !== undefined) model.groupId = gid;
     else defaultMembers.push(id);
   }
-  groups.set(DEFAULT_GROUP, { id: DEFAULT_GROUP, members: defaultMembers, swap: true, exclusive: true, persistent: false });
+  groups.set(DEFAULT_GROUP, {
+    id: DEFAULT_GROUP,
+    members: defaultMembers,
+    swap: true,
+    exclusive: true,
+    persistent: false,
+  });
   return groups;
 }
 
-function readPeers(raw: unknown, models: Map<string, ModelConfig>, aliases: Map<string, string>): Map<string, PeerConfig> {
+function readPeers(
+  raw: unknown,
+  models: Map<string, ModelConfig>,
+  aliases: Map<string, string>,
+): Map<string, PeerConfig> {
   const peers = new Map<string, PeerConfig>();
   if (raw === undefined || raw === null) return peers;
   if (!isRecord(raw)) throw new ConfigError('peers must be a mapping');
@@ -246,7 +258,8 @@ function readPeers(raw: unknown, models: Map<string, ModelConfig>, aliases: Map<
     for (const modelId of peerModels) {
       const fqn = `${pid}/${modelId}`;
       if (fqns.has(fqn)) throw new ConfigError(`peer ${pid}: duplicate peer model ${fqn}`);
-      if (models.has(fqn) || aliases.has(fqn)) throw new ConfigError(`peer ${pid}: peer model ${fqn} conflicts with a local model or alias`);
+      if (models.has(fqn) || aliases.has(fqn))
+        throw new ConfigError(`peer ${pid}: peer model ${fqn} conflicts with a local model or alias`);
       fqns.add(fqn);
     }
     peers.set(pid, {
@@ -264,8 +277,10 @@ function readMacros(raw: unknown, where: string): Map<string, string> {
   if (raw === undefined || raw === null) return out;
   if (!isRecord(raw)) throw new ConfigError(`${where} must be a mapping`);
   for (const [name, value] of Object.entries(raw)) {
-    if (!/^[a-zA-Z0-9_-]+$/.test(name) || name.length >= 64) throw new ConfigError(`${where}: invalid macro name "${name}"`);
-    if (name === 'PID' || name === 'PORT' || name === 'MODEL_ID') throw new ConfigError(`${where}: macro name "${name}" is reserved`);
+    if (!/^[a-zA-Z0-9_-]+$/.test(name) || name.length >= 64)
+      throw new ConfigError(`${where}: invalid macro name "${name}"`);
+    if (name === 'PID' || name === 'PORT' || name === 'MODEL_ID')
+      throw new ConfigError(`${where}: macro name "${name}" is reserved`);
     if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') {
       throw new ConfigError(`${where}: macro "${name}" must be a scalar value`);
     }
@@ -311,8 +326,7 @@ function strList(v: unknown, where: string): string[] {
 }
 
 export type ResolvedModel =
-  | { kind: 'local'; id: string }
-  | { kind: 'peer'; peerId: string; modelId: string; fqn: string };
+  { kind: 'local'; id: string } | { kind: 'peer'; peerId: string; modelId: string; fqn: string };
 
 /** `RealModelName`: a model ID, then an alias (an alias equal to another model's ID loses). */
 export function realModelName(cfg: SimConfig, name: string): string | undefined {
@@ -334,6 +348,7 @@ export function resolveModel(cfg: SimConfig, name: string): ResolvedModel | unde
     if (peer && peer.models.includes(modelId)) return { kind: 'peer', peerId: peer.id, modelId, fqn: name };
   }
   const owners = [...cfg.peers.values()].filter((p) => p.models.includes(name));
-  if (owners.length === 1 && owners[0]) return { kind: 'peer', peerId: owners[0].id, modelId: name, fqn: `${owners[0].id}/${name}` };
+  if (owners.length === 1 && owners[0])
+    return { kind: 'peer', peerId: owners[0].id, modelId: name, fqn: `${owners[0].id}/${name}` };
   return undefined;
 }

@@ -59,8 +59,11 @@ export class GoMux<H> {
     if (byPath.length === 0 && !escapedPath.endsWith('/')) {
       // A subtree root named without its trailing slash redirects (`/ui` → `/ui/`).
       const withSlash = (escapedPath + '/').slice(1).split('/');
-      const subtree = this.routes.some((r) => r.segments.at(-1)?.kind === 'multi' && matchSegments(r.segments, withSlash) !== undefined);
-      if (subtree) return { kind: 'redirect', location: escapedPath + '/' + (rawQuery ? `?${rawQuery}` : ''), status: 301 };
+      const subtree = this.routes.some(
+        (r) => r.segments.at(-1)?.kind === 'multi' && matchSegments(r.segments, withSlash) !== undefined,
+      );
+      if (subtree)
+        return { kind: 'redirect', location: escapedPath + '/' + (rawQuery ? `?${rawQuery}` : ''), status: 301 };
     }
     if (byPath.length > 0) {
       const methods = new Set<string>();
@@ -159,7 +162,12 @@ function cleanPath(p: string): string {
 }
 
 /** Go's `http.Error`: plain text, nosniff, trailing newline. */
-export function goHttpError(res: ServerResponse, status: number, text: string, headers: Record<string, string> = {}): void {
+export function goHttpError(
+  res: ServerResponse,
+  status: number,
+  text: string,
+  headers: Record<string, string> = {},
+): void {
   const body = `${text}\n`;
   res.writeHead(status, {
     ...headers,
@@ -176,7 +184,11 @@ const STATUS_TEXT: Record<number, string> = { 301: 'Moved Permanently', 302: 'Fo
 export function goRedirect(res: ServerResponse, method: string, location: string, status: 301 | 302 | 308): void {
   if (method === 'GET' || method === 'HEAD') {
     const body = `<a href="${escapeHtml(location)}">${STATUS_TEXT[status]}</a>.\n\n`;
-    res.writeHead(status, { Location: location, 'Content-Type': 'text/html; charset=utf-8', 'Content-Length': Buffer.byteLength(body) });
+    res.writeHead(status, {
+      Location: location,
+      'Content-Type': 'text/html; charset=utf-8',
+      'Content-Length': Buffer.byteLength(body),
+    });
     res.end(body);
   } else {
     res.writeHead(status, { Location: location, 'Content-Length': 0 });

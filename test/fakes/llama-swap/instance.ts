@@ -102,7 +102,14 @@ export class Instance {
     const peers: ModelStatusEntry[] = [];
     for (const peer of this.cfg.peers.values()) {
       for (const modelId of peer.models) {
-        peers.push({ id: `${peer.id}/${modelId}`, name: '', description: '', state: '', unlisted: false, peerID: peer.id });
+        peers.push({
+          id: `${peer.id}/${modelId}`,
+          name: '',
+          description: '',
+          state: '',
+          unlisted: false,
+          peerID: peer.id,
+        });
       }
     }
     return [...local, ...peers];

@@ -5,7 +5,14 @@
 import { countTokens, messages } from './anthropic-api.js';
 import { embeddings, images, llamaServerError, rerank, sdapi, speech, transcription, voices } from './media-api.js';
 import { parseJsonLoose } from './model-request.js';
-import { chatCompletions, completions, JSON_HEADERS, nativeCompletion, responses, type GenerationRequest } from './openai-api.js';
+import {
+  chatCompletions,
+  completions,
+  JSON_HEADERS,
+  nativeCompletion,
+  responses,
+  type GenerationRequest,
+} from './openai-api.js';
 import { respondBody, type ResponderContext } from './stream.js';
 
 export interface InferenceCall {
@@ -75,14 +82,21 @@ export async function serveInference(call: InferenceCall): Promise<void> {
           ctx,
           200,
           JSON_HEADERS,
-          JSON.stringify({ default_generation_settings: { n_ctx: 4096 }, total_slots: 1, model_path: `/models/${call.modelId}.gguf` }),
+          JSON.stringify({
+            default_generation_settings: { n_ctx: 4096 },
+            total_slots: 1,
+            model_path: `/models/${call.modelId}.gguf`,
+          }),
         );
       case '/models':
         return respondBody(
           ctx,
           200,
           JSON_HEADERS,
-          JSON.stringify({ object: 'list', data: [{ id: call.modelId, object: 'model', created: Math.floor(Date.now() / 1000), owned_by: 'llamacpp' }] }),
+          JSON.stringify({
+            object: 'list',
+            data: [{ id: call.modelId, object: 'model', created: Math.floor(Date.now() / 1000), owned_by: 'llamacpp' }],
+          }),
         );
       case '/audio/voices':
         return voices(generation({}));

@@ -7,10 +7,16 @@ import { parseMultipart } from './multipart.js';
 import { JSON_HEADERS, type GenerationRequest } from './openai-api.js';
 import { respondBody, type ResponderContext } from './stream.js';
 
-const json = (ctx: ResponderContext, status: number, value: unknown) => respondBody(ctx, status, JSON_HEADERS, JSON.stringify(value));
+const json = (ctx: ResponderContext, status: number, value: unknown) =>
+  respondBody(ctx, status, JSON_HEADERS, JSON.stringify(value));
 
 /** llama-server's own error shape (never carries `src`). */
-export function llamaServerError(ctx: ResponderContext, status: number, message: string, type = 'invalid_request_error') {
+export function llamaServerError(
+  ctx: ResponderContext,
+  status: number,
+  message: string,
+  type = 'invalid_request_error',
+) {
   return json(ctx, status, { error: { code: status, message, type } });
 }
 
@@ -29,7 +35,9 @@ export async function embeddings(g: GenerationRequest): Promise<void> {
 
 export async function rerank(g: GenerationRequest): Promise<void> {
   const query = typeof g.body.query === 'string' ? g.body.query : undefined;
-  const docs = Array.isArray(g.body.documents) ? g.body.documents.map((d) => (typeof d === 'string' ? d : String((d as { text?: unknown })?.text ?? ''))) : undefined;
+  const docs = Array.isArray(g.body.documents)
+    ? g.body.documents.map((d) => (typeof d === 'string' ? d : String((d as { text?: unknown })?.text ?? '')))
+    : undefined;
   if (query === undefined || !docs) return llamaServerError(g.ctx, 400, '"query" and "documents" are required');
   const topN = typeof g.body.top_n === 'number' ? g.body.top_n : docs.length;
   const results = docs

@@ -15,7 +15,12 @@ export interface ExtractedModel {
 }
 
 /** Returns `undefined` when no model can be identified (→ 404 `no model id could be identified`). */
-export function extractModel(method: string, contentType: string, rawQuery: string, body: Buffer): ExtractedModel | undefined {
+export function extractModel(
+  method: string,
+  contentType: string,
+  rawQuery: string,
+  body: Buffer,
+): ExtractedModel | undefined {
   let reading: ModelReading;
   let stream = false;
   if (method === 'GET') {
@@ -34,7 +39,9 @@ export function extractModel(method: string, contentType: string, rawQuery: stri
 
 /** `r.FormValue("stream") == "true"` for the simple bodies the simulator's tests send. */
 function formStream(contentType: string, rawQuery: string, body: Buffer): boolean {
-  const fromBody = contentType.startsWith('application/x-www-form-urlencoded') ? new URLSearchParams(body.toString('utf8')).get('stream') : null;
+  const fromBody = contentType.startsWith('application/x-www-form-urlencoded')
+    ? new URLSearchParams(body.toString('utf8')).get('stream')
+    : null;
   return (fromBody ?? new URLSearchParams(rawQuery).get('stream')) === 'true';
 }
 

@@ -18,7 +18,12 @@ const NEVER = new AbortController().signal;
 /** POST/GET model routes: extract, resolve, forward. */
 export async function handleModelRoute(ctx: RequestContext): Promise<void> {
   const url = ctx.req.url ?? '';
-  const extracted = extractModel(ctx.req.method ?? 'GET', ctx.req.headers['content-type'] ?? '', url.includes('?') ? url.slice(url.indexOf('?') + 1) : '', ctx.body);
+  const extracted = extractModel(
+    ctx.req.method ?? 'GET',
+    ctx.req.headers['content-type'] ?? '',
+    url.includes('?') ? url.slice(url.indexOf('?') + 1) : '',
+    ctx.body,
+  );
   if (!extracted) return ctx.sendError(404, 'no model id could be identified');
   ctx.rec.model = extracted.model;
   const target = resolveModel(ctx.inst.cfg, extracted.model);
@@ -83,19 +88,37 @@ function findModelInPath(cfg: SimConfig, escaped: string): PathMatch | undefined
     const name = nameParts.join('/');
     const target = resolveModel(cfg, name);
     if (target) {
-      best = { searchName: name, escapedName: escapedParts.join('/'), target, rest: i + 1 < segs.length ? segs.slice(i + 1).join('/') : undefined };
+      best = {
+        searchName: name,
+        escapedName: escapedParts.join('/'),
+        target,
+        rest: i + 1 < segs.length ? segs.slice(i + 1).join('/') : undefined,
+      };
     }
   });
   return best;
 }
 
-async function forward(ctx: RequestContext, target: ResolvedModel, upstreamPath: string, modelRoute: boolean): Promise<void> {
+async function forward(
+  ctx: RequestContext,
+  target: ResolvedModel,
+  upstreamPath: string,
+  modelRoute: boolean,
+): Promise<void> {
   const { sim, req, res } = ctx;
   const method = req.method ?? 'GET';
   const call = (modelId: string, modelOverride: string | undefined, cut: AbortSignal) => {
     const rctx: ResponderContext = { req, res, rec: ctx.rec, knobs: sim.knobs, clientGone: ctx.clientGone, cut };
     return serveThroughKnobs(rctx, () =>
-      serveInference({ ctx: rctx, method, path: upstreamPath, modelId, modelOverride, rawBody: ctx.body, contentType: req.headers['content-type'] ?? '' }),
+      serveInference({
+        ctx: rctx,
+        method,
+        path: upstreamPath,
+        modelId,
+        modelOverride,
+        rawBody: ctx.body,
+        contentType: req.headers['content-type'] ?? '',
+      }),
     );
   };
 
@@ -123,7 +146,10 @@ async function forward(ctx: RequestContext, target: ResolvedModel, upstreamPath:
   try {
     const cut = inflight ? AbortSignal.any([lease.cut, inflight.cancelled]) : lease.cut;
     await call(target.id, model.useModelName || undefined, cut);
-    ctx.inst.modelLog(target.id, `srv  log_server_r: request: ${method} ${upstreamPath} ${ctx.remoteIp} ${res.statusCode}\n`);
+    ctx.inst.modelLog(
+      target.id,
+      `srv  log_server_r: request: ${method} ${upstreamPath} ${ctx.remoteIp} ${res.statusCode}\n`,
+    );
   } finally {
     lease.release();
     inflight?.done();

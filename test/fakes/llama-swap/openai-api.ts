@@ -30,7 +30,8 @@ export const JSON_HEADERS: Readonly<Record<string, string>> = Object.freeze({
 });
 
 const dataFrame = (value: unknown): string => `data: ${JSON.stringify(value)}\n\n`;
-export const namedFrame = (event: string, value: unknown): string => `event: ${event}\ndata: ${JSON.stringify(value)}\n\n`;
+export const namedFrame = (event: string, value: unknown): string =>
+  `event: ${event}\ndata: ${JSON.stringify(value)}\n\n`;
 const DONE_FRAME = 'data: [DONE]\n\n';
 
 const FINGERPRINT = 'b6000-simulated';
@@ -59,7 +60,13 @@ export async function chatCompletions(g: GenerationRequest): Promise<void> {
   const p = plan(g);
   const id = `chatcmpl-sim${g.ctx.rec.seq}`;
   const created = nowSeconds();
-  const base = { created, id, model: g.responseModel, system_fingerprint: FINGERPRINT, object: 'chat.completion.chunk' };
+  const base = {
+    created,
+    id,
+    model: g.responseModel,
+    system_fingerprint: FINGERPRINT,
+    object: 'chat.completion.chunk',
+  };
   if (g.body.stream !== true) {
     const body = {
       choices: [{ finish_reason: p.finishReason, index: 0, message: { role: 'assistant', content: p.text } }],
@@ -98,7 +105,10 @@ export async function completions(g: GenerationRequest): Promise<void> {
     return respondBody(g.ctx, 200, JSON_HEADERS, JSON.stringify(body), p.n);
   }
   const chunks: Record<string, unknown>[] = [
-    ...p.pieces.map((piece) => ({ choices: [{ text: piece, index: 0, logprobs: null, finish_reason: null }], ...base })),
+    ...p.pieces.map((piece) => ({
+      choices: [{ text: piece, index: 0, logprobs: null, finish_reason: null }],
+      ...base,
+    })),
     { choices: [{ text: '', index: 0, logprobs: null, finish_reason: p.finishReason }], ...base },
   ];
   if (p.includeUsage) chunks.push({ choices: [], ...base, usage: p.usage });
@@ -123,7 +133,15 @@ export async function responses(g: GenerationRequest): Promise<void> {
     output:
       text === undefined
         ? []
-        : [{ type: 'message', id: msgId, status: 'completed', role: 'assistant', content: [{ type: 'output_text', text, annotations: [] }] }],
+        : [
+            {
+              type: 'message',
+              id: msgId,
+              status: 'completed',
+              role: 'assistant',
+              content: [{ type: 'output_text', text, annotations: [] }],
+            },
+          ],
     usage: text === undefined ? null : usage,
   });
   if (g.body.stream !== true) {
@@ -131,7 +149,11 @@ export async function responses(g: GenerationRequest): Promise<void> {
   }
   let n = 0;
   const frames = [
-    namedFrame('response.created', { type: 'response.created', sequence_number: n++, response: response('in_progress', undefined) }),
+    namedFrame('response.created', {
+      type: 'response.created',
+      sequence_number: n++,
+      response: response('in_progress', undefined),
+    }),
     ...p.pieces.map((delta) =>
       namedFrame('response.output_text.delta', {
         type: 'response.output_text.delta',
@@ -142,7 +164,11 @@ export async function responses(g: GenerationRequest): Promise<void> {
         delta,
       }),
     ),
-    namedFrame('response.completed', { type: 'response.completed', sequence_number: n++, response: response('completed', p.text) }),
+    namedFrame('response.completed', {
+      type: 'response.completed',
+      sequence_number: n++,
+      response: response('completed', p.text),
+    }),
   ];
   return respondFrames(g.ctx, { ...SSE_HEADERS }, frames);
 }

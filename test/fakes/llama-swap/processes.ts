@@ -56,7 +56,14 @@ export class ProcessManager {
     private readonly hooks: ProcessHooks,
   ) {
     for (const [id, model] of cfg.models) {
-      this.procs.set(id, { cfg: model, state: 'stopped', leases: new Set(), loadAbort: undefined, stopPromise: undefined, ttlTimer: undefined });
+      this.procs.set(id, {
+        cfg: model,
+        state: 'stopped',
+        leases: new Set(),
+        loadAbort: undefined,
+        stopPromise: undefined,
+        ttlTimer: undefined,
+      });
     }
   }
 
@@ -90,7 +97,13 @@ export class ProcessManager {
     if (this.closed) return Promise.reject(new SimHttpError(500, 'unspecific error: group is shutting down'));
     const queued = this.queue.filter((w) => w.model === model).length;
     if (proc.leases.size + queued >= proc.cfg.concurrencyLimit) {
-      return Promise.reject(new SimHttpError(429, 'Too many requests', { headers: { 'Retry-After': '1' }, alwaysJson: true, code: 'concurrency_limit' }));
+      return Promise.reject(
+        new SimHttpError(429, 'Too many requests', {
+          headers: { 'Retry-After': '1' },
+          alwaysJson: true,
+          code: 'concurrency_limit',
+        }),
+      );
     }
     return new Promise<Lease>((resolve, reject) => {
       const onAbort = () => {
@@ -113,7 +126,9 @@ export class ProcessManager {
 
   /** Stop the given models (all when omitted); resolves once they are stopped. */
   async unload(models?: string[]): Promise<void> {
-    const targets = models ? models.map((m) => this.procs.get(m)).filter((p): p is Proc => p !== undefined) : [...this.procs.values()];
+    const targets = models
+      ? models.map((m) => this.procs.get(m)).filter((p): p is Proc => p !== undefined)
+      : [...this.procs.values()];
     const affected = new Set(targets.filter((p) => p.state !== 'stopped').map((p) => p.cfg.id));
     this.rejectWaiters((w) => affected.has(w.model), new SimHttpError(500, 'unspecific error: group: model unloaded'));
     await Promise.all(targets.map((p) => this.stop(p)));
@@ -165,7 +180,9 @@ export class ProcessManager {
 
   /** Move a stopped model towards `ready`: evict what conflicts once it is idle, then start. */
   private progress(proc: Proc): void {
-    const conflicting = [...this.procs.values()].filter((p) => p.state !== 'stopped' && this.evicts(proc.cfg.id, p.cfg.id));
+    const conflicting = [...this.procs.values()].filter(
+      (p) => p.state !== 'stopped' && this.evicts(proc.cfg.id, p.cfg.id),
+    );
     if (conflicting.some((p) => p.state === 'starting' || p.state === 'stopping' || p.leases.size > 0)) return;
     if (conflicting.length > 0) {
       for (const p of conflicting) void this.stop(p);
@@ -219,8 +236,11 @@ export class ProcessManager {
     this.hooks.proxyLog('INFO', `<${id}> Executing start command: ${proc.cfg.cmd}`);
     const port = new URL(proc.cfg.proxy).port || '80';
     const modelPath = /-m\s+(\S+)/.exec(proc.cfg.cmd)?.[1] ?? `/models/${id}.gguf`;
-    this.hooks.modelLog(id, `build: 6000 (simulated) with cc (GCC) for x86_64-linux-gnu\nllama_model_loader: loaded meta data ` +
-        `from ${modelPath}\n`);
+    this.hooks.modelLog(
+      id,
+      `build: 6000 (simulated) with cc (GCC) for x86_64-linux-gnu\nllama_model_loader: loaded meta data ` +
+        `from ${modelPath}\n`,
+    );
     const completed = await sleep(knobs.loadDelayMs, proc.loadAbort.signal);
     proc.loadAbort = undefined;
     if (!completed) return; // stop() took over
@@ -233,7 +253,10 @@ export class ProcessManager {
       this.pump();
       return;
     }
-    this.hooks.modelLog(id, `main: server is listening on http://127.0.0.1:${port} - starting the main loop\nsrv  update_slots: all slots are idle\n`);
+    this.hooks.modelLog(
+      id,
+      `main: server is listening on http://127.0.0.1:${port} - starting the main loop\nsrv  update_slots: all slots are idle\n`,
+    );
     this.hooks.proxyLog('INFO', `<${id}> Health check passed on ${proc.cfg.proxy}/health`);
     this.setState(proc, 'ready');
     this.pump();

@@ -119,10 +119,10 @@ export class Recorder {
     const end = res.end.bind(res) as (...args: unknown[]) => ServerResponse;
     const writeHead = res.writeHead.bind(res) as (...args: unknown[]) => ServerResponse;
     const tap = rec.method !== 'HEAD';
-    res.writeHead = ((...args: unknown[]) => {
+    res.writeHead = (...args: unknown[]) => {
       rec.status = args[0] as number;
       return writeHead(...args);
-    });
+    };
     res.write = ((...args: unknown[]) => {
       if (tap) rec.append(args[0], args[1]);
       const ok = write(...args);

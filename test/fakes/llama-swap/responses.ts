@@ -7,17 +7,30 @@ import type { Knobs } from './types.js';
 
 /** `json.Marshal`: HTML-significant characters escaped like Go does. */
 export function goJson(value: unknown): string {
-  return JSON.stringify(value).replace(/[<>&\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return JSON.stringify(value).replace(
+    /[<>&\u2028\u2029]/g,
+    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+  );
 }
 
 /** `json.NewEncoder(w).Encode(v)`: like `goJson` plus a trailing newline. */
-export function sendGoJson(res: ServerResponse, status: number, value: unknown, headers: Record<string, string> = {}): void {
+export function sendGoJson(
+  res: ServerResponse,
+  status: number,
+  value: unknown,
+  headers: Record<string, string> = {},
+): void {
   const body = goJson(value) + '\n';
   res.writeHead(status, { ...headers, 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) });
   res.end(body);
 }
 
-export function sendText(res: ServerResponse, status: number, text: string, contentType = 'text/plain; charset=utf-8'): void {
+export function sendText(
+  res: ServerResponse,
+  status: number,
+  text: string,
+  contentType = 'text/plain; charset=utf-8',
+): void {
   res.writeHead(status, { 'Content-Type': contentType, 'Content-Length': Buffer.byteLength(text) });
   res.end(text);
 }
@@ -25,20 +38,37 @@ export function sendText(res: ServerResponse, status: number, text: string, cont
 /** Status → (type, code) of `httperror.go`. */
 function errorTypeForStatus(status: number): { type: string; code: string } {
   switch (status) {
-    case 400: return { type: 'invalid_request_error', code: 'bad_request' };
-    case 401: return { type: 'authentication_error', code: 'unauthorized' };
-    case 403: return { type: 'authentication_error', code: 'forbidden' };
-    case 404: return { type: 'invalid_request_error', code: 'not_found' };
-    case 409: return { type: 'invalid_request_error', code: 'conflict' };
-    case 429: return { type: 'rate_limit_error', code: 'rate_limit_exceeded' };
-    case 502: return { type: 'server_error', code: 'bad_gateway' };
-    case 503: return { type: 'server_error', code: 'service_unavailable' };
-    case 504: return { type: 'server_error', code: 'gateway_timeout' };
-    default: return status < 500 ? { type: 'invalid_request_error', code: 'invalid_request' } : { type: 'server_error', code: 'internal_error' };
+    case 400:
+      return { type: 'invalid_request_error', code: 'bad_request' };
+    case 401:
+      return { type: 'authentication_error', code: 'unauthorized' };
+    case 403:
+      return { type: 'authentication_error', code: 'forbidden' };
+    case 404:
+      return { type: 'invalid_request_error', code: 'not_found' };
+    case 409:
+      return { type: 'invalid_request_error', code: 'conflict' };
+    case 429:
+      return { type: 'rate_limit_error', code: 'rate_limit_exceeded' };
+    case 502:
+      return { type: 'server_error', code: 'bad_gateway' };
+    case 503:
+      return { type: 'server_error', code: 'service_unavailable' };
+    case 504:
+      return { type: 'server_error', code: 'gateway_timeout' };
+    default:
+      return status < 500
+        ? { type: 'invalid_request_error', code: 'invalid_request' }
+        : { type: 'server_error', code: 'internal_error' };
   }
 }
 
-function errorBody(shape: Knobs['errorShape'], status: number, message: string, code?: string): Record<string, unknown> {
+function errorBody(
+  shape: Knobs['errorShape'],
+  status: number,
+  message: string,
+  code?: string,
+): Record<string, unknown> {
   if (shape === 'legacy') return { src: 'llama-swap', error: message };
   const t = errorTypeForStatus(status);
   return { src: 'llama-swap', error: { message, type: t.type, param: null, code: code ?? t.code } };
@@ -92,5 +122,10 @@ export class SimHttpError extends Error {
 }
 
 function escapeHtml(s: string): string {
-  return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&#34;').replace(/'/g, '&#39;');
+  return s
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;')
+    .replace(/"/g, '&#34;')
+    .replace(/'/g, '&#39;');
 }

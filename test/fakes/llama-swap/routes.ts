@@ -10,12 +10,32 @@ import { handleEvents, handleLogs, handleLogStream } from './stream-routes.js';
 
 /** POST routes whose model comes from a JSON body (or a form, when not JSON). */
 const POST_MODEL_ROUTES = [
-  '/v1/chat/completions', '/v1/responses', '/v1/completions', '/v1/messages', '/v1/messages/count_tokens',
-  '/v1/embeddings', '/reranking', '/rerank', '/v1/rerank', '/v1/reranking', '/infill', '/completion',
-  '/v1/audio/speech', '/v1/audio/voices', '/v1/images/generations', '/sdapi/v1/txt2img', '/sdapi/v1/img2img',
+  '/v1/chat/completions',
+  '/v1/responses',
+  '/v1/completions',
+  '/v1/messages',
+  '/v1/messages/count_tokens',
+  '/v1/embeddings',
+  '/reranking',
+  '/rerank',
+  '/v1/rerank',
+  '/v1/reranking',
+  '/infill',
+  '/completion',
+  '/v1/audio/speech',
+  '/v1/audio/voices',
+  '/v1/images/generations',
+  '/sdapi/v1/txt2img',
+  '/sdapi/v1/img2img',
   '/audioapi/v1/tasks/run',
-  '/v/chat/completions', '/v/responses', '/v/completions', '/v/messages', '/v/messages/count_tokens',
-  '/v/embeddings', '/v/rerank', '/v/reranking',
+  '/v/chat/completions',
+  '/v/responses',
+  '/v/completions',
+  '/v/messages',
+  '/v/messages/count_tokens',
+  '/v/embeddings',
+  '/v/rerank',
+  '/v/reranking',
 ] as const;
 /** POST routes whose model comes from a multipart form. */
 const MULTIPART_MODEL_ROUTES = ['/v1/audio/transcriptions', '/v1/images/edits'] as const;

@@ -17,7 +17,16 @@ import { goDuration, LogMonitor, logLine } from './logs.js';
 import { ChangeNotifier, Recorder } from './recorder.js';
 import { sendLlamaSwapError, type SendErrorOptions } from './responses.js';
 import { buildRoutes, isLegacyHidden } from './routes.js';
-import type { Knobs, LogSourceId, ModelState, RecordedRequest, ReloadResult, RunningEntry, Simulator, SimulatorOptions } from './types.js';
+import type {
+  Knobs,
+  LogSourceId,
+  ModelState,
+  RecordedRequest,
+  ReloadResult,
+  RunningEntry,
+  Simulator,
+  SimulatorOptions,
+} from './types.js';
 import { ConfigWatcher } from './watcher.js';
 
 /** Paths the access log skips (log.go:150). */
@@ -50,7 +59,8 @@ export class LlamaSwapSimulator implements Simulator, SimServices {
     this.instance = this.createInstance(cfg);
     // What llama-swap prints to stdout, hence serves at /logs (logToStdout; fixed until restart).
     if (cfg.logToStdout === 'proxy' || cfg.logToStdout === 'both') this.proxyLog.onData((d) => this.muxLog.write(d));
-    if (cfg.logToStdout === 'upstream' || cfg.logToStdout === 'both') this.upstreamLog.onData((d) => this.muxLog.write(d));
+    if (cfg.logToStdout === 'upstream' || cfg.logToStdout === 'both')
+      this.upstreamLog.onData((d) => this.muxLog.write(d));
     this.server = createServer((req, res) => void this.onRequest(req, res));
     // Every open request listens for the simulator closing.
     setMaxListeners(0, this.closing.signal);
@@ -136,8 +146,11 @@ export class LlamaSwapSimulator implements Simulator, SimServices {
       if (ACCESS_LOG_SKIPS.some((p) => path.startsWith(p))) return;
       const status = res.headersSent ? res.statusCode : 499;
       const ua = req.headers['user-agent'] ?? '';
-      this.logProxy('INFO', `Request ${remoteIp} "${req.method} ${path} HTTP/${req.httpVersion}" ${status} ${bytesOut} "${ua}" ` +
-          `${goDuration(performance.now() - started)}`);
+      this.logProxy(
+        'INFO',
+        `Request ${remoteIp} "${req.method} ${path} HTTP/${req.httpVersion}" ${status} ${bytesOut} "${ua}" ` +
+          `${goDuration(performance.now() - started)}`,
+      );
     });
 
     const inst = this.instance;
@@ -224,7 +237,8 @@ export class LlamaSwapSimulator implements Simulator, SimServices {
       this.logProxy('INFO', 'reloading configuration');
       let cfg: SimConfig;
       try {
-        const source = config ?? (this.options.configFile ? await readFile(this.options.configFile, 'utf8') : this.inlineConfig);
+        const source =
+          config ?? (this.options.configFile ? await readFile(this.options.configFile, 'utf8') : this.inlineConfig);
         cfg = loadConfig(source);
       } catch (err) {
         const message = (err as Error).message;
@@ -284,7 +298,11 @@ export class LlamaSwapSimulator implements Simulator, SimServices {
   }
 
   waitForClosed(pred: (r: RecordedRequest) => boolean = () => true, timeoutMs = 2000): Promise<RecordedRequest> {
-    return this.changes.waitFor(() => this.received.find((r) => r.closedAt !== undefined && pred(r)), timeoutMs, 'a closed request');
+    return this.changes.waitFor(
+      () => this.received.find((r) => r.closedAt !== undefined && pred(r)),
+      timeoutMs,
+      'a closed request',
+    );
   }
 
   async waitForState(model: string, state: ModelState, timeoutMs = 2000): Promise<void> {

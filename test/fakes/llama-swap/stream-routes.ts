@@ -10,7 +10,8 @@ import type { LogMonitor } from './logs.js';
 import { goJson, sendText } from './responses.js';
 
 export function handleLogs(ctx: RequestContext): void {
-  if ((ctx.req.headers.accept ?? '').includes('text/html')) return goRedirect(ctx.res, ctx.req.method ?? 'GET', '/ui/', 302);
+  if ((ctx.req.headers.accept ?? '').includes('text/html'))
+    return goRedirect(ctx.res, ctx.req.method ?? 'GET', '/ui/', 302);
   sendText(ctx.res, 200, ctx.sim.muxLog.history().toString('utf8'), 'text/plain');
 }
 
@@ -62,7 +63,11 @@ export function handleEvents(ctx: RequestContext): Promise<void> {
     res.write(`event:message\ndata:${goJson({ type, data: goJson(data) })}\n\n`);
   };
   const logData = (source: string) => (data: Buffer) => send('logData', { source, data: data.toString('utf8') });
-  const unsubscribers = [sim.proxyLog.onData(logData('proxy')), sim.upstreamLog.onData(logData('upstream')), inst.onEvent(send)];
+  const unsubscribers = [
+    sim.proxyLog.onData(logData('proxy')),
+    sim.upstreamLog.onData(logData('upstream')),
+    inst.onEvent(send),
+  ];
   // Initial burst in llama-swap's order (apigroup.go handleAPIEvents).
   send('logData', { source: 'proxy', data: sim.proxyLog.history().toString('utf8') });
   send('logData', { source: 'upstream', data: sim.upstreamLog.history().toString('utf8') });

@@ -65,7 +65,11 @@ async function write(res: ServerResponse, chunk: string | Buffer): Promise<void>
 }
 
 /** An SSE (or other chunked) response, one frame per write. */
-export async function respondFrames(ctx: ResponderContext, headers: Record<string, string>, frames: string[]): Promise<void> {
+export async function respondFrames(
+  ctx: ResponderContext,
+  headers: Record<string, string>,
+  frames: string[],
+): Promise<void> {
   const { res, knobs } = ctx;
   const cancelled = AbortSignal.any([ctx.clientGone, ctx.cut]);
   res.writeHead(200, headers);

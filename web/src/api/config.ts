@@ -3,7 +3,13 @@
  * it is in the file (BOM, CRLF, no added newline); the version goes back with every save.
  */
 import { request } from './http.js';
-import type { ConfigFormatted, ConfigLoad, ConfigSaved, ConfigValidation, ReloadStatus } from '../../../src/admin-api/types.js';
+import type {
+  ConfigFormatted,
+  ConfigLoad,
+  ConfigSaved,
+  ConfigValidation,
+  ReloadStatus,
+} from '../../../src/admin-api/types.js';
 
 export function getConfig(signal?: AbortSignal): Promise<ConfigLoad> {
   return request<ConfigLoad>('GET', '/api/config', { signal });

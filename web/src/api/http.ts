@@ -29,7 +29,11 @@ export class ApiError extends Error {
   get issues(): FieldIssue[] {
     if (!Array.isArray(this.details)) return [];
     return this.details.filter(
-      (d): d is FieldIssue => typeof d === 'object' && d !== null && typeof (d as FieldIssue).path === 'string' && typeof (d as FieldIssue).message === 'string',
+      (d): d is FieldIssue =>
+        typeof d === 'object' &&
+        d !== null &&
+        typeof (d as FieldIssue).path === 'string' &&
+        typeof (d as FieldIssue).message === 'string',
     );
   }
 
@@ -72,7 +76,11 @@ export interface RequestOptions {
   signOutOn401?: boolean;
 }
 
-export async function request<T>(method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', path: string, options: RequestOptions = {}): Promise<T> {
+export async function request<T>(
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
+  path: string,
+  options: RequestOptions = {},
+): Promise<T> {
   const { signal, signOutOn401 = true } = options;
   const body = options.body ?? (method === 'POST' || method === 'PUT' || method === 'PATCH' ? {} : undefined);
   const headers: Record<string, string> = { accept: 'application/json' };
@@ -130,10 +138,17 @@ function toApiError(response: Response, json: unknown, method: string, path: str
   const retryAfter = retryAfterHeader !== null && /^\d+$/.test(retryAfterHeader) ? Number(retryAfterHeader) : null;
   const shaped = (json as { error?: { code?: unknown; message?: unknown; details?: unknown } } | undefined)?.error;
   if (shaped && typeof shaped === 'object' && typeof shaped.code === 'string' && typeof shaped.message === 'string') {
-    return new ApiError({ status: response.status, code: shaped.code, message: shaped.message, details: shaped.details, retryAfter });
+    return new ApiError({
+      status: response.status,
+      code: shaped.code,
+      message: shaped.message,
+      details: shaped.details,
+      retryAfter,
+    });
   }
   // Not the admin shape: an older gateway, a reverse proxy in between, or no admin API at all.
-  const code = response.status === 404 ? 'not_found' : response.status === 401 ? 'admin_unauthorized' : `http_${response.status}`;
+  const code =
+    response.status === 404 ? 'not_found' : response.status === 401 ? 'admin_unauthorized' : `http_${response.status}`;
   const message =
     response.status === 404
       ? `The gateway has no ${method} ${path} route (HTTP 404). Is this Gatehouse with its admin API enabled?`

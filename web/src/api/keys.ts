@@ -1,5 +1,13 @@
 import { request } from './http.js';
-import type { ApiKey, CreatedKey, DeletedKey, KeyList, KeyPatch, NewKeyInput, UpdatedKey } from '../../../src/admin-api/types.js';
+import type {
+  ApiKey,
+  CreatedKey,
+  DeletedKey,
+  KeyList,
+  KeyPatch,
+  NewKeyInput,
+  UpdatedKey,
+} from '../../../src/admin-api/types.js';
 
 export async function listKeys(signal?: AbortSignal): Promise<ApiKey[]> {
   const { keys } = await request<KeyList>('GET', '/api/keys', { signal });

@@ -26,7 +26,11 @@ function logStreamUrl(source: LogSource, history: boolean): string {
   return `/api/logs/stream?${params.toString()}`;
 }
 
-export function openLogStream(source: LogSource, options: { history: boolean }, handlers: LogStreamHandlers): LogStream {
+export function openLogStream(
+  source: LogSource,
+  options: { history: boolean },
+  handlers: LogStreamHandlers,
+): LogStream {
   const events = new EventSource(logStreamUrl(source, options.history), { withCredentials: true });
   let closed = false;
   const close = () => {

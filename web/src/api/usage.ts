@@ -1,13 +1,32 @@
 /** `GET /api/usage/*` (docs/admin-api.md, "Usage") and `GET /api/limits`. */
 import { request } from './http.js';
-import type { LimitsInfo, UsageGroupBy, UsageRange, UsageRequestDetail, UsageRequestFilters, UsageRequestFound, UsageRequestPage, UsageSummary } from '../../../src/admin-api/types.js';
+import type {
+  LimitsInfo,
+  UsageGroupBy,
+  UsageRange,
+  UsageRequestDetail,
+  UsageRequestFilters,
+  UsageRequestFound,
+  UsageRequestPage,
+  UsageSummary,
+} from '../../../src/admin-api/types.js';
 
-export function getUsageSummary(range: UsageRange, groupBy: UsageGroupBy | null, signal?: AbortSignal): Promise<UsageSummary> {
-  return request<UsageSummary>('GET', '/api/usage/summary', { query: { range, groupBy: groupBy ?? undefined }, signal });
+export function getUsageSummary(
+  range: UsageRange,
+  groupBy: UsageGroupBy | null,
+  signal?: AbortSignal,
+): Promise<UsageSummary> {
+  return request<UsageSummary>('GET', '/api/usage/summary', {
+    query: { range, groupBy: groupBy ?? undefined },
+    signal,
+  });
 }
 
 /** Newest first; pass the previous page's `nextCursor` for the next one. */
-export function listUsageRequests(filters: UsageRequestFilters, options: { cursor?: string | null; limit?: number; signal?: AbortSignal } = {}): Promise<UsageRequestPage> {
+export function listUsageRequests(
+  filters: UsageRequestFilters,
+  options: { cursor?: string | null; limit?: number; signal?: AbortSignal } = {},
+): Promise<UsageRequestPage> {
   return request<UsageRequestPage>('GET', '/api/usage/requests', {
     query: {
       key: filters.key || undefined,
@@ -23,7 +42,9 @@ export function listUsageRequests(filters: UsageRequestFilters, options: { curso
 }
 
 export async function getUsageRequest(id: string, signal?: AbortSignal): Promise<UsageRequestDetail> {
-  const { request: detail } = await request<UsageRequestFound>('GET', `/api/usage/requests/${encodeURIComponent(id)}`, { signal });
+  const { request: detail } = await request<UsageRequestFound>('GET', `/api/usage/requests/${encodeURIComponent(id)}`, {
+    signal,
+  });
   return detail;
 }
 

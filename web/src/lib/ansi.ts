@@ -24,7 +24,16 @@ interface Style {
   inverse: boolean;
 }
 
-const plain = (): Style => ({ fg: null, bg: null, bold: false, dim: false, italic: false, underline: false, strike: false, inverse: false });
+const plain = (): Style => ({
+  fg: null,
+  bg: null,
+  bold: false,
+  dim: false,
+  italic: false,
+  underline: false,
+  strike: false,
+  inverse: false,
+});
 
 // CSI ... final byte, OSC ... BEL/ST, and two-byte escapes. The capture keeps SGR parameters.
 // eslint-disable-next-line no-control-regex

@@ -3,7 +3,14 @@
  * what a key choice means for the snippets, and which models a key may use. The snippets
  * themselves come from the one typed module in src/snippets (browser-safe), never copied.
  */
-import { SNIPPETS, containerOrigin, normalizeOrigin, type Snippet, type SnippetGroup, type SnippetKey } from '../../../src/snippets/index.js';
+import {
+  SNIPPETS,
+  containerOrigin,
+  normalizeOrigin,
+  type Snippet,
+  type SnippetGroup,
+  type SnippetKey,
+} from '../../../src/snippets/index.js';
 import type { ApiKey, Model } from '../api/index.js';
 
 const GROUP_LABELS: Record<SnippetGroup, string> = {
@@ -66,8 +73,13 @@ export function keyNameFor(client: string): string {
  * The address clients use: `GATEHOUSE_PUBLIC_URL` when set, else the origin the browser used
  * to open the dashboard (same port as /v1: the gateway serves both).
  */
-export function clientOrigin(publicUrl: string | null, browserOrigin: string): { origin: string; fromSetting: boolean } {
-  return publicUrl ? { origin: normalizeOrigin(publicUrl), fromSetting: true } : { origin: normalizeOrigin(browserOrigin), fromSetting: false };
+export function clientOrigin(
+  publicUrl: string | null,
+  browserOrigin: string,
+): { origin: string; fromSetting: boolean } {
+  return publicUrl
+    ? { origin: normalizeOrigin(publicUrl), fromSetting: true }
+    : { origin: normalizeOrigin(browserOrigin), fromSetting: false };
 }
 
 /** True for localhost addresses, which only work for clients on the gateway's own machine. */
@@ -102,7 +114,9 @@ export interface KeyChoice {
 export function snippetKey(choice: KeyChoice): SnippetKey {
   switch (choice.mode) {
     case 'create':
-      return choice.created ? { kind: 'secret', value: choice.created.secret } : { kind: 'prefix', prefix: UNKNOWN_KEY_PREFIX };
+      return choice.created
+        ? { kind: 'secret', value: choice.created.secret }
+        : { kind: 'prefix', prefix: UNKNOWN_KEY_PREFIX };
     case 'paste': {
       const value = choice.pasted.trim();
       return value === '' ? { kind: 'prefix', prefix: UNKNOWN_KEY_PREFIX } : { kind: 'secret', value };
@@ -116,7 +130,8 @@ export function snippetKey(choice: KeyChoice): SnippetKey {
 
 /** The models a key may use: all when it is not restricted (or unknown: created or pasted). */
 export function allowedModelIds(choice: KeyChoice): readonly string[] | null {
-  const key = choice.mode === 'existing' ? choice.existing : choice.mode === 'create' ? (choice.created?.key ?? null) : null;
+  const key =
+    choice.mode === 'existing' ? choice.existing : choice.mode === 'create' ? (choice.created?.key ?? null) : null;
   return key && key.models.length > 0 ? key.models : null;
 }
 
@@ -139,7 +154,8 @@ export function modelOptions(models: readonly Model[], allowed: readonly string[
     kind: m.kind === 'alias' ? 'alias' : 'model',
   }));
   for (const id of allowed ?? []) {
-    if (!options.some((o) => o.id === id)) options.push({ id, label: `${id} (not listed by llama-swap)`, kind: 'other' });
+    if (!options.some((o) => o.id === id))
+      options.push({ id, label: `${id} (not listed by llama-swap)`, kind: 'other' });
   }
   return options;
 }

@@ -27,7 +27,10 @@ export function limitInputs(limits: KeyLimits | null | undefined): LimitInputs {
  * The fields as limits (empty = no limit), or the problems by field. Spaces, `_` and the
  * thousands separators people type (`10,000`, `10 000`) are accepted.
  */
-export function parseLimitInputs(inputs: LimitInputs): { limits: KeyLimits; errors: Partial<Record<LimitField, string>> } {
+export function parseLimitInputs(inputs: LimitInputs): {
+  limits: KeyLimits;
+  errors: Partial<Record<LimitField, string>>;
+} {
   const limits: KeyLimits = { rpm: null, tpm: null, concurrent: null };
   const errors: Partial<Record<LimitField, string>> = {};
   for (const field of LIMIT_FIELDS) {
@@ -66,15 +69,26 @@ export function limitParts(limits: KeyLimits | null | undefined): string[] {
 /** The one line under the keys table: where limits are counted. `null` info: the gateway does not say. */
 export function limitsScopeText(info: LimitsInfo | null): { tone: 'info' | 'warning'; text: string } {
   if (info === null) {
-    return { tone: 'info', text: 'Limits are enforced per gateway process: with several replicas, each one allows a key its full limit.' };
+    return {
+      tone: 'info',
+      text: 'Limits are enforced per gateway process: with several replicas, each one allows a key its full limit.',
+    };
   }
   if (info.limitsScope === 'shared') {
     return { tone: 'info', text: 'Limits are shared: every replica counts against the same limit (in Redis).' };
   }
   if (info.redis === 'unavailable') {
-    return { tone: 'warning', text: 'Redis is unreachable, so limits are enforced per replica until it is back: each replica allows a ' +
-        'key its full limit.' };
+    return {
+      tone: 'warning',
+      text:
+        'Redis is unreachable, so limits are enforced per replica until it is back: each replica allows a ' +
+        'key its full limit.',
+    };
   }
-  return { tone: 'info', text: 'Limits are enforced per replica (per gateway process): with several replicas, each one allows a key ' +
-      'its full limit. Set GATEHOUSE_REDIS_URL to share them.' };
+  return {
+    tone: 'info',
+    text:
+      'Limits are enforced per replica (per gateway process): with several replicas, each one allows a key ' +
+      'its full limit. Set GATEHOUSE_REDIS_URL to share them.',
+  };
 }

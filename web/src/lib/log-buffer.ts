@@ -42,7 +42,12 @@ export class LogBuffer {
     const last = this.lines[this.lines.length - 1];
     if (last?.marker === kind && last.text === text) {
       // Replaced, not mutated: the view compares lines by identity.
-      this.lines[this.lines.length - 1] = { ...last, id: this.nextId++, detail: detail ?? last.detail, repeats: (last.repeats ?? 1) + 1 };
+      this.lines[this.lines.length - 1] = {
+        ...last,
+        id: this.nextId++,
+        detail: detail ?? last.detail,
+        repeats: (last.repeats ?? 1) + 1,
+      };
       return;
     }
     this.lines.push({ id: this.nextId++, text, segments: [{ text, classes: '', style: '' }], marker: kind, detail });

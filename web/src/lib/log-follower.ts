@@ -46,19 +46,27 @@ export class LogFollower {
     if (this.stopped) return;
     this.events.status(this.failed ? 'reconnecting' : 'connecting');
     // History only until something has been shown: a reopened stream would repeat it.
-    this.stream = openLogStream(this.source, { history: !this.opened }, {
-      open: () => {
-        this.openedAt = Date.now();
-        this.events.status('live');
-        if (this.failed && this.opened) this.events.marker(RECONNECT_MARKER, 'The connection to Gatehouse broke and was opened again; lines written meanwhile are not shown.');
-        this.opened = true;
-        this.failed = false;
+    this.stream = openLogStream(
+      this.source,
+      { history: !this.opened },
+      {
+        open: () => {
+          this.openedAt = Date.now();
+          this.events.status('live');
+          if (this.failed && this.opened)
+            this.events.marker(
+              RECONNECT_MARKER,
+              'The connection to Gatehouse broke and was opened again; lines written meanwhile are not shown.',
+            );
+          this.opened = true;
+          this.failed = false;
+        },
+        history: (text) => this.events.text(text),
+        log: (text) => this.events.text(text),
+        gap: (reason) => this.events.marker(RECONNECT_MARKER, reason),
+        error: () => void this.recover(),
       },
-      history: (text) => this.events.text(text),
-      log: (text) => this.events.text(text),
-      gap: (reason) => this.events.marker(RECONNECT_MARKER, reason),
-      error: () => void this.recover(),
-    });
+    );
   }
 
   private async recover(): Promise<void> {

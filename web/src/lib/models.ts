@@ -18,5 +18,7 @@ const GROUPS: Array<{ kind: ModelKind; label: string }> = [
 
 /** Local models, then aliases, then peers; llama-swap's order inside each group. */
 export function groupModels(models: Model[]): ModelGroup[] {
-  return GROUPS.map((group) => ({ ...group, models: models.filter((m) => m.kind === group.kind) })).filter((group) => group.models.length > 0);
+  return GROUPS.map((group) => ({ ...group, models: models.filter((m) => m.kind === group.kind) })).filter(
+    (group) => group.models.length > 0,
+  );
 }

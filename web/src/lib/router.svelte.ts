@@ -3,7 +3,8 @@
  * src/http/dashboard.ts), so /keys can be bookmarked and reloaded.
  */
 
-export type PageName = 'models' | 'logs' | 'usage' | 'keys' | 'endpoints' | 'config' | 'settings' | 'sign-in' | 'setup' | 'not-found';
+export type PageName =
+  'models' | 'logs' | 'usage' | 'keys' | 'endpoints' | 'config' | 'settings' | 'sign-in' | 'setup' | 'not-found';
 
 const PATHS: Record<string, PageName> = {
   '/': 'models',
@@ -104,7 +105,15 @@ export function safeNext(value: string | null): string {
  */
 export function interceptLinks(root: HTMLElement): () => void {
   const onClick = (event: MouseEvent) => {
-    if (event.defaultPrevented || event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return;
+    if (
+      event.defaultPrevented ||
+      event.button !== 0 ||
+      event.metaKey ||
+      event.ctrlKey ||
+      event.shiftKey ||
+      event.altKey
+    )
+      return;
     const anchor = (event.target as Element | null)?.closest?.('a');
     if (!anchor || anchor.target || anchor.hasAttribute('download') || anchor.dataset.external !== undefined) return;
     const href = anchor.getAttribute('href');

@@ -3,7 +3,13 @@
  * to the previous/next tab (wrapping), Home/End to the first/last, and the tab is selected
  * and focused at once. Only the selected tab is in the Tab order (roving tabindex).
  */
-export function tabKeydown(event: KeyboardEvent, ids: readonly string[], current: string, select: (id: string) => void, orientation: 'horizontal' | 'vertical' = 'horizontal'): void {
+export function tabKeydown(
+  event: KeyboardEvent,
+  ids: readonly string[],
+  current: string,
+  select: (id: string) => void,
+  orientation: 'horizontal' | 'vertical' = 'horizontal',
+): void {
   const prev = orientation === 'horizontal' ? 'ArrowLeft' : 'ArrowUp';
   const next = orientation === 'horizontal' ? 'ArrowRight' : 'ArrowDown';
   const index = ids.indexOf(current);

@@ -18,7 +18,9 @@ function readPreference(): ThemePreference {
 class Theme {
   preference = $state<ThemePreference>(readPreference());
   private systemDark = $state(media.matches);
-  current: 'light' | 'dark' = $derived(this.preference === 'system' ? (this.systemDark ? 'dark' : 'light') : this.preference);
+  current: 'light' | 'dark' = $derived(
+    this.preference === 'system' ? (this.systemDark ? 'dark' : 'light') : this.preference,
+  );
 
   constructor() {
     media.addEventListener('change', (event) => {

@@ -3,7 +3,16 @@
  * and ticks, and the request log's filters and cells. Pure functions (type-checked by tsc);
  * the Svelte files only lay them out.
  */
-import type { UsageGroup, UsageGroupBy, UsagePoint, UsageRange, UsageRequest, UsageRequestFilters, UsageStats, UsageSummary } from '../../../src/admin-api/types.js';
+import type {
+  UsageGroup,
+  UsageGroupBy,
+  UsagePoint,
+  UsageRange,
+  UsageRequest,
+  UsageRequestFilters,
+  UsageStats,
+  UsageSummary,
+} from '../../../src/admin-api/types.js';
 
 // ---- Choices (kept in the URL so a view can be linked) ----------------------------------
 
@@ -113,8 +122,10 @@ export function groupFilter(group: UsageGroup): { key: string } | { model: strin
 }
 
 export function groupHint(group: UsageGroup): string | null {
-  if (group.key !== undefined && group.key.id === null) return 'Calls in open mode, or refused before a key was recognised';
-  if (group.key === undefined && (group.model === null || group.model === undefined)) return 'Calls that named no model';
+  if (group.key !== undefined && group.key.id === null)
+    return 'Calls in open mode, or refused before a key was recognised';
+  if (group.key === undefined && (group.model === null || group.model === undefined))
+    return 'Calls that named no model';
   return null;
 }
 
@@ -158,8 +169,16 @@ export function chartLayers(summary: UsageSummary, metric: ChartMetric): ChartLa
   const layers = summary.groups.slice(0, own).map((g, i) => layer(groupId(g), groupLabel(g), i, g.series));
   const rest = summary.groups.slice(own);
   if (rest.length > 0) {
-    const values = summary.series.map((_, i) => rest.reduce((sum, g) => sum + (g.series[i] ? metricValue(g.series[i], metric) : 0), 0));
-    layers.push({ id: 'other', label: `Other (${rest.length})`, colour: -1, values, total: values.reduce((a, b) => a + b, 0) });
+    const values = summary.series.map((_, i) =>
+      rest.reduce((sum, g) => sum + (g.series[i] ? metricValue(g.series[i], metric) : 0), 0),
+    );
+    layers.push({
+      id: 'other',
+      label: `Other (${rest.length})`,
+      colour: -1,
+      values,
+      total: values.reduce((a, b) => a + b, 0),
+    });
   }
   return layers;
 }
@@ -177,7 +196,10 @@ export interface StackSegment {
 }
 
 /** Per bucket: the layers' segments bottom-up (empty ones left out) and the bucket's total. */
-export function stackBuckets(layers: ChartLayer[], buckets: number): Array<{ total: number; segments: StackSegment[] }> {
+export function stackBuckets(
+  layers: ChartLayer[],
+  buckets: number,
+): Array<{ total: number; segments: StackSegment[] }> {
   return Array.from({ length: buckets }, (_, i) => {
     let top = 0;
     const segments: StackSegment[] = [];
@@ -196,7 +218,7 @@ export function niceScale(max: number, lines = 4): { max: number; ticks: number[
   if (!(max > 0)) return { max: lines, ticks: Array.from({ length: lines + 1 }, (_, i) => i) };
   const rough = max / lines;
   const magnitude = 10 ** Math.floor(Math.log10(rough));
-  const step = Math.max(1, ([1, 2, 2.5, 5, 10].map((m) => m * magnitude).find((s) => s >= rough) ?? 10 * magnitude));
+  const step = Math.max(1, [1, 2, 2.5, 5, 10].map((m) => m * magnitude).find((s) => s >= rough) ?? 10 * magnitude);
   const stepInt = step < 1 ? 1 : Number.isInteger(step) ? step : Math.ceil(step);
   const top = Math.ceil(max / stepInt) * stepInt;
   const ticks: number[] = [];
@@ -206,23 +228,36 @@ export function niceScale(max: number, lines = 4): { max: number; ticks: number[
 
 const timeFmt = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit' });
 const dayFmtUtc = new Intl.DateTimeFormat(undefined, { day: 'numeric', month: 'short', timeZone: 'UTC' });
-const weekdayFmtUtc = new Intl.DateTimeFormat(undefined, { weekday: 'short', day: 'numeric', month: 'short', timeZone: 'UTC' });
+const weekdayFmtUtc = new Intl.DateTimeFormat(undefined, {
+  weekday: 'short',
+  day: 'numeric',
+  month: 'short',
+  timeZone: 'UTC',
+});
 const dayFmt = new Intl.DateTimeFormat(undefined, { day: 'numeric', month: 'short' });
 
 /** Which buckets get an x-axis label, and the label: round times, thinned to fit the width. */
-export function xTicks(range: UsageRange, series: UsagePoint[], plotWidth: number): Array<{ index: number; label: string }> {
+export function xTicks(
+  range: UsageRange,
+  series: UsagePoint[],
+  plotWidth: number,
+): Array<{ index: number; label: string }> {
   const n = series.length;
   if (n === 0) return [];
   const candidates: Array<{ index: number; label: string }> = [];
   series.forEach((point, index) => {
     const t = new Date(point.t);
     if (range === '1h' && t.getMinutes() % 10 === 0) candidates.push({ index, label: timeFmt.format(t) });
-    else if (range === '24h' && t.getMinutes() === 0 && t.getHours() % 3 === 0) candidates.push({ index, label: timeFmt.format(t) });
+    else if (range === '24h' && t.getMinutes() === 0 && t.getHours() % 3 === 0)
+      candidates.push({ index, label: timeFmt.format(t) });
     else if (range === '30d' && (n - 1 - index) % 5 === 0) candidates.push({ index, label: dayFmtUtc.format(t) });
   });
   const minGap = 56;
   const perBucket = plotWidth / n;
-  const every = Math.max(1, Math.ceil(minGap / Math.max(1, perBucket * (range === '30d' ? 5 : range === '24h' ? 12 : 10))));
+  const every = Math.max(
+    1,
+    Math.ceil(minGap / Math.max(1, perBucket * (range === '30d' ? 5 : range === '24h' ? 12 : 10))),
+  );
   return candidates.filter((_, i) => (candidates.length - 1 - i) % every === 0);
 }
 
@@ -353,7 +388,12 @@ export const ERROR_CLASS_TEXT: Record<string, string> = {
 };
 
 const secondsFmt = new Intl.DateTimeFormat(undefined, { hour: '2-digit', minute: '2-digit', second: '2-digit' });
-const dayTimeFmt = new Intl.DateTimeFormat(undefined, { day: 'numeric', month: 'short', hour: '2-digit', minute: '2-digit' });
+const dayTimeFmt = new Intl.DateTimeFormat(undefined, {
+  day: 'numeric',
+  month: 'short',
+  hour: '2-digit',
+  minute: '2-digit',
+});
 const fullFmt = new Intl.DateTimeFormat(undefined, { dateStyle: 'medium', timeStyle: 'medium' });
 
 /** "14:03:21" today, "12 Mar, 14:03" before. */

@@ -4,7 +4,12 @@
  * save. Only the config page imports this (a lazily loaded chunk), so CodeMirror never weighs
  * on the other pages.
  */
-import { autocompletion, type Completion, type CompletionContext, type CompletionResult } from '@codemirror/autocomplete';
+import {
+  autocompletion,
+  type Completion,
+  type CompletionContext,
+  type CompletionResult,
+} from '@codemirror/autocomplete';
 import { yaml } from '@codemirror/lang-yaml';
 import { bracketMatching, HighlightStyle, indentUnit, syntaxHighlighting } from '@codemirror/language';
 import { forceLinting, lintGutter, linter, setDiagnostics } from '@codemirror/lint';
@@ -92,7 +97,11 @@ const theme = EditorView.theme({
   '&.cm-focused > .cm-scroller > .cm-selectionLayer .cm-selectionBackground, .cm-selectionBackground, ::selection': {
     backgroundColor: 'var(--cm-selection) !important',
   },
-  '.cm-gutters': { backgroundColor: 'var(--surface-2)', color: 'var(--text-faint)', borderRight: '1px solid var(--border)' },
+  '.cm-gutters': {
+    backgroundColor: 'var(--surface-2)',
+    color: 'var(--text-faint)',
+    borderRight: '1px solid var(--border)',
+  },
   '.cm-activeLine': { backgroundColor: 'var(--cm-active-line)' },
   '.cm-activeLineGutter': { backgroundColor: 'var(--cm-active-line)', color: 'var(--text-muted)' },
   '.cm-lineNumbers .cm-gutterElement': { padding: '0 8px 0 12px', minWidth: '36px' },
@@ -106,22 +115,48 @@ const theme = EditorView.theme({
   },
   '.cm-tooltip.cm-tooltip-autocomplete > ul': { fontFamily: 'var(--font-mono)', maxHeight: '16em' },
   '.cm-tooltip.cm-tooltip-autocomplete > ul > li': { padding: '3px 10px' },
-  '.cm-tooltip.cm-tooltip-autocomplete > ul > li[aria-selected]': { backgroundColor: 'var(--accent)', color: 'var(--on-accent)' },
+  '.cm-tooltip.cm-tooltip-autocomplete > ul > li[aria-selected]': {
+    backgroundColor: 'var(--accent)',
+    color: 'var(--on-accent)',
+  },
   '.cm-completionDetail': { marginLeft: '10px', fontStyle: 'normal', opacity: '0.75' },
-  '.cm-completionInfo': { padding: '8px 10px', maxWidth: '360px', fontFamily: 'var(--font-sans)', fontSize: '12.5px', lineHeight: '1.45' },
+  '.cm-completionInfo': {
+    padding: '8px 10px',
+    maxWidth: '360px',
+    fontFamily: 'var(--font-sans)',
+    fontSize: '12.5px',
+    lineHeight: '1.45',
+  },
   '.cm-diagnostic': { padding: '6px 10px', fontFamily: 'var(--font-sans)', fontSize: '12.5px', maxWidth: '520px' },
   '.cm-diagnostic-error': { borderLeft: '3px solid var(--danger)' },
   '.cm-diagnostic-warning': { borderLeft: '3px solid var(--warning)' },
   '.cm-diagnostic-info': { borderLeft: '3px solid var(--accent)' },
   '.cm-diagnosticSource': { opacity: '0.7', fontSize: '11.5px' },
-  '.cm-lintRange-error': { backgroundImage: 'none', textDecoration: 'underline wavy var(--danger)', textUnderlineOffset: '3px' },
-  '.cm-lintRange-warning': { backgroundImage: 'none', textDecoration: 'underline wavy var(--warning)', textUnderlineOffset: '3px' },
-  '.cm-lintRange-info': { backgroundImage: 'none', textDecoration: 'underline dotted var(--accent)', textUnderlineOffset: '3px' },
+  '.cm-lintRange-error': {
+    backgroundImage: 'none',
+    textDecoration: 'underline wavy var(--danger)',
+    textUnderlineOffset: '3px',
+  },
+  '.cm-lintRange-warning': {
+    backgroundImage: 'none',
+    textDecoration: 'underline wavy var(--warning)',
+    textUnderlineOffset: '3px',
+  },
+  '.cm-lintRange-info': {
+    backgroundImage: 'none',
+    textDecoration: 'underline dotted var(--accent)',
+    textUnderlineOffset: '3px',
+  },
   '.cm-specialChar': { color: 'var(--danger)' },
   '.cm-matchingBracket': { backgroundColor: 'var(--cm-active-line)', outline: '1px solid var(--border-strong)' },
   '.cm-hover-doc': { padding: '8px 10px', maxWidth: '380px', fontSize: '12.5px', lineHeight: '1.45' },
   '.cm-hover-doc .cm-hover-title': { fontFamily: 'var(--font-mono)', fontWeight: '600' },
-  '.cm-hover-doc .cm-hover-meta': { marginTop: '4px', color: 'var(--text-muted)', fontFamily: 'var(--font-mono)', fontSize: '11.5px' },
+  '.cm-hover-doc .cm-hover-meta': {
+    marginTop: '4px',
+    color: 'var(--text-muted)',
+    fontFamily: 'var(--font-mono)',
+    fontSize: '11.5px',
+  },
   '.cm-hover-doc p': { margin: '4px 0 0' },
 });
 
@@ -133,7 +168,11 @@ function el(tag: string, className: string, text: string): HTMLElement {
 }
 
 /** A completion's info box: description, then allowed values and the default. */
-function infoBox(description: string | null, enumValues: unknown[] | null, defaultValue: unknown): (() => Node) | undefined {
+function infoBox(
+  description: string | null,
+  enumValues: unknown[] | null,
+  defaultValue: unknown,
+): (() => Node) | undefined {
   if (!description && !enumValues && defaultValue === undefined) return undefined;
   return () => {
     const box = document.createElement('div');
@@ -174,7 +213,11 @@ export function createConfigEditor(options: CreateEditorOptions): ConfigEditorHa
           boost: p.required ? 1 : 0,
         }));
     } else {
-      completions = valuesAt(schema, [...where.path, where.key]).map((v) => ({ label: v.label, type: 'enum', detail: v.detail ?? undefined }));
+      completions = valuesAt(schema, [...where.path, where.key]).map((v) => ({
+        label: v.label,
+        type: 'enum',
+        detail: v.detail ?? undefined,
+      }));
     }
     if (completions.length === 0) return null;
     return { from: line.from + where.from, options: completions, validFor: /^[\w.-]*$/ };
@@ -198,7 +241,11 @@ export function createConfigEditor(options: CreateEditorOptions): ConfigEditorHa
         dom.className = 'cm-hover-doc';
         dom.append(el('div', 'cm-hover-title', key.path.map((s) => (typeof s === 'number' ? '[]' : s)).join('.')));
         if (doc.description) dom.append(el('p', '', doc.description));
-        const meta = [doc.type, doc.enumValues ? `one of: ${doc.enumValues.map((v) => JSON.stringify(v)).join(', ')}` : null, formatDefault(doc.defaultValue) !== null ? `default: ${formatDefault(doc.defaultValue)}` : null].filter(Boolean);
+        const meta = [
+          doc.type,
+          doc.enumValues ? `one of: ${doc.enumValues.map((v) => JSON.stringify(v)).join(', ')}` : null,
+          formatDefault(doc.defaultValue) !== null ? `default: ${formatDefault(doc.defaultValue)}` : null,
+        ].filter(Boolean);
         if (meta.length > 0) dom.append(el('div', 'cm-hover-meta', meta.join(' · ')));
         return { dom };
       },
@@ -263,13 +310,21 @@ export function createConfigEditor(options: CreateEditorOptions): ConfigEditorHa
     EditorView.updateListener.of((update) => {
       if (update.docChanged) options.onChange(update.state.sliceDoc());
     }),
-    EditorView.contentAttributes.of({ 'aria-label': 'llama-swap config.yaml', 'aria-multiline': 'true', spellcheck: 'false', autocapitalize: 'off' }),
+    EditorView.contentAttributes.of({
+      'aria-label': 'llama-swap config.yaml',
+      'aria-multiline': 'true',
+      spellcheck: 'false',
+      autocapitalize: 'off',
+    }),
     theme,
     darkMode.of(EditorView.darkTheme.of(dark)),
     editable.of(readOnlyExtensions(readOnly)),
   ];
 
-  const view = new EditorView({ parent: options.parent, state: EditorState.create({ doc: options.text, extensions: extensions(options.text) }) });
+  const view = new EditorView({
+    parent: options.parent,
+    state: EditorState.create({ doc: options.text, extensions: extensions(options.text) }),
+  });
 
   return {
     view,
@@ -308,7 +363,10 @@ export function createConfigEditor(options: CreateEditorOptions): ConfigEditorHa
     goTo(lineNumber, column) {
       const line = view.state.doc.line(Math.min(Math.max(lineNumber, 1), view.state.doc.lines));
       const pos = line.from + Math.min(Math.max(column - 1, 0), line.length);
-      view.dispatch({ selection: EditorSelection.cursor(pos), effects: EditorView.scrollIntoView(pos, { y: 'center' }) });
+      view.dispatch({
+        selection: EditorSelection.cursor(pos),
+        effects: EditorView.scrollIntoView(pos, { y: 'center' }),
+      });
       view.focus();
     },
     focus: () => view.focus(),

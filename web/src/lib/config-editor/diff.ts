@@ -26,12 +26,19 @@ export interface ConfigDiff {
 const CONTEXT = 3;
 
 export function diffConfig(disk: string, editor: string, name = 'config.yaml'): ConfigDiff {
-  const patch = structuredPatch(`${name} (on disk)`, `${name} (editor)`, disk, editor, undefined, undefined, { context: CONTEXT });
+  const patch = structuredPatch(`${name} (on disk)`, `${name} (editor)`, disk, editor, undefined, undefined, {
+    context: CONTEXT,
+  });
   const rows: DiffRow[] = [];
   let added = 0;
   let removed = 0;
   for (const hunk of patch.hunks) {
-    rows.push({ kind: 'hunk', oldLine: null, newLine: null, text: `@@ -${hunk.oldStart},${hunk.oldLines} +${hunk.newStart},${hunk.newLines} @@` });
+    rows.push({
+      kind: 'hunk',
+      oldLine: null,
+      newLine: null,
+      text: `@@ -${hunk.oldStart},${hunk.oldLines} +${hunk.newStart},${hunk.newLines} @@`,
+    });
     let oldLine = hunk.oldStart;
     let newLine = hunk.newStart;
     for (const line of hunk.lines) {
@@ -51,6 +58,8 @@ export function diffConfig(disk: string, editor: string, name = 'config.yaml'): 
       }
     }
   }
-  const unified = createTwoFilesPatch(`${name} (on disk)`, `${name} (editor)`, disk, editor, undefined, undefined, { context: CONTEXT });
+  const unified = createTwoFilesPatch(`${name} (on disk)`, `${name} (editor)`, disk, editor, undefined, undefined, {
+    context: CONTEXT,
+  });
   return { rows, added, removed, unified };
 }

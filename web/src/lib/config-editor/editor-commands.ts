@@ -5,7 +5,17 @@
  * keyboard. Written before `@codemirror/commands` was a dependency; moving onto it, keeping the YAML
  * Enter rules, is a known follow-up (docs/architecture.md).
  */
-import { Annotation, ChangeSet, EditorSelection, EditorState, StateField, Transaction, type ChangeSpec, type Extension, type StateCommand } from '@codemirror/state';
+import {
+  Annotation,
+  ChangeSet,
+  EditorSelection,
+  EditorState,
+  StateField,
+  Transaction,
+  type ChangeSpec,
+  type Extension,
+  type StateCommand,
+} from '@codemirror/state';
 import { keymap, type KeyBinding } from '@codemirror/view';
 
 export const INDENT = '  ';
@@ -37,7 +47,12 @@ const historyField = StateField.define<HistoryState>({
     const travelled = tr.annotation(fromHistory);
     if (travelled) {
       // The transaction applied the top entry of one stack; its reverse goes on the other.
-      const reverse: HistoryEntry = { changes: tr.changes.invert(tr.startState.doc), selection: tr.startState.selection, time: 0, userEvent: undefined };
+      const reverse: HistoryEntry = {
+        changes: tr.changes.invert(tr.startState.doc),
+        selection: tr.startState.selection,
+        time: 0,
+        userEvent: undefined,
+      };
       return travelled === 'undo'
         ? { done: value.done.slice(0, -1), undone: [...value.undone, reverse] }
         : { done: [...value.done, reverse], undone: value.undone.slice(0, -1) };
@@ -49,8 +64,20 @@ const historyField = StateField.define<HistoryState>({
     const time = tr.annotation(Transaction.time) ?? Date.now();
     const inverse = tr.changes.invert(tr.startState.doc);
     const last = value.done[value.done.length - 1];
-    if (last && userEvent !== undefined && last.userEvent === userEvent && /^(input\.type|delete\.backward|delete\.forward)/.test(userEvent) && time - last.time < GROUP_MS) {
-      return { done: [...value.done.slice(0, -1), { changes: inverse.compose(last.changes), selection: last.selection, time, userEvent }], undone: [] };
+    if (
+      last &&
+      userEvent !== undefined &&
+      last.userEvent === userEvent &&
+      /^(input\.type|delete\.backward|delete\.forward)/.test(userEvent) &&
+      time - last.time < GROUP_MS
+    ) {
+      return {
+        done: [
+          ...value.done.slice(0, -1),
+          { changes: inverse.compose(last.changes), selection: last.selection, time, userEvent },
+        ],
+        undone: [],
+      };
     }
     const done = [...value.done, { changes: inverse, selection: tr.startState.selection, time, userEvent }];
     return { done: done.length > MAX_DEPTH ? done.slice(-MAX_DEPTH) : done, undone: [] };
@@ -63,7 +90,14 @@ function travel(kind: 'undo' | 'redo'): StateCommand {
     const stack = kind === 'undo' ? history?.done : history?.undone;
     const entry = stack?.[stack.length - 1];
     if (!entry) return false;
-    dispatch(state.update({ changes: entry.changes, selection: entry.selection, annotations: [fromHistory.of(kind), Transaction.userEvent.of(kind)], scrollIntoView: true }));
+    dispatch(
+      state.update({
+        changes: entry.changes,
+        selection: entry.selection,
+        annotations: [fromHistory.of(kind), Transaction.userEvent.of(kind)],
+        scrollIntoView: true,
+      }),
+    );
     return true;
   };
 }
@@ -89,10 +123,11 @@ export const insertNewlineAndIndent: StateCommand = ({ state, dispatch }) => {
     let next = indent;
     const item = /^( *)- +(?=\S)/.exec(before);
     if (item) next = item[0].length;
-    if (/:[ \t]*(#.*)?$/.test(before) || /^ *-[ \t]*$/.test(before)) next = (item ? item[0].length : indent) + INDENT.length;
+    if (/:[ \t]*(#.*)?$/.test(before) || /^ *-[ \t]*$/.test(before))
+      next = (item ? item[0].length : indent) + INDENT.length;
     if (/:[ \t]*[|>][-+0-9]*[ \t]*$/.test(before)) next = indent + INDENT.length;
     // Trailing spaces before the cursor are dropped, like every editor does.
-    const trimmedFrom = range.from - (/[ \t]*$/.exec(before)![0].length);
+    const trimmedFrom = range.from - /[ \t]*$/.exec(before)![0].length;
     const from = before.trim() === '' ? range.from : trimmedFrom;
     const insert = state.lineBreak + ' '.repeat(next);
     // A line break is one position in the document, even when it is CRLF in the file.
@@ -150,7 +185,9 @@ export const indentLess: StateCommand = ({ state, dispatch }) => {
 
 /** Mod-/: comments the selected lines out with `# `, or back in when all are comments. */
 export const toggleComment: StateCommand = ({ state, dispatch }) => {
-  const lines = selectedLines(state).map((n) => state.doc.line(n)).filter((line) => line.text.trim() !== '');
+  const lines = selectedLines(state)
+    .map((n) => state.doc.line(n))
+    .filter((line) => line.text.trim() !== '');
   if (lines.length === 0) return true;
   const commented = lines.every((line) => /^ *#/.test(line.text));
   const column = Math.min(...lines.map((line) => /^ */.exec(line.text)![0].length));

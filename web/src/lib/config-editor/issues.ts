@@ -16,7 +16,10 @@ export const ISSUE_KIND_LABELS: Record<ConfigIssue['kind'], string> = {
 };
 
 /** Document positions of an issue, clamped to the text; null when it has no place. */
-export function issueRange(doc: Text, issue: Pick<ConfigIssue, 'line' | 'column' | 'endLine' | 'endColumn'>): { from: number; to: number } | null {
+export function issueRange(
+  doc: Text,
+  issue: Pick<ConfigIssue, 'line' | 'column' | 'endLine' | 'endColumn'>,
+): { from: number; to: number } | null {
   if (issue.line === null) return null;
   const at = (lineNumber: number, column: number | null) => {
     const line = doc.line(Math.min(Math.max(lineNumber, 1), doc.lines));
@@ -40,11 +43,21 @@ function issueMessage(issue: ConfigIssue): string {
   return issue.path ? `${issue.message} (at ${issue.path})` : issue.message;
 }
 
-export function toDiagnostics(doc: Text, errors: readonly ConfigIssue[], warnings: readonly ConfigIssue[]): Diagnostic[] {
+export function toDiagnostics(
+  doc: Text,
+  errors: readonly ConfigIssue[],
+  warnings: readonly ConfigIssue[],
+): Diagnostic[] {
   const out: Diagnostic[] = [];
   const add = (issue: ConfigIssue, severity: Diagnostic['severity']) => {
     const range = issueRange(doc, issue) ?? { from: 0, to: 0 };
-    out.push({ from: range.from, to: range.to, severity, source: ISSUE_KIND_LABELS[issue.kind], message: issueMessage(issue) });
+    out.push({
+      from: range.from,
+      to: range.to,
+      severity,
+      source: ISSUE_KIND_LABELS[issue.kind],
+      message: issueMessage(issue),
+    });
   };
   for (const issue of errors) add(issue, 'error');
   for (const issue of warnings) add(issue, issue.kind === 'placeholder' ? 'info' : 'warning');

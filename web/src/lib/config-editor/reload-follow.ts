@@ -7,14 +7,23 @@ import { getReloadStatus, isApiError, type ReloadStatus } from '../../api/index.
 
 const WAIT_MS = 5000;
 
-export async function followReload(savedAt: string, signal: AbortSignal, onStatus: (status: ReloadStatus) => void): Promise<void> {
+export async function followReload(
+  savedAt: string,
+  signal: AbortSignal,
+  onStatus: (status: ReloadStatus) => void,
+): Promise<void> {
   let status: ReloadStatus = { state: 'pending', message: '', savedAt, settledAt: null };
   while (!signal.aborted && status.state === 'pending') {
     try {
       status = await getReloadStatus(savedAt, WAIT_MS, signal);
     } catch (err) {
       if (signal.aborted) return;
-      status = { state: 'unknown', message: `Could not ask Gatehouse about the reload: ${isApiError(err) ? err.message : String(err)}`, savedAt, settledAt: null };
+      status = {
+        state: 'unknown',
+        message: `Could not ask Gatehouse about the reload: ${isApiError(err) ? err.message : String(err)}`,
+        savedAt,
+        settledAt: null,
+      };
     }
     if (!signal.aborted) onStatus(status);
   }

@@ -9,7 +9,8 @@ import type { PathSegment } from './yaml-context.js';
 
 export type JsonSchema = Record<string, unknown>;
 
-const isObject = (value: unknown): value is JsonSchema => typeof value === 'object' && value !== null && !Array.isArray(value);
+const isObject = (value: unknown): value is JsonSchema =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 function resolveRef(root: JsonSchema, ref: string): JsonSchema | undefined {
   if (!ref.startsWith('#/')) return undefined;
@@ -117,8 +118,10 @@ export function propertiesAt(root: JsonSchema, path: readonly PathSegment[]): Pr
   const required = new Set<string>();
   const names: string[] = [];
   for (const schema of schemas) {
-    if (Array.isArray(schema.required)) for (const name of schema.required) if (typeof name === 'string') required.add(name);
-    if (isObject(schema.properties)) for (const name of Object.keys(schema.properties)) if (!names.includes(name)) names.push(name);
+    if (Array.isArray(schema.required))
+      for (const name of schema.required) if (typeof name === 'string') required.add(name);
+    if (isObject(schema.properties))
+      for (const name of Object.keys(schema.properties)) if (!names.includes(name)) names.push(name);
   }
   return names.map((name) => {
     const docs = describe(schemas.flatMap((schema) => child(root, schema, name)));
@@ -144,7 +147,11 @@ export function valuesAt(root: JsonSchema, path: readonly PathSegment[]): ValueO
 /** A JSON value as a YAML scalar; strings that YAML would read as something else are quoted. */
 export function yamlScalar(value: unknown): string {
   if (typeof value !== 'string') return JSON.stringify(value);
-  if (value === '' || /^(true|false|yes|no|on|off|null|~|[-+]?[\d.]+(e[-+]?\d+)?)$/i.test(value) || /[:#{}[\],&*!|>'"%@`]|^\s|\s$|^-/.test(value)) {
+  if (
+    value === '' ||
+    /^(true|false|yes|no|on|off|null|~|[-+]?[\d.]+(e[-+]?\d+)?)$/i.test(value) ||
+    /[:#{}[\],&*!|>'"%@`]|^\s|\s$|^-/.test(value)
+  ) {
     return JSON.stringify(value);
   }
   return value;

@@ -186,12 +186,24 @@ export function contextAt(lines: readonly string[], lineIndex: number, column: n
     if (/^["']|[[{]/.test(valueText)) return { kind: 'none' };
     const parent = container(col);
     if (parent.inScalar) return { kind: 'none' };
-    return { kind: 'value', path: parent.path, key: unquote(keyMatch[1]!.trimEnd()), prefix: valueText, from: column - valueText.length };
+    return {
+      kind: 'value',
+      path: parent.path,
+      key: unquote(keyMatch[1]!.trimEnd()),
+      prefix: valueText,
+      from: column - valueText.length,
+    };
   }
   if (!/^[^\s:#"'{}[\],&*!|>%@`]*$/.test(rest)) return { kind: 'none' };
   const parent = container(col);
   if (parent.inScalar) return { kind: 'none' };
-  return { kind: 'key', path: parent.path, prefix: rest, from: col, siblings: siblingKeys(lines, lineIndex, col, parent.parentLine) };
+  return {
+    kind: 'key',
+    path: parent.path,
+    prefix: rest,
+    from: col,
+    siblings: siblingKeys(lines, lineIndex, col, parent.parentLine),
+  };
 }
 
 /** Keys at column `col` in the same mapping as line `lineIndex`, whose parent is on `parentLine`. */
@@ -218,7 +230,11 @@ function siblingKeys(lines: readonly string[], lineIndex: number, col: number, p
 }
 
 /** The key under column `column` of line `lineIndex`, with its full path (for hover docs). */
-export function keyAt(lines: readonly string[], lineIndex: number, column: number): { path: PathSegment[]; from: number; to: number } | null {
+export function keyAt(
+  lines: readonly string[],
+  lineIndex: number,
+  column: number,
+): { path: PathSegment[]; from: number; to: number } | null {
   const line = parseLine(lines[lineIndex] ?? '');
   const index = line.entries.findIndex((e) => e.kind === 'key' && column >= e.col && column <= e.keyEnd!);
   if (index === -1) return null;
