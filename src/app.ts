@@ -4,8 +4,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import fastifyCookie from '@fastify/cookie';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
-import type { Logger } from 'pino';
+import Fastify, { LogController, type FastifyError, type FastifyInstance } from 'fastify';
 import { GatewayError, isGatewayError } from './core/errors.js';
 import { trackAnswer } from './http/answering.js';
 import { answerClientError } from './http/client-error.js';
@@ -17,18 +16,18 @@ import type { KeyUseRecorder } from './auth/client-auth-steps.js';
 import type { ListModels } from './proxy/models-list.js';
 import { wireFormatForPath } from './core/wire-format.js';
 import { createForwarder, type Forwarder } from './proxy/forward.js';
-import type { Settings } from './settings.js';
 import { createUsageAccounting, type UsageAccounting, type UsageAccountingOptions } from './usage/usage-accounting.js';
 
 /** Fastify's compiler factories when a route declares a schema: there must be none (see buildApp). */
 function refuseRouteSchemas(): never {
   throw new Error(
-    'Gatehouse routes declare no Fastify schemas: validate the body in the handler and throw a GatewayError (src/core/errors.ts).',
+    'Gatehouse routes declare no Fastify schemas: validate the body in the handler and throw a ' +
+      'GatewayError (src/core/errors.ts).',
   );
 }
 
 /** Open mode: no key records, everyone may call. For tests and tools without a store. */
-export const NO_KEYS: KeyVerifier & KeyUseRecorder = {
+const NO_KEYS: KeyVerifier & KeyUseRecorder = {
   hasAnyKeys: () => false,
   verify: () => undefined,
   markUsed: () => undefined,
@@ -108,9 +107,10 @@ export async function buildApp(input: BuildAppInput): Promise<App> {
   // /v1 calls report through the proxy route's own 'close' listener (one per call on the hot path).
   deps.proxyInFlight = { start: started, end: ended };
 
+  // eslint-disable-next-line prefer-const -- assigned once Fastify exists; the serverFactory closure reads it.
   let routes: RouteTable | undefined;
   const fastify = Fastify({
-    loggerInstance: logger as FastifyBaseLogger,
+    loggerInstance: logger,
     // No route declares a JSON schema (handlers validate their bodies and throw the catalogue's
     // errors), so Fastify's default compilers, Ajv and fast-json-stringify, would be loaded for
     // nothing. A schema added later fails loudly at start instead.

@@ -89,7 +89,8 @@ function logAuthMode(logger: Logger, index: KeyIndex, host: string): void {
   }
   const loopback = host === '127.0.0.1' || host === '::1' || host === 'localhost' || host.startsWith('127.');
   const message =
-    'API is OPEN: no API keys exist, so /v1 accepts calls without a key. Create one with `./bin/gatehouse keys create --name <name>` to protect it.';
+    'API is OPEN: no API keys exist, so /v1 accepts calls without a key. Create one with ' +
+    '`./bin/gatehouse keys create --name <name>` to protect it.';
   if (loopback) logger.info({ auth: 'open' }, message);
   else
     logger.warn(
@@ -105,7 +106,8 @@ function logUsageMode(logger: Logger, app: App, index: KeyIndex, settings: Reado
   if (app.usage.recording) {
     logger.info(
       { usage: 'recording', retention_days: retentionDays, capture_bytes: settings.usageCaptureBytes },
-      `Usage: every /v1 call is recorded (kept ${retentionDays} days, ${capture}); metrics at /metrics${settings.metricsToken ? ' (Bearer token required)' : ''}.`,
+      `Usage: every /v1 call is recorded (kept ${retentionDays} days, ${capture}); metrics at ` +
+        `/metrics${settings.metricsToken ? ' (Bearer token required)' : ''}.`,
     );
     return;
   }
@@ -125,7 +127,8 @@ function logLimitsMode(logger: Logger, settings: Readonly<Settings>): void {
   if (settings.redisUrl !== undefined || settings.databaseUrl === undefined) return;
   logger.info(
     { limits: 'replica' },
-    'Limits: per-key rpm/tpm/concurrency limits are counted by each replica on its own (N replicas allow up to N times a limit); set GATEHOUSE_REDIS_URL to share them.',
+    'Limits: per-key rpm/tpm/concurrency limits are counted by each replica on its own (N replicas allow ' +
+      'up to N times a limit); set GATEHOUSE_REDIS_URL to share them.',
   );
 }
 

@@ -43,7 +43,7 @@ export async function prepareAdminAccess(input: {
 }
 
 /** The first-run link: `<listen url>/setup#token=...`. A fragment never reaches a server log or a Referer. */
-export function setupLink(listenUrl: string, token: string): string {
+function setupLink(listenUrl: string, token: string): string {
   const url = new URL(listenUrl);
   // 0.0.0.0 / :: are where we listen, not where anyone can browse to.
   if (url.hostname === '0.0.0.0' || url.hostname === '[::]') url.hostname = 'localhost';
@@ -55,6 +55,7 @@ export function announceSetupLink(logger: Logger, listenUrl: string, token: stri
     { admin: 'setup_required' },
     `FIRST RUN: no admin password is set. Open ${setupLink(listenUrl, token)} to choose one ` +
       "(from another machine, put this machine's address in place of localhost). The link works once, " +
-      'and only until the gateway restarts: each start prints a new one. To set the password without it, use GATEHOUSE_ADMIN_PASSWORD.',
+      'and only until the gateway restarts: each start prints a new one. To set the password without it, ' +
+      'use GATEHOUSE_ADMIN_PASSWORD.',
   );
 }

@@ -12,7 +12,7 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { AdminSessionRecord, AdminSessionStore } from '../store/store.js';
 
-export const MAX_SESSION_AGE_MS = 30 * 86_400_000;
+const MAX_SESSION_AGE_MS = 30 * 86_400_000;
 const TOKEN_BYTES = 32;
 /** base64url of 32 bytes. Anything else is refused without a database read. */
 const TOKEN_SHAPE = /^[A-Za-z0-9_-]{43}$/;

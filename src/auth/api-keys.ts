@@ -11,7 +11,7 @@ export const API_KEY_PREFIX = 'sk-';
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
 const SECRET_BYTES = 32;
 /** ceil(256 / log2(62)): the digits 2^256 - 1 needs in base62. */
-export const API_KEY_BODY_LENGTH = 43;
+const API_KEY_BODY_LENGTH = 43;
 export const API_KEY_LENGTH = API_KEY_PREFIX.length + API_KEY_BODY_LENGTH;
 /** Body characters shown in the display prefix (`sk-` + 6). 62^6 ≈ 5.7e10, unique in practice. */
 const DISPLAY_CHARS = 6;

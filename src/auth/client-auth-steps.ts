@@ -42,13 +42,16 @@ export function modelAllowList(catalog: () => Promise<ModelCatalog | undefined>)
     if (!isPlainPath(ctx.request.path)) {
       throw new GatewayError('model_required', {
         message:
-          'This API key may only use some models, and a path with percent-escapes, empty or dot segments cannot be read with certainty.',
+          'This API key may only use some models, and a path with percent-escapes, empty or dot segments ' +
+          'cannot be read with certainty.',
       });
     }
     const reading = ctx.decided.modelReading ?? { status: 'absent' };
     if (reading.status === 'uncertain') {
       throw new GatewayError('model_required', {
-        message: `This API key may only use some models, and the model of this call cannot be read with certainty: ${reading.reason}.`,
+        message:
+          `This API key may only use some models, and the model of this call cannot be read with ` +
+          `certainty: ${reading.reason}.`,
         param: 'model',
       });
     }

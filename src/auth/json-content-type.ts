@@ -22,7 +22,10 @@ export function jsonContentType() {
     const mediaType = type?.split(';')[0]?.trim().toLowerCase();
     if (mediaType === 'application/json') return;
     throw new GatewayError('unsupported_media_type', {
-      message: `The admin API accepts only JSON: send Content-Type: application/json${type ? ` (got ${JSON.stringify(type)})` : ' (none was sent)'}, with {} when there is nothing to say.`,
+      message:
+        'The admin API accepts only JSON: send Content-Type: application/json' +
+        (type ? ` (got ${JSON.stringify(type)})` : ' (none was sent)') +
+        ', with {} when there is nothing to say.',
       details: [{ path: '/headers/content-type', message: 'must be application/json' }],
     });
   };

@@ -27,7 +27,7 @@ export interface ModelCatalog {
   coverable(id: string): boolean;
 }
 
-export function isPattern(entry: string): boolean {
+function isPattern(entry: string): boolean {
   return entry.includes('*');
 }
 

@@ -116,7 +116,7 @@ export function createProxyTrust(entries: readonly string[]): ProxyTrust {
 }
 
 /** `::ffff:10.0.0.1` (an IPv4 peer on a dual-stack socket) is `10.0.0.1`. */
-export function normalizeAddress(address: string): string {
+function normalizeAddress(address: string): string {
   const lower = address.trim().toLowerCase();
   if (lower.startsWith('::ffff:') && isIP(lower.slice(7)) === 4) return lower.slice(7);
   return lower;

@@ -24,7 +24,9 @@ export function sameOrigin(trust: ProxyTrust) {
     const site = request.headers['sec-fetch-site'];
     if (site !== undefined && site !== 'same-origin' && site !== 'none') {
       throw new GatewayError('csrf_rejected', {
-        message: `Cross-site request refused: Sec-Fetch-Site is "${String(site)}"; the admin API accepts changes only from the dashboard's own origin.`,
+        message:
+          `Cross-site request refused: Sec-Fetch-Site is "${String(site)}"; the admin API accepts ` +
+          `changes only from the dashboard's own origin.`,
         details: [{ path: '/headers/sec-fetch-site', message: 'must be same-origin or none' }],
       });
     }
@@ -34,8 +36,10 @@ export function sameOrigin(trust: ProxyTrust) {
     if (own !== undefined && normalizeOrigin(origin) === own) return;
     throw new GatewayError('csrf_rejected', {
       message:
-        `Cross-site request refused: Origin ${JSON.stringify(origin)} is not this gateway's origin (${own ?? 'unknown: no Host header'}). ` +
-        'Behind a TLS-terminating reverse proxy, list it in GATEHOUSE_TRUSTED_PROXIES so its X-Forwarded-Proto is believed.',
+        `Cross-site request refused: Origin ${JSON.stringify(origin)} is not this gateway's origin ` +
+        `(${own ?? 'unknown: no Host header'}). ` +
+        'Behind a TLS-terminating reverse proxy, list it in GATEHOUSE_TRUSTED_PROXIES so its ' +
+        'X-Forwarded-Proto is believed.',
       details: [{ path: '/headers/origin', message: `must be ${own ?? "this gateway's origin"}` }],
     });
   };

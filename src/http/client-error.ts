@@ -10,7 +10,7 @@ import { GatewayError } from '../core/errors.js';
 import { isAnswering } from './answering.js';
 import { errorBody } from '../core/render-error.js';
 
-export function clientErrorAnswer(error: Error & { code?: string }): GatewayError {
+function clientErrorAnswer(error: Error & { code?: string }): GatewayError {
   switch (error.code) {
     case 'HPE_HEADER_OVERFLOW':
       return new GatewayError('request_headers_too_large');

@@ -20,8 +20,13 @@ export interface DashboardOptions {
   root: string;
 }
 
-export const DASHBOARD_CSP =
-  "default-src 'self'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; connect-src 'self'; frame-ancestors 'none'";
+export const DASHBOARD_CSP = [
+  "default-src 'self'",
+  "img-src 'self' data:",
+  "style-src 'self' 'unsafe-inline'",
+  "connect-src 'self'",
+  "frame-ancestors 'none'",
+].join('; ');
 
 const HTML_HEADERS = {
   'content-type': 'text/html; charset=utf-8',
@@ -39,19 +44,28 @@ const NOT_BUILT_PAGE = `<!doctype html>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>Gatehouse: dashboard not built</title>
 <style>
-  body { margin: 0; min-height: 100vh; display: grid; place-items: center; font: 15px/1.5 system-ui, sans-serif; background: #f5f6f8; color: #17202b; }
-  main { max-width: 460px; margin: 24px; padding: 32px; background: #fff; border: 1px solid #e2e6ec; border-radius: 12px; }
+  body {
+    margin: 0; min-height: 100vh; display: grid; place-items: center;
+    font: 15px/1.5 system-ui, sans-serif; background: #f5f6f8; color: #17202b;
+  }
+  main {
+    max-width: 460px; margin: 24px; padding: 32px;
+    background: #fff; border: 1px solid #e2e6ec; border-radius: 12px;
+  }
   h1 { margin: 0 0 8px; font-size: 20px; }
   code { padding: 1px 5px; border-radius: 4px; background: #eef0f3; }
   @media (prefers-color-scheme: dark) {
-    body { background: #0e1115; color: #e5e9ee; } main { background: #15191f; border-color: #262c35; } code { background: #232932; }
+    body { background: #0e1115; color: #e5e9ee; }
+    main { background: #15191f; border-color: #262c35; }
+    code { background: #232932; }
   }
 </style>
 </head>
 <body>
 <main>
   <h1>The dashboard is not built</h1>
-  <p>Gatehouse is running, but its dashboard has not been built yet. Run <code>npm run build</code> in the Gatehouse directory, then reload this page.</p>
+  <p>Gatehouse is running, but its dashboard has not been built yet.
+  Run <code>npm run build</code> in the Gatehouse directory, then reload this page.</p>
   <p>The API under <code>/v1</code> and <code>/api</code> works without it.</p>
 </main>
 </body>

@@ -1,8 +1,9 @@
 /**
  * The route table: every path the gateway serves, with its middleware chain, on one screen.
  *
- *   /v1/*              client API → llama-swap   cors → clientAuth → keyLimits → readModel → [captureRequestBody] →
- *                                                modelsListing → modelAllowList → tokenReservation → forward (+ usage tap)
+ *   /v1/*              client API → llama-swap   cors → clientAuth → keyLimits → readModel →
+ *                                                [captureRequestBody] → modelsListing → modelAllowList →
+ *                                                tokenReservation → forward (+ usage tap)
  *                      cors answers OPTIONS preflights (204, no key) and marks browsers' calls readable
  *                      every call, whichever way it ends, is recorded once (usage/call-recorder.ts)
  *   HEAD /             liveness probe (Claude Code sends it before anything else)
@@ -16,7 +17,8 @@
  * Bodies: at most ADMIN_BODY_LIMIT_BYTES (64 KiB), the config editor's CONFIG_BODY_LIMIT_BYTES (4 MiB);
  * Fastify counts while reading and refuses a larger Content-Length before reading (413).
  *   GET  /api/session   public: signed in? first run?           open → handler
- *   POST /api/setup     public: first password + setup token    open → setupPending → loginRateLimit (its own) → handler
+ *   POST /api/setup     public: first password + setup token    open → setupPending → loginRateLimit → handler
+ *                                                               (setup has its own loginRateLimit)
  *   POST /api/login     public: password → session cookie       open → loginRateLimit → handler
  *   POST /api/logout    end this session                        admin → handler
  *   POST /api/password  change password, end other sessions     admin → loginRateLimit → handler
@@ -93,13 +95,13 @@ import { createProxyTrust } from '../auth/proxy-trust.js';
 export const PUBLIC_ADMIN_ROUTES: ReadonlySet<string> = new Set(['/api/session', '/api/setup', '/api/login']);
 
 /** Wrong passwords allowed per client address within `LOGIN_WINDOW_MS` before `429`. */
-export const LOGIN_MAX_FAILURES = 5;
-export const LOGIN_WINDOW_MS = 15 * 60_000;
+const LOGIN_MAX_FAILURES = 5;
+const LOGIN_WINDOW_MS = 15 * 60_000;
 
 /** Largest body of an `/api/*` request (and any other Fastify route): JSON of a few fields. */
 export const ADMIN_BODY_LIMIT_BYTES = 64 * 1024;
 /** Largest body of the config editor's routes: llama-swap's config.yaml travels whole. */
-export const CONFIG_BODY_LIMIT_BYTES = 4 * 1024 * 1024;
+const CONFIG_BODY_LIMIT_BYTES = 4 * 1024 * 1024;
 
 export interface UpstreamHealthProbe {
   health(opts?: { timeoutMs?: number }): Promise<{ ok: boolean; status?: number; error?: string }>;

@@ -25,7 +25,8 @@ export function sendError(res: ServerResponse, error: unknown, format: WireForma
   const status = gatewayError.status;
   res.writeHead(status, {
     ...gatewayError.headers,
-    // Claude Code retries a 401 for minutes unless told not to (the SDKs read the header too): a key does not fix itself.
+    // Claude Code retries a 401 for minutes unless told not to (the SDKs read the header too):
+    // a key does not fix itself.
     ...(status === 401 || status === 403 ? { 'x-should-retry': 'false' } : {}),
     'content-type': 'application/json; charset=utf-8',
     'content-length': bytes,

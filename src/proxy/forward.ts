@@ -20,7 +20,7 @@ export interface UpstreamOptions {
   connectTimeoutMs: number;
   headersTimeoutMs: number;
   idleTimeoutMs: number;
-  /** Keep-alive connections to llama-swap (GATEHOUSE_UPSTREAM_CONNECTIONS); streams each hold one for their whole life. */
+  /** Keep-alive connections to llama-swap (GATEHOUSE_UPSTREAM_CONNECTIONS); a stream holds one for its whole life. */
   connections: number;
 }
 
@@ -48,7 +48,7 @@ export function createForwarder(options: UpstreamOptions, pool: UpstreamDispatch
     });
     const dispatchOptions: Dispatcher.DispatchOptions = {
       path: basePath + ctx.request.url,
-      method: ctx.request.method as Dispatcher.HttpMethod,
+      method: ctx.request.method,
       headers,
       body: (body?.body ?? null) as Dispatcher.DispatchOptions['body'],
     };

@@ -16,7 +16,7 @@ export interface GoQuery {
 }
 
 /** More pairs than this are not read (Go limits them too); the caller treats that as unreadable. */
-export const MAX_QUERY_PAIRS = 1000;
+const MAX_QUERY_PAIRS = 1000;
 
 /**
  * `url.ParseQuery`: `&`-separated pairs, `;` refused, `+` is a space, `%XX` must be valid.

@@ -94,7 +94,7 @@ function listedInConnection(value: string | string[] | undefined): Set<string> |
   );
 }
 
-const SANE_REQUEST_ID = /^[A-Za-z0-9._:\-]{1,128}$/;
+const SANE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /** The client's `x-request-id` when it is short and harmless (it ends up in logs). */
 export function saneRequestId(value: string | string[] | undefined): string | undefined {

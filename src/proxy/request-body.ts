@@ -13,7 +13,6 @@ import { createReadStream, createWriteStream, mkdirSync, readdirSync, rmSync, ty
 import type { IncomingMessage } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Readable } from 'node:stream';
 import { randomUUID } from 'node:crypto';
 import type { BodyHead } from '../core/context.js';
 import { GatewayError } from '../core/errors.js';
@@ -40,7 +39,7 @@ const NO_BODY: BodyHead = Object.freeze({
   dispose: () => undefined,
 });
 
-export function tooLarge(limit: number): GatewayError {
+function tooLarge(limit: number): GatewayError {
   return new GatewayError('body_too_large', {
     message: `The request body exceeds the gateway's limit of ${formatBytes(limit)}.`,
   });
@@ -95,7 +94,7 @@ export function receiveBody(req: IncomingMessage, options: ReceiveOptions): Prom
     const dispose = () => {
       if (spool) rmSync(spool.path, { force: true });
     };
-    const settle = (error: unknown, head?: BodyHead) => {
+    const settle = (error: Error | undefined, head?: BodyHead) => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
@@ -118,7 +117,9 @@ export function receiveBody(req: IncomingMessage, options: ReceiveOptions): Prom
       req.pause();
       settle(
         new GatewayError('body_timeout', {
-          message: `The request body stopped arriving: nothing for ${options.idleTimeoutMs / 1000} s (GATEHOUSE_BODY_TIMEOUT).`,
+          message:
+            `The request body stopped arriving: nothing for ${options.idleTimeoutMs / 1000} s ` +
+            `(GATEHOUSE_BODY_TIMEOUT).`,
         }),
       );
     }

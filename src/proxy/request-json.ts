@@ -394,7 +394,7 @@ export function readJsonMembers(body: Buffer | readonly Buffer[], names: Iterabl
  * and both escapes are consumed), a lone surrogate gives U+FFFD. Returns `undefined` when the
  * result is not valid UTF-8 (gjson would keep the raw bytes; we cannot compare them safely).
  */
-export function gjsonUnescape(raw: Buffer): string | undefined {
+function gjsonUnescape(raw: Buffer): string | undefined {
   if (raw.indexOf(0x5c) < 0) return decodeUtf8(raw);
   const out: number[] = [];
   for (let i = 0; i < raw.length; i++) {
@@ -423,7 +423,7 @@ export function gjsonUnescape(raw: Buffer): string | undefined {
 }
 
 /** gjson's `.String()` of a number: an integer as written, anything else as Go's FormatFloat(f, 'f', -1). */
-export function gjsonNumberText(raw: string): string {
+function gjsonNumberText(raw: string): string {
   if (/^-?[0-9]+$/.test(raw)) return raw;
   const f = Number(raw);
   if (!Number.isFinite(f)) return f > 0 ? '+Inf' : '-Inf';

@@ -63,7 +63,8 @@ export function translateUpstreamError(res: UpstreamErrorResponse): GatewayError
     if (res.status === 405) {
       return new GatewayError('upstream_error', {
         status: 405,
-        message: `llama-swap does not allow ${res.method} on ${res.path}${res.allow ? ` (allowed: ${res.allow})` : ''}.`,
+        message:
+          `llama-swap does not allow ${res.method} on ` + `${res.path}${res.allow ? ` (allowed: ${res.allow})` : ''}.`,
         headers,
       });
     }
@@ -89,7 +90,8 @@ function llamaSwapJsonError(text: string): { message: string; code: string | und
   }
   if (typeof parsed !== 'object' || parsed === null) return undefined;
   const record = parsed as { src?: unknown; error?: unknown };
-  if (typeof record.error === 'string') return { message: record.error, code: undefined }; // legacy shape, with or without src
+  // The legacy shape, with or without src.
+  if (typeof record.error === 'string') return { message: record.error, code: undefined };
   if (record.src === 'llama-swap' && typeof record.error === 'object' && record.error !== null) {
     const { message, code } = record.error as { message?: unknown; code?: unknown };
     return {

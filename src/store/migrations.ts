@@ -173,7 +173,7 @@ const provider: MigrationProvider = {
   getMigrations: () => Promise.resolve(MIGRATIONS),
 };
 
-export class MigrationError extends Error {
+class MigrationError extends Error {
   override name = 'MigrationError';
 }
 

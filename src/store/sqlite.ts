@@ -224,7 +224,7 @@ function placeWithoutOverwriting(temp: string, target: string): void {
     linkSync(temp, target);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'EEXIST')
-      throw new Error(`${target} already exists; choose a new file name`);
+      throw new Error(`${target} already exists; choose a new file name`, { cause: error });
     // Filesystems without hard links: the existence check above has to do.
     renameSync(temp, target);
     return;

@@ -56,7 +56,8 @@ export class AmbiguousKeyReferenceError extends Error {
     readonly matches: ReadonlyArray<Pick<KeyRecord, 'id' | 'prefix' | 'name'>>,
   ) {
     super(
-      `"${reference}" matches ${matches.length} keys (${matches.map((m) => `${m.id} ${m.prefix} "${m.name}"`).join(', ')}); use the full id`,
+      `"${reference}" matches ${matches.length} keys ` +
+        `(${matches.map((m) => `${m.id} ${m.prefix} "${m.name}"`).join(', ')}); use the full id`,
     );
   }
 }

@@ -28,7 +28,7 @@ let lastMs = -1;
 let lastPrefix = '';
 
 /** The base36 time an id starts with (epoch ms, whole). */
-export function timePrefix(at: number): string {
+function timePrefix(at: number): string {
   const ms = Math.max(0, Math.floor(at));
   // Calls under load start many to a millisecond: the previous prefix is mostly this one.
   if (ms !== lastMs) {

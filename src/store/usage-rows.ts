@@ -88,7 +88,8 @@ export function recordFromRow(row: Readonly<Record<string, unknown>>): UsageReco
 }
 
 /** `COPY usage_requests (...) FROM STDIN` in text format: PostgreSQL's bulk load. */
-export const COPY_REQUESTS_SQL = `copy "usage_requests" (${REQUEST_COLUMNS.map(({ name }) => `"${name}"`).join(', ')}) from stdin`;
+const COPY_COLUMN_LIST = REQUEST_COLUMNS.map(({ name }) => `"${name}"`).join(', ');
+export const COPY_REQUESTS_SQL = `copy "usage_requests" (${COPY_COLUMN_LIST}) from stdin`;
 
 /**
  * The records as COPY's text format: a line per row, columns separated by tabs, `\N` for null,

@@ -41,7 +41,7 @@ export class BodyCapture {
   }
 }
 
-export function isTextual(contentType: string | undefined): boolean {
+function isTextual(contentType: string | undefined): boolean {
   if (contentType === undefined) return false;
   const type = contentType.toLowerCase();
   return (

@@ -309,7 +309,9 @@ export function keyLimits(
 export function limitRefusal(decision: { limit: LimitKind; max: number; retryAfterMs: number }): GatewayError {
   const seconds = Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
   return new GatewayError('rate_limited', {
-    message: `Rate limit exceeded: this API key allows ${LIMIT_WORDING[decision.limit](decision.max)}. Retry after ${seconds} s.`,
+    message:
+      `Rate limit exceeded: this API key allows ${LIMIT_WORDING[decision.limit](decision.max)}. ` +
+      `Retry after ${seconds} s.`,
     headers: { 'retry-after': String(seconds) },
   });
 }

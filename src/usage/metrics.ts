@@ -11,9 +11,9 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { LimitKind } from './limits.js';
 
-export const OTHER_LABEL = 'other';
+const OTHER_LABEL = 'other';
 /** Label value for calls without a key (open mode) or without a model (e.g. `GET /v1/models`). */
-export const NONE_LABEL = 'none';
+const NONE_LABEL = 'none';
 
 /** Distinct label values, capped; never evicts (a counter's series must not disappear). */
 export class LabelCap {
@@ -58,7 +58,7 @@ export interface CallObservation {
  * A failure of llama-swap or the model server: no answer in time, no connection, a broken
  * stream, or a 5xx. A 4xx they return (unknown model, bad parameters) is the caller's problem.
  */
-export function isUpstreamFailure(errorClass: string | undefined, status: number): boolean {
+function isUpstreamFailure(errorClass: string | undefined, status: number): boolean {
   if (!errorClass?.startsWith('upstream_')) return false;
   if (errorClass === 'upstream_status' || errorClass === 'upstream_error') return status >= 500;
   return true;
@@ -91,7 +91,9 @@ export class GatewayMetrics {
       new Histogram({ name, help, labelNames: ['model', 'key'] as const, buckets: LATENCY_BUCKETS_S, registers });
     this.#requests = new Counter({
       name: 'gatehouse_requests_total',
-      help: 'Calls to /v1 that ended, by model, key name and HTTP status (499: the client left before a status was sent).',
+      help:
+        'Calls to /v1 that ended, by model, key name and HTTP status (499: the client left before a ' +
+        'status was sent).',
       labelNames: ['model', 'key', 'status'] as const,
       registers,
     });
@@ -120,7 +122,9 @@ export class GatewayMetrics {
     });
     this.#upstreamErrors = new Counter({
       name: 'gatehouse_upstream_errors_total',
-      help: 'Calls that failed because of llama-swap or the model server (timeout, unreachable, broken stream, 5xx), by class (upstream_timeout, upstream_unreachable, upstream_status ...).',
+      help:
+        'Calls that failed because of llama-swap or the model server (timeout, unreachable, broken ' +
+        'stream, 5xx), by class (upstream_timeout, upstream_unreachable, upstream_status ...).',
       labelNames: ['model', 'class'] as const,
       registers,
     });
@@ -160,7 +164,9 @@ export class GatewayMetrics {
     this.#registry.registerMetric(
       new Gauge({
         name: 'gatehouse_limits_shared',
-        help: 'Per-key limits are counted in Redis for every replica (1), or by this replica alone (0: GATEHOUSE_REDIS_URL unset, or Redis unreachable).',
+        help:
+          'Per-key limits are counted in Redis for every replica (1), or by this replica alone (0: ' +
+          'GATEHOUSE_REDIS_URL unset, or Redis unreachable).',
         registers: [],
         collect() {
           this.set(limitsShared?.() ? 1 : 0);

@@ -19,15 +19,15 @@
  * disagree still share one window. Tests pass `now` instead to move time.
  */
 
-export const RPM_TTL_EXTRA_MS = 1000;
+const RPM_TTL_EXTRA_MS = 1000;
 /** A TPM bucket of second `b` holds tokens up to `b + 1 s + window`; one more second of slack. */
-export const TPM_TTL_EXTRA_MS = 2000;
-export const TPM_BUCKET_MS = 1000;
+const TPM_TTL_EXTRA_MS = 2000;
+const TPM_BUCKET_MS = 1000;
 /**
  * A TPM reservation lives this long at most: settled when its call ends, but one whose replica
  * crashed must not hold the key's window for ever. A call running longer stops holding it.
  */
-export const RESERVATION_TTL_MS = 120_000;
+const RESERVATION_TTL_MS = 120_000;
 
 export interface LimitKeys {
   rpm: string;

@@ -381,8 +381,10 @@ export class RedisLimitStore implements LimitStore {
       this.#logger.warn(
         { limits: 'replica', redis: this.#where, error: this.#scrub(error) },
         atStart
-          ? `Redis at ${this.#where} is unreachable at start (${this.#scrub(error)}): per-key limits are counted per replica until it answers; retrying every ${this.#retryMs / 1000} s.`
-          : `Redis at ${this.#where} is unreachable (${this.#scrub(error)}): per-key limits are counted per replica until it is back; retrying every ${this.#retryMs / 1000} s.`,
+          ? `Redis at ${this.#where} is unreachable at start (${this.#scrub(error)}): per-key limits are ` +
+              `counted per replica until it answers; retrying every ${this.#retryMs / 1000} s.`
+          : `Redis at ${this.#where} is unreachable (${this.#scrub(error)}): per-key limits are counted ` +
+              `per replica until it is back; retrying every ${this.#retryMs / 1000} s.`,
       );
     }
     this.#scheduleProbe();
@@ -424,7 +426,8 @@ export class RedisLimitStore implements LimitStore {
     } else {
       this.#logger.info(
         { limits: 'shared', redis: this.#where, prefix: this.#prefix },
-        `Limits: per-key limits are shared by every replica through Redis at ${this.#where} (key prefix ${this.#prefix}).`,
+        `Limits: per-key limits are shared by every replica through Redis at ${this.#where} (key prefix ` +
+          `${this.#prefix}).`,
       );
     }
   }
@@ -441,7 +444,7 @@ function optional(limit: number | null): string {
 }
 
 /** `redis://host:6379/0`: where, never who (no user, no password). */
-export function describeRedisUrl(url: string): string {
+function describeRedisUrl(url: string): string {
   try {
     const parsed = new URL(url);
     const db = parsed.pathname.replace(/^\//, '') || '0';

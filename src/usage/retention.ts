@@ -6,7 +6,7 @@
  */
 import type { UsageStore } from '../store/store.js';
 
-export const MINUTE_ROLLUP_RETENTION_MS = 2 * 86_400_000;
+const MINUTE_ROLLUP_RETENTION_MS = 2 * 86_400_000;
 
 export interface RetentionOptions {
   retentionMs: number;

@@ -29,8 +29,8 @@ const COMMA = 0x2c;
 const COLON = 0x3a;
 
 /** Needles are encoded once; `Buffer#indexOf` with a Buffer needle is a native search. */
-export const USAGE_KEY = Buffer.from('"usage"');
-export const TIMINGS_KEY = Buffer.from('"timings"');
+const USAGE_KEY = Buffer.from('"usage"');
+const TIMINGS_KEY = Buffer.from('"timings"');
 
 /** The offset of the `{` of the object the key at `at` holds, or -1 when it is not a key holding an object. */
 function objectOfKey(buf: Buffer, at: number, keyLength: number): number {

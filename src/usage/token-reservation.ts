@@ -47,7 +47,7 @@ export function tokenReservation(
 }
 
 /** Prompt bytes / 4 (JSON bodies) plus the requested or default output. */
-export function estimateTokens(ctx: ProxyContext): number {
+function estimateTokens(ctx: ProxyContext): number {
   const requested = requestedOutputTokens(ctx.decided.requestJson);
   const prompt = ctx.decided.requestJson ? Math.ceil((ctx.decided.body?.bytes ?? 0) / PROMPT_BYTES_PER_TOKEN) : 0;
   return prompt + (requested ?? DEFAULT_OUTPUT_TOKENS);

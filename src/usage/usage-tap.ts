@@ -232,7 +232,7 @@ class StreamTap implements ResponseTap, UsageProbe {
  * allowed (Python's json.dumps writes `"key": value`). A colon inside a string value is passed over: it is
  * not preceded by a closing quote, and a quote inside a string is escaped.
  */
-export function scanFrame(data: Buffer, start: number, end: number): number {
+function scanFrame(data: Buffer, start: number, end: number): number {
   let found = 0;
   for (let colon = data.indexOf(COLON, start); colon !== -1 && colon < end; colon = data.indexOf(COLON, colon + 1)) {
     let keyEnd = colon - 1;

@@ -207,7 +207,9 @@ describe('forward', () => {
     handler.onResponseData!(controller, Buffer.from(frame));
     handler.onResponseEnd!(controller, {});
 
-    const terminal = `data: ${JSON.stringify({ error: { message: 'The upstream stream ended without its final event: the answer is incomplete.', type: 'server_error', param: null, code: 'upstream_truncated' } })}\n\n`;
+    const message = 'The upstream stream ended without its final event: the answer is incomplete.';
+    const error = { message, type: 'server_error', param: null, code: 'upstream_truncated' };
+    const terminal = `data: ${JSON.stringify({ error })}\n\n`;
     expect(await text(res)).toBe(frame + terminal);
     const { ctx, settled } = gateway.calls[0]!;
     expect(await settled).toBe('forwarded');
@@ -415,7 +417,9 @@ describe('forward', () => {
     handler.onResponseData!(controller, Buffer.from(frame));
     handler.onResponseError!(controller, new undiciErrors.BodyTimeoutError());
 
-    const terminal = `event: error\ndata: ${JSON.stringify({ type: 'error', error: { type: 'timeout_error', message: 'The upstream stream went idle for longer than GATEHOUSE_IDLE_TIMEOUT.' } })}\n\n`;
+    const message = 'The upstream stream went idle for longer than GATEHOUSE_IDLE_TIMEOUT.';
+    const error = { type: 'error', error: { type: 'timeout_error', message } };
+    const terminal = `event: error\ndata: ${JSON.stringify(error)}\n\n`;
     expect(await text(await response)).toBe(frame + terminal);
     const { ctx, settled } = gateway.calls[0]!;
     expect(await settled).toBe('forwarded');

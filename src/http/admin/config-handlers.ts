@@ -30,7 +30,7 @@ export interface ConfigHandlers {
 }
 
 /** A long-poll on reload-status waits at most this long. */
-export const RELOAD_STATUS_MAX_WAIT_MS = 25_000;
+const RELOAD_STATUS_MAX_WAIT_MS = 25_000;
 
 export function createConfigHandlers({ editor }: ConfigHandlerDeps): ConfigHandlers {
   return {

@@ -75,7 +75,8 @@ export function createKeyHandlers({ store, index, now = Date.now }: KeysHandlerD
         throw new GatewayError('conflict', {
           message:
             `${key.id} is the last API key. Deleting it reopens the API: every client will be let in without a key. ` +
-            'Repeat the request with ?confirm=last (or header "x-confirm: last") to delete it anyway, or revoke it instead.',
+            'Repeat the request with ?confirm=last (or header "x-confirm: last") to delete it anyway, or ' +
+            'revoke it instead.',
           details: [{ path: '/confirm', message: 'required to delete the last key: "last"' }],
         });
       }
@@ -180,6 +181,7 @@ function parseName(value: unknown, issues: Issues): string | undefined {
   const name = value.trim();
   if (name.length === 0) return issues.add('/name', 'must not be empty');
   if (name.length > NAME_MAX) return issues.add('/name', `must be at most ${NAME_MAX} characters`);
+  // eslint-disable-next-line no-control-regex -- control characters are exactly what is refused.
   if (/[\u0000-\u001f\u007f]/.test(name)) return issues.add('/name', 'must not contain control characters');
   return name;
 }

@@ -2,7 +2,8 @@
  * `GET /api/logs/stream?source=...`: llama-swap's log streams (and Gatehouse's own access
  * log) relayed to the browser as Server-Sent Events.
  *
- * llama-swap closes every log stream on each config reload (docs/llama-swap.md, "Log and event streams"). A relay that just
+ * llama-swap closes every log stream on each config reload (docs/llama-swap.md, "Log and event
+ * streams"). A relay that just
  * forwards would leave the browser hanging on a dead stream (the closest peer's Logs page
  * freezes exactly so); this one tells the page with a `gap` event and reconnects to llama-swap
  * by itself, without history (the page already has it), on the same response.

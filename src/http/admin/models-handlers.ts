@@ -85,7 +85,7 @@ export function createModelHandlers(deps: { upstream: LlamaSwapClient; logger: L
   };
 }
 
-export function mergeModels(models: ModelEntry[], running: RunningModel[]): Model[] {
+function mergeModels(models: ModelEntry[], running: RunningModel[]): Model[] {
   const states = new Map(running.map((r) => [r.model, r]));
   const out: Model[] = [];
   const seen = new Set<string>();

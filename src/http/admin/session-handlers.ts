@@ -98,7 +98,8 @@ export function createSessionHandlers(deps: SessionHandlerDeps): SessionHandlers
       if (passwordFromSettings) {
         throw new GatewayError('conflict', {
           message:
-            'The admin password is set by GATEHOUSE_ADMIN_PASSWORD (or its _FILE): change it there and restart the gateway.',
+            'The admin password is set by GATEHOUSE_ADMIN_PASSWORD (or its _FILE): change it there and ' +
+            'restart the gateway.',
         });
       }
       const body = readBody(request.body, ['currentPassword', 'newPassword']);

@@ -12,8 +12,8 @@ import { GatewayError } from '../../core/errors.js';
 
 type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
 
-export const REQUESTS_DEFAULT_LIMIT = 100;
-export const REQUESTS_MAX_LIMIT = 500;
+const REQUESTS_DEFAULT_LIMIT = 100;
+const REQUESTS_MAX_LIMIT = 500;
 
 export interface UsageHandlerDeps {
   usage: Pick<UsageAccounting, 'summary' | 'flush'>;
@@ -114,7 +114,7 @@ function toRequestView(row: UsageListRow | (UsageRecord & { captured: boolean })
 }
 
 /** Opaque to clients: base64url of `<at>.<id>`. */
-export function encodeCursor(cursor: UsageCursor): string {
+function encodeCursor(cursor: UsageCursor): string {
   return Buffer.from(`${cursor.at}.${cursor.id}`, 'utf8').toString('base64url');
 }
 
