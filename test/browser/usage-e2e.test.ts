@@ -249,7 +249,7 @@ describe('usage page', () => {
     await t.page.keyboard.press('Enter');
     await drawer.waitFor();
     await drawer.locator('pre.body').nth(1).waitFor();
-    const facts = (await drawer.locator('dl.facts.cols').first().textContent()) ?? '';
+    const facts = ((await drawer.locator('dl.facts.cols').first().textContent()) ?? '').replace(/\s+/g, '');
     expect(facts).toContain(`Input${PROMPT_TOKENS}`);
     expect(facts).toContain(`Output${TOKENS}`);
     await t.screenshot('e2e-usage-drawer-200');
