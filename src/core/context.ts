@@ -196,3 +196,23 @@ export interface ProxyContext {
   /** Called exactly once when the exchange is over, whichever way it ended. */
   readonly onDone: Array<(ctx: ProxyContext) => void>;
 }
+
+/** A fresh context for a call whose facts were just read: nothing decided yet, no outcome yet. */
+export function newCallContext(req: IncomingMessage, res: ServerResponse, request: CallRequest): ProxyContext {
+  return {
+    req,
+    res,
+    request,
+    decided: {
+      caller: undefined,
+      body: undefined,
+      modelReading: undefined,
+      model: undefined,
+      requestJson: undefined,
+      requestBody: undefined,
+    },
+    outcome: new CallOutcome(request.startedAt),
+    onClientGone: undefined,
+    onDone: [],
+  };
+}

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { createAccessLog, type AccessLog } from '../logging/access-log.js';
-import { CallOutcome, type ProxyContext } from '../core/context.js';
+import { newCallContext, type ProxyContext } from '../core/context.js';
 import type { ProxyStep, TapFactory } from '../core/steps.js';
 import type { Forwarder } from '../proxy/forward.js';
 import { saneRequestId } from '../proxy/headers.js';
@@ -72,32 +72,17 @@ export function createProxyRoute(options: ProxyRouteOptions): (req: IncomingMess
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const startedAt = performance.now();
-    const ctx: ProxyContext = {
-      req,
-      res,
-      request: {
-        requestId: saneRequestId(req.headers['x-request-id']) ?? randomUUID(),
-        format: wireFormatForCall(url, req.headers['anthropic-version']),
-        method: req.method ?? 'GET',
-        path: q < 0 ? url : url.slice(0, q),
-        url,
-        startedAt,
-        clientAddress: req.socket.remoteAddress ?? '',
-        proto: trust ? trust.protocol(req) : 'http',
-        priorForwardedFor: trust?.forwardedFor(req),
-      },
-      decided: {
-        caller: undefined,
-        body: undefined,
-        modelReading: undefined,
-        model: undefined,
-        requestJson: undefined,
-        requestBody: undefined,
-      },
-      outcome: new CallOutcome(startedAt),
-      onClientGone: undefined,
-      onDone: [],
-    };
+    const ctx = newCallContext(req, res, {
+      requestId: saneRequestId(req.headers['x-request-id']) ?? randomUUID(),
+      format: wireFormatForCall(url, req.headers['anthropic-version']),
+      method: req.method ?? 'GET',
+      path: q < 0 ? url : url.slice(0, q),
+      url,
+      startedAt,
+      clientAddress: req.socket.remoteAddress ?? '',
+      proto: trust ? trust.protocol(req) : 'http',
+      priorForwardedFor: trust?.forwardedFor(req),
+    });
     // The one 'close' listener of the call: whether the client left, the access line, the
     // completion hooks, then the upstream request is aborted if it still runs (forward sets
     // onClientGone meanwhile).

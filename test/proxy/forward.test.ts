@@ -8,7 +8,7 @@ import { createServer, request as httpRequest, type IncomingMessage, type Server
 import type { AddressInfo } from 'node:net';
 import { errors as undiciErrors, type Dispatcher } from 'undici';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { CallOutcome, type ProxyContext } from '../../src/core/context.js';
+import { newCallContext, type ProxyContext } from '../../src/core/context.js';
 import { GatewayError } from '../../src/core/errors.js';
 import { createForwarder, type UpstreamDispatcher } from '../../src/proxy/forward.js';
 import { wireFormatForCall } from '../../src/core/wire-format.js';
@@ -85,32 +85,17 @@ async function startGateway(upstream: FakeUpstream): Promise<{ url: string; call
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const startedAt = performance.now();
-    const ctx: ProxyContext = {
-      req,
-      res,
-      request: {
-        requestId: 'req-1',
-        format: wireFormatForCall(url, req.headers['anthropic-version']),
-        method: req.method ?? 'GET',
-        path: q < 0 ? url : url.slice(0, q),
-        url,
-        startedAt,
-        clientAddress: '127.0.0.1',
-        proto: 'http',
-        priorForwardedFor: undefined,
-      },
-      decided: {
-        caller: undefined,
-        body: undefined,
-        modelReading: undefined,
-        model: undefined,
-        requestJson: undefined,
-        requestBody: undefined,
-      },
-      outcome: new CallOutcome(startedAt),
-      onClientGone: undefined,
-      onDone: [],
-    };
+    const ctx = newCallContext(req, res, {
+      requestId: 'req-1',
+      format: wireFormatForCall(url, req.headers['anthropic-version']),
+      method: req.method ?? 'GET',
+      path: q < 0 ? url : url.slice(0, q),
+      url,
+      startedAt,
+      clientAddress: '127.0.0.1',
+      proto: 'http',
+      priorForwardedFor: undefined,
+    });
     // What the route does as the response closes (http/proxy-route.ts).
     res.once('close', () => {
       ctx.outcome.closed(res.writableFinished);
