@@ -36,6 +36,8 @@ export interface ApiKey {
   models: string[];
   note: string;
   limits: KeyLimits;
+  /** Place in the admission queue, -10..10 (default 0): higher goes first. */
+  priority: number;
 }
 
 export interface NewKeyInput {
@@ -44,6 +46,7 @@ export interface NewKeyInput {
   expiresAt?: Iso | null;
   note?: string;
   limits?: Partial<KeyLimits>;
+  priority?: number;
 }
 
 export interface KeyPatch {
@@ -52,6 +55,7 @@ export interface KeyPatch {
   expiresAt?: Iso | null;
   note?: string;
   limits?: Partial<KeyLimits>;
+  priority?: number;
   revoked?: true;
 }
 
@@ -360,4 +364,27 @@ export interface LimitsInfo {
   limitsScope: 'replica' | 'shared';
   redis: 'off' | 'connected' | 'unavailable';
   unavailableSince: Iso | null;
+}
+
+/** One call in `GET /api/queue`. */
+export interface QueuedCallView {
+  /** The call's request id (`x-request-id`). */
+  id: string;
+  model: string | null;
+  key: { id: string; name: string } | null;
+  /** `queued`: waiting here; `loading`: forwarded while its model loads; `generating`: the model is up. */
+  phase: 'queued' | 'loading' | 'generating';
+  /** When it arrived (`queued`) or was forwarded. */
+  since: Iso;
+  /** 1 = next; null once forwarded. */
+  position: number | null;
+  priority: number;
+}
+
+/** `GET /api/queue`. */
+export interface QueueView {
+  /** `replica`: the calls of this Gatehouse process only. */
+  scope: 'replica';
+  inflight: QueuedCallView[];
+  waiting: QueuedCallView[];
 }

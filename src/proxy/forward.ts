@@ -8,7 +8,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { errors as undiciErrors, Pool, type Dispatcher } from 'undici';
 import { GatewayError, isGatewayError } from '../core/errors.js';
 import { terminalStreamEvent } from '../core/render-error.js';
-import type { ProxyContext } from '../core/context.js';
+import { QUEUE_MS_HEADER, type ProxyContext } from '../core/context.js';
 import type { ResponseTap, TapFactory } from '../core/steps.js';
 import { clientResponseHeaders, upstreamRequestHeaders } from './headers.js';
 import { MAX_TRANSLATABLE_ERROR_BYTES, translateUpstreamError } from './upstream-errors.js';
@@ -236,6 +236,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     this.#isSse = isSse;
     const outHeaders = clientResponseHeaders(headers);
     outHeaders['x-request-id'] = ctx.request.requestId;
+    outHeaders[QUEUE_MS_HEADER] = String(Math.round(ctx.decided.queueMs ?? 0));
     if (ctx.request.method !== 'HEAD') this.#length = declaredLength(headerString(headers['content-length']));
     if (isSse) {
       // Proxies in front of us (nginx) must not buffer the stream either.
@@ -258,6 +259,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     const { ctx } = this;
     const outHeaders = clientResponseHeaders(held.headers);
     outHeaders['x-request-id'] = ctx.request.requestId;
+    outHeaders[QUEUE_MS_HEADER] = String(Math.round(ctx.decided.queueMs ?? 0));
     ctx.res.writeHead(held.status, outHeaders);
     ctx.outcome.headersSent();
     ctx.outcome.fail('upstream_status');
