@@ -22,14 +22,17 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 const NOW = Date.UTC(2030, 0, 1, 12);
 let n = 0;
+/** The handlers' clock; each test starts at NOW. */
+let clock = NOW;
 let store: Store;
 let index: KeyIndex;
 let app: FastifyInstance;
 
 beforeEach(async () => {
+  clock = NOW;
   store = await openSqliteStore({ dataDir: join(root, `t${n++}`) });
   index = await KeyIndex.open(store);
-  const handlers = createKeyHandlers({ store, index, now: () => NOW });
+  const handlers = createKeyHandlers({ store, index, now: () => clock });
   app = Fastify();
   app.setErrorHandler((error, _request, reply) => {
     if (isGatewayError(error)) return reply.code(error.status).send(errorBody(error, 'admin'));
@@ -162,6 +165,23 @@ describe('GET /api/keys', () => {
       expect(res.body).not.toContain(hashApiKey(s));
     }
     expect(keys.every((k) => !('hash' in k) && !('secret' in k))).toBe(true);
+  });
+
+  it('lists the newest key first, the same order on every read', async () => {
+    const names = ['first', 'second', 'third'];
+    for (const name of names) {
+      await createKey({ name });
+      clock += 1000;
+    }
+    // Two keys made in the same millisecond keep one order too (by id).
+    await createKey({ name: 'fourth' });
+    await createKey({ name: 'fifth' });
+    const read = async () =>
+      (await app.inject({ method: 'GET', url: '/api/keys' })).json<{ keys: Array<{ name: string }> }>().keys;
+    const first = (await read()).map((k) => k.name);
+    expect(first.slice(2)).toEqual(['third', 'second', 'first']);
+    expect(first.slice(0, 2).sort()).toEqual(['fifth', 'fourth']);
+    expect((await read()).map((k) => k.name)).toEqual(first);
   });
 
   it('shows last use recorded moments ago', async () => {

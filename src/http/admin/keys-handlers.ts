@@ -1,6 +1,7 @@
 /**
  * Admin API for API keys: `GET/POST /api/keys`, `PATCH/DELETE /api/keys/:id`. Routes and the
- * admin-session chain are declared in the route table; these are only the handlers.
+ * admin-session chain are declared in the route table; these are only the handlers. The list is
+ * newest first.
  *
  * Responses never carry a key's hash; the raw key appears once, in the answer to the POST
  * that created it. After every write the key index reloads before the handler answers, so the
@@ -10,7 +11,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { CreatedKey, DeletedKey, KeyList, UpdatedKey } from '../../admin-api/types.js';
 import { newKeyRecord, parseIsoTimestamp, toKeyView, type NewKeyInput } from '../../auth/api-keys.js';
 import type { KeyIndex } from '../../auth/key-index.js';
-import type { KeyLimits, KeyPatch, Store } from '../../store/store.js';
+import type { KeyLimits, KeyPatch, KeyRecord, Store } from '../../store/store.js';
 import { GatewayError } from '../../core/errors.js';
 
 export interface KeysHandlerDeps {
@@ -42,7 +43,8 @@ export function createKeyHandlers({ store, index, now = Date.now }: KeysHandlerD
       // reported by the index's periodic flush; the list must not fail because of it.
       await index.flush().catch(() => {});
       const at = now();
-      return { keys: (await store.keys.list()).map((key) => toKeyView(key, at)) } satisfies KeyList;
+      const keys = (await store.keys.list()).sort(newestFirst);
+      return { keys: keys.map((key) => toKeyView(key, at)) } satisfies KeyList;
     },
 
     async create(request, reply) {
@@ -230,4 +232,9 @@ function parseLimits(value: unknown, issues: Issues): Partial<KeyLimits> | undef
     }
   }
   return limits;
+}
+
+/** The list's order, the one the dashboard shows: newest first, ties by id so it never flips between reads. */
+function newestFirst(a: KeyRecord, b: KeyRecord): number {
+  return b.createdAt - a.createdAt || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0);
 }
