@@ -12,6 +12,8 @@ import { errorBody } from './core/render-error.js';
 import { Scheduler } from './queue/scheduler.js';
 import { ADMIN_BODY_LIMIT_BYTES, registerRoutes, type RouteDeps, type RouteTable } from './http/routes.js';
 import { createAccessLog } from './logging/access-log.js';
+import { isDashboardBackgroundRead } from './logging/dashboard-reads.js';
+import { DASHBOARD_ROUTE_URL } from './http/dashboard.js';
 import type { KeyVerifier } from './auth/key-index.js';
 import type { KeyUseRecorder } from './auth/client-auth-steps.js';
 import type { ListModels } from './proxy/models-list.js';
@@ -181,13 +183,22 @@ export async function buildApp(input: BuildAppInput): Promise<App> {
   fastify.addHook('onResponse', (request, reply, done) => {
     const url = request.url;
     const q = url.indexOf('?');
-    accessLog({
-      req_id: request.id,
+    const path = q < 0 ? url : url.slice(0, q);
+    const quiet = isDashboardBackgroundRead({
       method: request.method,
-      path: q < 0 ? url : url.slice(0, q),
+      path,
       status: reply.statusCode,
-      ms: Math.round(reply.elapsedTime * 100) / 100,
+      dashboardSession: request.adminIdentity?.via === 'session',
+      dashboardFile: request.routeOptions.url === DASHBOARD_ROUTE_URL,
     });
+    if (!quiet)
+      accessLog({
+        req_id: request.id,
+        method: request.method,
+        path,
+        status: reply.statusCode,
+        ms: Math.round(reply.elapsedTime * 100) / 100,
+      });
     done();
   });
 

@@ -2,7 +2,8 @@
  * What `gatehouse serve` does about the admin account at every start, before it listens:
  *
  * - `GATEHOUSE_ADMIN_PASSWORD` set: it becomes the password (hashed). When it differs from the
- *   stored one, every dashboard session is signed out. No setup link.
+ *   stored one, every dashboard session is signed out (the line says so only when there was one).
+ *   No setup link.
  * - otherwise, no password yet: a NEW one-time setup token is issued (the previous start's
  *   link stops working) and, once the address is known, printed as a link at warn level. That
  *   line is the only place the token ever appears.
@@ -30,7 +31,9 @@ export async function prepareAdminAccess(input: {
       const ended = await store.sessions.deleteAllExcept(null);
       logger.info(
         { admin: 'password_from_settings', sessions_ended: ended },
-        'Admin password set from GATEHOUSE_ADMIN_PASSWORD; existing dashboard sessions were signed out.',
+        ended > 0
+          ? `Admin password set from GATEHOUSE_ADMIN_PASSWORD; ${ended} dashboard session(s) were signed out.`
+          : 'Admin password set from GATEHOUSE_ADMIN_PASSWORD.',
       );
     }
     return { setupToken: undefined };

@@ -22,14 +22,17 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 const NOW = Date.UTC(2030, 0, 1, 12);
 let n = 0;
+/** The handlers' clock; each test starts at NOW. */
+let clock = NOW;
 let store: Store;
 let index: KeyIndex;
 let app: FastifyInstance;
 
 beforeEach(async () => {
+  clock = NOW;
   store = await openSqliteStore({ dataDir: join(root, `t${n++}`) });
   index = await KeyIndex.open(store);
-  const handlers = createKeyHandlers({ store, index, now: () => NOW });
+  const handlers = createKeyHandlers({ store, index, now: () => clock });
   app = Fastify();
   app.setErrorHandler((error, _request, reply) => {
     if (isGatewayError(error)) return reply.code(error.status).send(errorBody(error, 'admin'));
@@ -166,6 +169,18 @@ describe('GET /api/keys', () => {
       expect(res.body).not.toContain(hashApiKey(s));
     }
     expect(keys.every((k) => !('hash' in k) && !('secret' in k))).toBe(true);
+  });
+
+  it('lists keys oldest first, the same order on every read', async () => {
+    const names = ['first', 'second', 'third'];
+    for (const name of names) {
+      await createKey({ name });
+      clock += 1000;
+    }
+    const read = async () =>
+      (await app.inject({ method: 'GET', url: '/api/keys' })).json<{ keys: Array<{ name: string }> }>().keys;
+    expect((await read()).map((k) => k.name)).toEqual(names);
+    expect((await read()).map((k) => k.name)).toEqual(names);
   });
 
   it('shows last use recorded moments ago', async () => {

@@ -1,6 +1,7 @@
 /**
  * Admin API for API keys: `GET/POST /api/keys`, `PATCH/DELETE /api/keys/:id`. Routes and the
- * admin-session chain are declared in the route table; these are only the handlers.
+ * admin-session chain are declared in the route table; these are only the handlers. The list is
+ * oldest first (the store's order); the dashboard shows it newest first.
  *
  * Responses never carry a key's hash; the raw key appears once, in the answer to the POST
  * that created it. After every write the key index reloads before the handler answers, so the

@@ -11,7 +11,7 @@ import {
   type SnippetGroup,
   type SnippetKey,
 } from '../../../src/snippets/index.js';
-import type { ApiKey, Model } from '../api/index.js';
+import type { ApiKey, Model } from '../../../src/admin-api/types.js';
 
 const GROUP_LABELS: Record<SnippetGroup, string> = {
   curl: 'curl',
@@ -64,9 +64,22 @@ function clientLabel(client: string): string {
   return client.replace(/\s+\((Python|npm|Home Assistant)\)$/, '');
 }
 
-/** Key names are at most 100 characters (the keys API); the client name is the natural one. */
-export function keyNameFor(client: string): string {
-  return client.trim().slice(0, 100) || 'Client';
+const MAX_KEY_NAME = 100;
+
+/**
+ * The name of a key created for a client: the client's name (the natural one), with `-2`,
+ * `-3`... when a key already has it, so one-click keys stay apart in the list. Key names are at
+ * most 100 characters (the keys API).
+ */
+export function keyNameFor(client: string, takenNames: Iterable<string> = []): string {
+  const base = client.trim().slice(0, MAX_KEY_NAME) || 'Client';
+  const taken = new Set(takenNames);
+  if (!taken.has(base)) return base;
+  for (let n = 2; ; n++) {
+    const suffix = `-${n}`;
+    const name = `${base.slice(0, MAX_KEY_NAME - suffix.length)}${suffix}`;
+    if (!taken.has(name)) return name;
+  }
 }
 
 /**
