@@ -112,6 +112,11 @@ export interface CallDecisions {
   requestBody: (() => string | undefined) | undefined;
   /** Time the call waited in the admission queue, ms; undefined until it passed the queue. */
   queueMs: number | undefined;
+  /**
+   * Set by the admission queue: puts the call back in line after llama-swap answered 429, for at
+   * most the time it has left. Resolves true once it may be sent again, false when its time is up.
+   */
+  requeue: ((retryAfterMs: number | undefined) => Promise<boolean>) | undefined;
 }
 
 /** Sent with every `/v1` answer whose headers Gatehouse writes: how long the call waited its turn, ms. */
@@ -218,6 +223,7 @@ export function newCallContext(req: IncomingMessage, res: ServerResponse, reques
       requestJson: undefined,
       requestBody: undefined,
       queueMs: undefined,
+      requeue: undefined,
     },
     outcome: new CallOutcome(request.startedAt),
     onClientGone: undefined,

@@ -104,21 +104,46 @@ export class Scheduler {
     this.#pump();
   }
 
+  /** Longest wait in the queue, ms. */
+  get queueTimeoutMs(): number {
+    return this.#options.queueTimeoutMs;
+  }
+
+  /** The queue clock's time, ms. */
+  now(): number {
+    return this.#clock.now();
+  }
+
   /**
    * Lets the call through now (a plain value, no promise, when it fits and nobody waits), or
-   * queues it. `onLeave` receives the function that takes it out of the queue if its client
-   * goes away while it waits.
+   * queues it for at most `timeoutMs` (default: the queue timeout). `onLeave` receives the
+   * function that takes it out of the queue if its client goes away while it waits.
    */
-  admit(call: QueuedCall, onLeave?: (leave: () => void) => void): Admission | Promise<Admission> {
+  admit(
+    call: QueuedCall,
+    onLeave?: (leave: () => void) => void,
+    timeoutMs = this.#options.queueTimeoutMs,
+  ): Admission | Promise<Admission> {
     if (this.#waiting.length === 0 && this.#fits(call)) return this.#start(call, 0);
     if (this.#waiting.length >= this.#options.queueMax)
       throw new GatewayError('queue_full', { headers: { 'retry-after': String(QUEUE_FULL_RETRY_S) } });
     return new Promise<Admission>((admit, refuse) => {
       const waiter: Waiter = { call, arrivedAt: this.#clock.now(), admit, refuse, timer: undefined };
-      waiter.timer = this.#clock.setTimeout(() => this.#timeout(waiter), this.#options.queueTimeoutMs);
+      waiter.timer = this.#clock.setTimeout(() => this.#timeout(waiter), timeoutMs);
       this.#waiting.push(waiter);
       onLeave?.(() => this.#leave(waiter));
       this.#pump();
+    });
+  }
+
+  /** Resolves after `ms` on the queue clock; `onLeave` receives the function that ends it early (rejected). */
+  pause(ms: number, onLeave?: (leave: () => void) => void): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const timer = this.#clock.setTimeout(resolve, ms);
+      onLeave?.(() => {
+        this.#clock.clearTimeout(timer);
+        reject(new GatewayError('service_unavailable', { message: 'The client left while the call waited.' }));
+      });
     });
   }
 

@@ -16,7 +16,17 @@ interface HeldCall {
   id: string;
   model: string;
   answer(): void;
+  /** Answers as llama-swap does when its concurrency limit is full. */
+  busy(shape: 'envelope' | 'legacy'): void;
 }
+
+const BUSY_BODIES = {
+  envelope: {
+    src: 'llama-swap',
+    error: { message: 'Too many requests', type: 'rate_limit_error', code: 'concurrency_limit' },
+  },
+  legacy: { error: 'Too many requests' },
+};
 
 /** An upstream that answers a chat completion only when told to; it notes each arrival. */
 async function holdingUpstream() {
@@ -34,6 +44,10 @@ async function holdingUpstream() {
         answer: () => {
           res.writeHead(200, { 'content-type': 'application/json' });
           res.end(JSON.stringify({ id: 'c', object: 'chat.completion', model, choices: [] }));
+        },
+        busy: (shape) => {
+          res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '1' });
+          res.end(JSON.stringify(BUSY_BODIES[shape]));
         },
       });
       for (const w of waiters.splice(0)) w();
@@ -232,5 +246,50 @@ describe('the admission queue in front of llama-swap', () => {
     upstream.arrivals[1]!.answer();
     await Promise.all([running, next]);
     expect(upstream.arrivals.map((a) => a.id)).toEqual(['running', 'next']);
+  });
+
+  for (const shape of ['envelope', 'legacy'] as const) {
+    it(`sends a call llama-swap refused with 429 (${shape} shape) again after Retry-After, so the client sees one answer`, async () => {
+      const clock = new ManualClock();
+      const queue = new Scheduler({
+        maxInflight: 0,
+        maxInflightPerModel: 0,
+        swapFairnessMs: 30_000,
+        queueTimeoutMs: 60_000,
+        queueMax: 10,
+        clock,
+      });
+      const { upstream, gateway } = await setUp({}, queue);
+      const answer = chat(gateway, 'busy', 'qwen');
+      (await upstream.arrived(1))[0]!.busy(shape);
+      for (let step = 0; step < 200 && upstream.arrivals.length < 2; step++) {
+        clock.advance(100);
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      (await upstream.arrived(2))[1]!.answer();
+      const res = await answer;
+      expect(res.status).toBe(200);
+      expect(upstream.arrivals.map((a) => a.id)).toEqual(['busy', 'busy']);
+      expect(Number(res.headers['x-gatehouse-queue-ms'])).toBeGreaterThanOrEqual(1000);
+    });
+  }
+
+  it("passes llama-swap's 429 on once the call's time in the queue is up", async () => {
+    const clock = new ManualClock();
+    const queue = new Scheduler({
+      maxInflight: 0,
+      maxInflightPerModel: 0,
+      swapFairnessMs: 30_000,
+      queueTimeoutMs: 500,
+      queueMax: 10,
+      clock,
+    });
+    const { upstream, gateway } = await setUp({}, queue);
+    const answer = chat(gateway, 'busy', 'qwen');
+    (await upstream.arrived(1))[0]!.busy('envelope');
+    const res = await answer;
+    expect(res.status).toBe(429);
+    expect((json(res.body) as { error: { code: string } }).error.code).toBe('concurrency_limit');
+    expect(upstream.arrivals).toHaveLength(1);
   });
 });
