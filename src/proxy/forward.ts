@@ -63,8 +63,9 @@ export function createForwarder(options: UpstreamOptions, pool: UpstreamDispatch
             staleConnection: resendable && staleRetry ? () => send(false) : undefined,
             busy:
               resendable && requeue
-                ? (retryAfterMs, error) =>
-                    requeue(retryAfterMs).then((again) => (again ? send(true) : reject(error)), reject)
+                ? (retryAfterMs, error) => {
+                    requeue(retryAfterMs).then((again) => (again ? send(true) : reject(error)), reject);
+                  }
                 : undefined,
           }),
         );
