@@ -273,7 +273,8 @@ describe('the context window OpenCode and Zed are told about', () => {
     ] as const)
       expect(note(id, base)).toContain(
         `llama-swap declares no context size for ${MODEL}, so ${field} is ${DEFAULT_CONTEXT_TOKENS}: set it to ` +
-          "the size the model server runs with (llama-server -c), or declare capabilities.context in llama-swap's config.",
+          'the size the model server runs with (llama-server -c), or declare capabilities.context in ' +
+          "llama-swap's config.",
       );
   });
 });
