@@ -12,7 +12,7 @@ import {
   type SnippetContext,
   type SnippetKey,
 } from '../../../src/snippets/index.js';
-import type { ApiKey, Model } from '../api/index.js';
+import type { ApiKey, Model } from '../../../src/admin-api/types.js';
 import { usesOf } from './model-defaults.js';
 
 const GROUP_LABELS: Record<SnippetGroup, string> = {
