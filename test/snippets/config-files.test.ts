@@ -25,6 +25,7 @@ import {
   fromContainer,
   liveContext,
   MODEL,
+  parseDotenv,
   startLiveGateways,
   type LiveGateways,
 } from './harness.js';
@@ -43,20 +44,6 @@ interface ConfigCase {
 }
 
 const render = (id: SnippetId, ctx: SnippetContext) => SNIPPETS.find((s) => s.id === id)!.render(ctx);
-
-/** A .env file: KEY=value lines. */
-function parseDotenv(text: string): Json {
-  return Object.fromEntries(
-    text
-      .split('\n')
-      .filter((l) => l.trim() !== '' && !l.startsWith('#'))
-      .map((l) => {
-        const match = /^([A-Z_][A-Z0-9_]*)=(.*)$/.exec(l);
-        if (!match) throw new Error(`not a .env line: ${l}`);
-        return [match[1]!, match[2]!];
-      }),
-  );
-}
 
 const CASES = requireCases<ConfigCase>('config', {
   'claude-code-settings': {
