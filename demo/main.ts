@@ -7,7 +7,7 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { startGateway } from '../src/main.js';
 import { loadSettings, parsePort, SettingsError } from '../src/settings.js';
-import { DEMO_CONFIG } from '../test/fakes/llama-swap/demo-config.js';
+import { DEMO_CONFIG, DEMO_KNOBS } from '../test/fakes/llama-swap/demo-config.js';
 import { startSimulator } from '../test/fakes/llama-swap/index.js';
 import { demoBanner } from './banner.js';
 
@@ -17,8 +17,7 @@ async function demo(): Promise<void> {
     host: '127.0.0.1',
     port: simulatorPort === undefined ? 0 : parsePort(simulatorPort, 'DEMO_SIMULATOR_PORT'),
     config: DEMO_CONFIG,
-    // Slow enough to watch a model load and tokens stream, fast enough not to bore.
-    knobs: { loadDelayMs: 1500, firstTokenDelayMs: 150, tokensPerSecond: 25, tokens: 24 },
+    knobs: DEMO_KNOBS,
   });
 
   const dataDir = process.env.GATEHOUSE_DATA_DIR ?? join(process.cwd(), 'data', 'demo');
