@@ -4,7 +4,7 @@
  */
 import type { Logger } from 'pino';
 import { buildApp, type App } from './app.js';
-import { announceSetupLink, prepareAdminAccess } from './auth/admin-bootstrap.js';
+import { announceSetupLink, prepareAdminAccess, setupLink } from './auth/admin-bootstrap.js';
 import { authModeLine } from './auth/auth-mode.js';
 import { KeyIndex } from './auth/key-index.js';
 import { ConfigEditor } from './config-editor/config-editor.js';
@@ -18,6 +18,8 @@ export interface RunningGateway {
   app: App;
   url: string;
   logger: Logger;
+  /** The one-time first-run link, while the admin password is still to be chosen. */
+  setupLink: string | undefined;
   stop(): Promise<{ drained: boolean }>;
 }
 
@@ -77,7 +79,13 @@ export async function startGateway(settings: Readonly<Settings>): Promise<Runnin
   logUsageMode(logger, app, index, settings);
   logLimitsMode(logger, settings);
   if (setupToken) announceSetupLink(logger, url, setupToken);
-  return { app, url, logger, stop: () => app.shutdown(settings.shutdownGraceMs) };
+  return {
+    app,
+    url,
+    logger,
+    setupLink: setupToken ? setupLink(url, setupToken) : undefined,
+    stop: () => app.shutdown(settings.shutdownGraceMs),
+  };
 }
 
 function logAuthMode(logger: Logger, index: KeyIndex, host: string): void {

@@ -116,7 +116,7 @@ export const parseSize: Parser<number> = (raw, name) => {
   return Math.floor(Number(match[1]) * unit);
 };
 
-const parsePort: Parser<number> = (raw, name) => {
+export const parsePort: Parser<number> = (raw, name) => {
   const port = Number(raw);
   if (!Number.isInteger(port) || port < 0 || port > 65535)
     throw new SettingsError(`${name}: "${raw}" is not a TCP port (0-65535)`);

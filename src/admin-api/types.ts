@@ -97,6 +97,16 @@ export interface UpstreamInfo {
 export type ModelState = 'starting' | 'ready' | 'stopping' | 'stopped';
 export type ModelKind = 'model' | 'alias' | 'peer';
 
+/** What llama-swap's config declares under a model's `capabilities`, as its `/v1/models` shows it. */
+export interface ModelCapabilities {
+  /** Modalities the model reads and writes (`text`, `image`, `audio`); empty when not declared. */
+  input: string[];
+  output: string[];
+  /** Function calling (`capabilities.tools`). */
+  tools: boolean;
+  reranker: boolean;
+}
+
 export interface Model {
   id: string;
   name: string | null;
@@ -107,6 +117,10 @@ export interface Model {
   unlisted: boolean;
   state: ModelState;
   ttl: number | null;
+  /** Null when the config declares no modalities, tools or reranker for the model. */
+  capabilities?: ModelCapabilities | null;
+  /** Context window in tokens (`capabilities.context`); null when the config declares none. */
+  contextLength?: number | null;
 }
 
 /** `POST /api/models/:id/load` and `/unload`. */

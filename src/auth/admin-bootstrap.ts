@@ -46,7 +46,7 @@ export async function prepareAdminAccess(input: {
 }
 
 /** The first-run link: `<listen url>/setup#token=...`. A fragment never reaches a server log or a Referer. */
-function setupLink(listenUrl: string, token: string): string {
+export function setupLink(listenUrl: string, token: string): string {
   const url = new URL(listenUrl);
   // 0.0.0.0 / :: are where we listen, not where anyone can browse to.
   if (url.hostname === '0.0.0.0' || url.hostname === '[::]') url.hostname = 'localhost';

@@ -9,6 +9,7 @@ import type { Model, ModelList, ModelState, ModelStateChange, UpstreamInfo } fro
 import type { LlamaSwapClient } from '../../upstream/llama-swap-client.js';
 import { UpstreamError } from '../../upstream/errors.js';
 import type { ModelEntry, RunningModel } from '../../upstream/types.js';
+import { declaredCapabilities, declaredContextLength } from './model-capabilities.js';
 import { GatewayError } from '../../core/errors.js';
 
 type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
@@ -106,6 +107,8 @@ function mergeModels(models: ModelEntry[], running: RunningModel[]): Model[] {
       unlisted: false,
       state: run ? normaliseState(run.state) : 'stopped',
       ttl: run ? run.ttl : null,
+      capabilities: declaredCapabilities(m),
+      contextLength: declaredContextLength(m),
     });
   }
   // Unlisted models are hidden from /v1/models but show up in /running while they run.
@@ -121,6 +124,8 @@ function mergeModels(models: ModelEntry[], running: RunningModel[]): Model[] {
       unlisted: true,
       state: normaliseState(r.state),
       ttl: r.ttl,
+      capabilities: null,
+      contextLength: null,
     });
   }
   return out.sort((a, b) => (a.kind === 'peer' ? 1 : 0) - (b.kind === 'peer' ? 1 : 0) || a.id.localeCompare(b.id));
