@@ -100,6 +100,7 @@ export async function buildApp(input: BuildAppInput): Promise<App> {
     createUsageAccounting({
       ...input.usageOptions,
       metrics: { ...input.usageOptions?.metrics, queueDepth: () => queue.waitingCount },
+      queueClock: queue.clock,
       settings,
       store: input.admin?.store,
       logger,

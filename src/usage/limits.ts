@@ -15,7 +15,8 @@
  *   reservation is settled: released, and the real count added. So parallel calls cannot all
  *   pass on an empty window; how far they can still go over is in README.md.
  * - Concurrency: calls in flight; the slot is released when the exchange closes (`ctx.onDone`),
- *   however it ended. `Retry-After: 1` (no way to know when a call in flight ends).
+ *   however it ended. A call over it waits for a slot (`key-slot-waits.ts`, up to the queue
+ *   timeout, then 503 `queue_timeout`) instead of getting a 429; RPM and TPM stay quotas.
  *
  * `LimitStore` has two implementations: `MemoryLimitStore`, per process (each replica counts
  * its own calls), and `RedisLimitStore` (`redis-limit-store.ts`, with `GATEHOUSE_REDIS_URL`),
@@ -25,6 +26,8 @@
 import { GatewayError } from '../core/errors.js';
 import type { ProxyStep } from '../core/steps.js';
 import type { KeyLimits } from '../store/store.js';
+import type { ProxyContext } from '../core/context.js';
+import type { KeySlotWaits } from './key-slot-waits.js';
 
 export const LIMIT_WINDOW_MS = 60_000;
 
@@ -281,6 +284,7 @@ const LIMIT_WORDING: Record<LimitKind, (max: number) => string> = {
 export function keyLimits(
   store: LimitStore,
   onLimited?: (keyName: string | undefined, limit: LimitKind) => void,
+  slots?: { waits: KeySlotWaits; queueTimeoutMs: number },
 ): ProxyStep {
   return function keyLimitsStep(ctx) {
     const caller = ctx.decided.caller;
@@ -288,21 +292,83 @@ export function keyLimits(
     const keyId = caller?.keyId;
     if (!limits || keyId === undefined || (limits.rpm === null && limits.tpm === null && limits.concurrent === null))
       return;
-    const apply = (decision: LimitDecision): void => {
-      if (decision.allowed) {
-        if (decision.slot) {
-          const lease = decision.lease;
-          ctx.onDone.push(() => void Promise.resolve(store.release(keyId, lease)).catch(() => {}));
-        }
-        return;
-      }
+    const admitted = (decision: LimitDecision & { allowed: true }): void => {
+      if (!decision.slot) return;
+      const lease = decision.lease;
+      ctx.onDone.push(() => {
+        void Promise.resolve(store.release(keyId, lease))
+          .catch(() => {})
+          .then(() => slots?.waits.released(keyId));
+      });
+    };
+    const refuse = (decision: LimitDecision & { allowed: false }): never => {
       onLimited?.(caller.keyName, decision.limit);
       throw limitRefusal(decision);
     };
+    const apply = (decision: LimitDecision): void | Promise<void> => {
+      if (decision.allowed) return admitted(decision);
+      if (decision.limit !== 'concurrent' || !slots) return refuse(decision);
+      return waitForSlot(ctx, keyId, limits, slots, store).then(admitted, (error: unknown) => {
+        throw isRefusal(error) ? refuse(error.decision) : error;
+      });
+    };
+    if (limits.concurrent !== null && slots?.waits.has(keyId))
+      return waitForSlot(ctx, keyId, limits, slots, store).then(admitted, (error: unknown) => {
+        throw isRefusal(error) ? refuse(error.decision) : error;
+      });
     const decision = store.acquire(keyId, limits);
     if (decision instanceof Promise) return decision.then(apply);
-    apply(decision);
+    return apply(decision);
   };
+}
+
+/** Another of the key's limits (RPM, TPM) refused the call while it waited for a slot. */
+class Refusal extends Error {
+  constructor(readonly decision: LimitDecision & { allowed: false }) {
+    super('refused');
+  }
+}
+function isRefusal(error: unknown): error is Refusal {
+  return error instanceof Refusal;
+}
+
+/**
+ * A key's `concurrent` limit makes a call wait, not fail: it waits for a slot of its key (given
+ * back here, or by another replica), up to the queue timeout, then 503 `queue_timeout`. The time
+ * counts as queue time (`x-gatehouse-queue-ms`). A client that leaves stops waiting.
+ */
+async function waitForSlot(
+  ctx: ProxyContext,
+  keyId: string,
+  limits: KeyLimits,
+  slots: { waits: KeySlotWaits; queueTimeoutMs: number },
+  store: LimitStore,
+): Promise<LimitDecision & { allowed: true }> {
+  const { waits, queueTimeoutMs } = slots;
+  const start = waits.now();
+  const ticket = waits.enter(keyId);
+  ctx.onClientGone = () =>
+    ticket.leave(new GatewayError('service_unavailable', { message: 'The client left while the call waited.' }));
+  try {
+    for (;;) {
+      const left = queueTimeoutMs - (waits.now() - start);
+      if (left <= 0)
+        throw new GatewayError('queue_timeout', {
+          message:
+            `The call waited ${Math.round(queueTimeoutMs / 1000)} s for one of its key's ${limits.concurrent} ` +
+            'slots (GATEHOUSE_QUEUE_TIMEOUT) and was not sent to the model.',
+          headers: { 'retry-after': '10' },
+        });
+      await ticket.next(left);
+      const decision = await store.acquire(keyId, limits);
+      if (decision.allowed) return decision;
+      if (decision.limit !== 'concurrent') throw new Refusal(decision);
+    }
+  } finally {
+    ticket.leave();
+    ctx.onClientGone = undefined;
+    ctx.decided.queueMs = (ctx.decided.queueMs ?? 0) + (waits.now() - start);
+  }
 }
 
 /** The 429 for a refused call, with `Retry-After` in whole seconds (at least 1). */

@@ -16,6 +16,8 @@ import { GatewayMetrics, type MetricsOptions } from './metrics.js';
 import { UsageRetention, type RetentionOptions } from './retention.js';
 import { usageSummary, type SummaryGroupBy, type SummaryRange, type UsageSummary } from './summary.js';
 import { createUsageTap } from './usage-tap.js';
+import { KeySlotWaits } from './key-slot-waits.js';
+import { systemClock, type QueueClock } from '../queue/scheduler.js';
 import { UsageWriter, type UsageWriterOptions } from './usage-writer.js';
 
 /** The settings usage reads (`settings.ts` validates them). */
@@ -25,6 +27,8 @@ export interface UsageSettings {
   usageCaptureBytes: number;
   redisUrl?: string | undefined;
   redisPrefix?: string | undefined;
+  /** How long a call may wait for one of its key's concurrency slots (`GATEHOUSE_QUEUE_TIMEOUT`). */
+  queueTimeoutMs: number;
 }
 
 export interface UsageAccountingOptions {
@@ -39,6 +43,8 @@ export interface UsageAccountingOptions {
   retention?: Omit<RetentionOptions, 'retentionMs' | 'onError'>;
   /** Wall clock (record times, summaries). Default `Date.now`. */
   now?: () => number;
+  /** The clock calls wait for a key's concurrency slot on (the admission queue's). Default: the system's. */
+  queueClock?: QueueClock;
 }
 
 export interface UsageAccounting {
@@ -108,7 +114,10 @@ export function createUsageAccounting(options: UsageAccountingOptions): UsageAcc
     metrics,
     limits,
     recording,
-    limitStep: keyLimits(limits, (keyName, limit) => metrics.rateLimited(keyName, limit)),
+    limitStep: keyLimits(limits, (keyName, limit) => metrics.rateLimited(keyName, limit), {
+      waits: new KeySlotWaits(options.queueClock ?? systemClock),
+      queueTimeoutMs: settings.queueTimeoutMs,
+    }),
     reserveStep: tokenReservation(
       limits,
       (keyName, limit) => metrics.rateLimited(keyName, limit),

@@ -318,6 +318,35 @@ describe('the admission queue in front of llama-swap', () => {
     expect(upstream.arrivals).toHaveLength(1);
   });
 
+  it("makes a call wait for its key's concurrency slot, then 503 queue_timeout, never a 429", async () => {
+    const clock = new ManualClock();
+    const queue = new Scheduler({
+      maxInflight: 0,
+      maxInflightPerModel: 0,
+      swapFairnessMs: 30_000,
+      queueTimeoutMs: 60_000,
+      queueMax: 10,
+      clock,
+    });
+    const { upstream, gateway } = await setUp({ queueTimeoutMs: 60_000 }, queue);
+    const key = await createKey(gateway, { name: 'one-at-a-time', limits: { concurrent: 1 } });
+    const auth = { authorization: `Bearer ${key.secret}` };
+    const running = chat(gateway, 'running', 'qwen', auth);
+    await upstream.arrived(1);
+    let lateAnswer: RawResponse | undefined;
+    const late = chat(gateway, 'late', 'qwen', auth).then((res) => (lateAnswer = res));
+    for (let step = 0; step < 200 && !lateAnswer; step++) {
+      clock.advance(1_000);
+      await new Promise((resolve) => setTimeout(resolve, 1));
+    }
+    const timedOut = await late;
+    expect(timedOut.status).toBe(503);
+    expect((json(timedOut.body) as { error: { code: string } }).error.code).toBe('queue_timeout');
+    upstream.arrivals[0]!.answer();
+    expect((await running).status).toBe(200);
+    expect(upstream.arrivals.map((a) => a.id)).toEqual(['running']);
+  });
+
   describe('keep-alive for streaming calls (GATEHOUSE_SSE_KEEPALIVE)', () => {
     const manualQueue = (clock: ManualClock) =>
       new Scheduler({

@@ -250,19 +250,25 @@ describe('two replicas sharing limits through Redis', () => {
     );
   });
 
-  it('gives a concurrency=1 key one call in flight across both replicas, and frees it when the call ends', async () => {
+  it('gives a concurrency=1 key one call in flight across both replicas: the others wait for the slot', async () => {
     const k = key('slots');
+    const events: string[] = [];
     const first = chat(a, k, 'hold');
     await within(2000, 'the held call reaching the upstream', async () => held.length === 1);
-    const refused = await chat(b, k);
-    expect(refused.status).toBe(429);
-    expect(refused.headers['retry-after']).toBe('1');
-    expect((json(refused.body) as { error: { message: string } }).error.message).toContain('1 request at a time');
-    expect((await chat(a, k)).status).toBe(429);
+    const onOtherReplica = chat(b, k).then((res) => (events.push('replica b answered'), res));
+    const onSameReplica = chat(a, k).then((res) => (events.push('replica a answered'), res));
+    await within(
+      2000,
+      'both waiting a moment',
+      async () => (await inspect.zcard(`${PREFIX}limits:{${k.id}}:slots`)) === 1,
+    );
+    events.push('first released');
     held.shift()!.end(CHAT_ANSWER);
     expect((await first).status).toBe(200);
-    await within(2000, 'the slot freed', async () => (await inspect.zcard(`${PREFIX}limits:{${k.id}}:slots`)) === 0);
-    expect((await chat(b, k)).status).toBe(200);
+    expect((await onOtherReplica).status).toBe(200);
+    expect((await onSameReplica).status).toBe(200);
+    expect(events[0]).toBe('first released');
+    expect(events.slice(1).sort()).toEqual(['replica a answered', 'replica b answered']);
   });
 });
 

@@ -199,7 +199,7 @@ describe('tokens per minute', () => {
 });
 
 describe('concurrent requests', () => {
-  it('refuses a second call while the first streams, and frees the slot when it ends or the client leaves', async () => {
+  it('makes a second call wait while the first streams, and frees the slot when it ends or the client leaves', async () => {
     const key = await createKey(gateway, { name: 'one-at-a-time', limits: { concurrent: 1 } });
     sim.knobs.tokens = 10;
     sim.knobs.tokensPerSecond = 20;
@@ -210,10 +210,16 @@ describe('concurrent requests', () => {
       body: JSON.stringify({ model: 'qwen', stream: true, messages: [{ role: 'user', content: 'slow' }] }),
     });
     await sim.waitForRequest((r) => r.headers['x-request-id'] === slowId && r.status === 200);
-    const refused = await chat(key.secret);
-    expect(refused.status).toBe(429);
-    expect(refused.headers['retry-after']).toBe('1');
-    expect((json(refused.body) as { error: { message: string } }).error.message).toContain('1 request at a time');
+    const events: string[] = [];
+    const waiting = chat(key.secret).then((res) => {
+      events.push('second answered');
+      return res;
+    });
+    void slow.then(() => events.push('first ended'));
+    const second = await waiting;
+    expect(second.status).toBe(200);
+    expect(events).toEqual(['first ended', 'second answered']);
+    expect(Number(second.headers['x-gatehouse-queue-ms'])).toBeGreaterThan(0);
     expect((await slow).status).toBe(200);
     sim.knobs.tokensPerSecond = 0;
     expect((await chat(key.secret)).status).toBe(200);
