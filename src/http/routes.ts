@@ -271,7 +271,8 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
       admin,
       createLogStreamHandler({ upstream: deps.admin.llamaSwap, view, gatewayLog: deps.admin.gatewayLog }),
     );
-    app.get('/api/live', admin, createLiveStreamHandler({ view, gatewayLog: deps.admin.gatewayLog }));
+    const stillSignedIn = async (request: FastifyRequest) => (await identifier.identify(request)) !== undefined;
+    app.get('/api/live', admin, createLiveStreamHandler({ view, gatewayLog: deps.admin.gatewayLog, stillSignedIn }));
     app.get('/api/endpoints', admin, createEndpointsHandler({ publicUrl: deps.settings.publicUrl, keys: deps.keys }));
 
     if (deps.configEditor) {

@@ -12,9 +12,18 @@ import type { UpstreamView } from '../../live/upstream-view.js';
 import type { LineBuffer } from '../../logging/line-buffer.js';
 
 const PING_MS = 15_000;
+/** A stream outlives the request that opened it: the session is checked again this often. */
+const SESSION_RECHECK_MS = 10_000;
 
-export function createLiveStreamHandler(deps: { view: UpstreamView; gatewayLog: LineBuffer }) {
-  return async function liveStream(_request: FastifyRequest, reply: FastifyReply): Promise<void> {
+export interface LiveStreamDeps {
+  view: UpstreamView;
+  gatewayLog: LineBuffer;
+  /** Whether the caller may still follow (a sign-out or password change ends the stream). */
+  stillSignedIn: (request: FastifyRequest) => Promise<boolean>;
+}
+
+export function createLiveStreamHandler(deps: LiveStreamDeps) {
+  return async function liveStream(request: FastifyRequest, reply: FastifyReply): Promise<void> {
     reply.hijack();
     const res = reply.raw;
     res.writeHead(200, {
@@ -43,8 +52,15 @@ export function createLiveStreamHandler(deps: { view: UpstreamView; gatewayLog: 
     send('history', { source: 'gateway', text: gatewayHistory.length > 0 ? `${gatewayHistory.join('\n')}\n` : '' });
 
     const ping = setInterval(() => res.write(': ping\n\n'), PING_MS);
+    const recheck = setInterval(() => {
+      void deps.stillSignedIn(request).then(
+        (ok) => ok || res.end(),
+        () => undefined,
+      );
+    }, SESSION_RECHECK_MS);
     res.once('close', () => {
       clearInterval(ping);
+      clearInterval(recheck);
       unwatch();
       unsubscribe();
     });
