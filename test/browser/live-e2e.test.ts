@@ -129,5 +129,30 @@ describe('live dashboards', () => {
 
     // One stream for the ten tabs (closed dashboards of earlier tests may still be leaving).
     await expect.poll(() => gateway.view!.watchers, { timeout: 3000 }).toBe(1);
+
+    // The leading tab closes: another takes over the stream, and the tabs stay live.
+    await first.page.close();
+    await expect.poll(() => gateway.view!.watchers, { timeout: 5000 }).toBe(1);
+    sim.log('proxy', '[INFO] written after the leader left');
+    for (const page of logs) await logsLoaded(page, 'written after the leader left');
+  });
+
+  it('pauses the stream while no tab is visible, and resumes with what was written meanwhile', async () => {
+    const t = await dashboard('/logs', { fakeClock: true });
+    await t.page.getByRole('status').getByText('Live').waitFor();
+    await expect.poll(() => gateway.view!.watchers, { timeout: 3000 }).toBe(1);
+    const setVisibility = (state: string) =>
+      t.page.evaluate(
+        `Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => '${state}' });` +
+          `document.dispatchEvent(new Event('visibilitychange'))`,
+      );
+    await setVisibility('hidden');
+    await t.page.clock.runFor(2000);
+    await expect.poll(() => gateway.view!.watchers, { timeout: 3000 }).toBe(0);
+    sim.log('proxy', '[INFO] written while no tab was visible');
+    await setVisibility('visible');
+    await logsLoaded(t.page, 'written while no tab was visible');
+    expect(await t.page.locator('.log-lines').getByText('written while no tab was visible').count()).toBe(1);
+    await t.page.getByRole('status').getByText('Live').waitFor();
   });
 });

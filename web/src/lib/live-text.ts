@@ -2,7 +2,7 @@
  * A log's recent text in the page: bounded by characters (cut at a line start), and joined to a
  * history sent again on a new connection, so lines already shown are not shown twice.
  */
-export const LIVE_TEXT_MAX_CHARS = 512 * 1024;
+const LIVE_TEXT_MAX_CHARS = 512 * 1024;
 
 /** Characters of the held tail that must reappear in a new history to join the two. */
 const JOIN_PROBE_CHARS = 2048;

@@ -17,11 +17,9 @@ import {
   type LiveUpstream,
   type ModelList,
 } from '../api/index.js';
+import type { LinkStatus } from './live-link.js';
 import { appendBounded, joinHistory } from './live-text.js';
 import { electLeader, type TabLeadership } from './tab-leader.js';
-
-/** This browser's connection to Gatehouse's live stream (held by the leading tab). */
-export type LinkStatus = 'connecting' | 'live' | 'reconnecting' | 'paused';
 
 export interface LiveLogListener {
   /** Replaces what is shown (on subscribe, and when a fresh snapshot arrives). */
