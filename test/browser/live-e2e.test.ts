@@ -99,7 +99,7 @@ describe('live dashboards', () => {
     await sim.close();
     try {
       await status.filter({ hasText: /Reconnecting|Unavailable/ }).waitFor({ timeout: 10_000 });
-      await status.filter({ hasText: 'ECONNREFUSED' }).waitFor({ timeout: 10_000 });
+      await t.page.locator('#log-status-reason').filter({ hasText: 'ECONNREFUSED' }).waitFor({ timeout: 10_000 });
       await status.filter({ hasText: 'Unavailable' }).waitFor({ timeout: 10_000 });
       await t.screenshot('live-logs-unavailable');
       expect(await t.page.locator('.marker').allTextContents()).toEqual(['— lost llama-swap; reconnecting —']);
