@@ -57,6 +57,8 @@ export interface UpstreamViewOptions {
   historyChars?: number;
 }
 
+/** Longest pause between attempts that llama-swap answered with an error. */
+const ANSWERED_RETRY_MAX_MS = 60_000;
 const RESTART_REASON = 'llama-swap restarted its event stream (a config reload does this).';
 const BACK_REASON = 'llama-swap is reachable again.';
 
@@ -206,7 +208,9 @@ export class UpstreamView {
         failures++;
         this.#failed(error, failures, everLive);
         await this.#wait(delay, signal);
-        delay = Math.min(delay * 2, this.#opts.retryMaxMs);
+        // A refusal (401, 500) is a line in llama-swap's log each time: those retries slow down further.
+        const answered = error instanceof UpstreamError && error.kind === 'http';
+        delay = Math.min(delay * 2, answered ? ANSWERED_RETRY_MAX_MS : this.#opts.retryMaxMs);
         continue;
       }
       const wasLost = this.#upstream.state === 'reconnecting' || this.#upstream.state === 'unavailable';
