@@ -1,7 +1,8 @@
 /**
  * One leader among a browser's tabs of this origin, with Web Locks: the tab holding the lock
  * leads until it closes or stops, then the next waiting tab takes over. Web Locks exist only in
- * secure contexts (https, localhost); elsewhere every tab leads itself.
+ * secure contexts (https, localhost); elsewhere every tab leads itself (and, as a leader with no
+ * other tab to serve, holds its stream only while it is visible).
  */
 export interface TabLeadership {
   /** False when the browser has no Web Locks here: the tab leads alone. */
