@@ -102,6 +102,10 @@ class Live {
     this.closeStream();
     this.leading = false;
     this.link = 'connecting';
+    // Signed out: nothing of what was followed stays in the page.
+    this.upstream = null;
+    this.models = null;
+    this.logs = { proxy: '', upstream: '', gateway: '' };
   }
 
   /** The log's text so far (as a `history` call), then its changes; returns the unsubscribe. */
