@@ -354,7 +354,10 @@ export class UpstreamView {
       if (this.#statusDuringSync) this.#applyStatus();
       this.#setUpstream({ version, reachable: true, error: null, state: 'live' });
     } catch (error) {
-      this.#setModels({ reachable: false, error: describeUpstreamError(error), models: [] });
+      // While the event stream is up it is the truth: a failed extra read keeps the list it has.
+      const following = this.#upstream.mode === 'events' && this.#upstream.state === 'live';
+      if (!following || !this.#models?.reachable)
+        this.#setModels({ reachable: false, error: describeUpstreamError(error), models: [] });
       throw error;
     }
   }
