@@ -6,17 +6,18 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { startGateway } from '../src/main.js';
-import { loadSettings, SettingsError } from '../src/settings.js';
-import { DEMO_CONFIG } from '../test/fakes/llama-swap/demo-config.js';
+import { loadSettings, parsePort, SettingsError } from '../src/settings.js';
+import { DEMO_CONFIG, DEMO_KNOBS } from '../test/fakes/llama-swap/demo-config.js';
 import { startSimulator } from '../test/fakes/llama-swap/index.js';
+import { demoBanner } from './banner.js';
 
 async function demo(): Promise<void> {
+  const simulatorPort = process.env.DEMO_SIMULATOR_PORT;
   const simulator = await startSimulator({
     host: '127.0.0.1',
-    port: Number(process.env.DEMO_SIMULATOR_PORT ?? 0),
+    port: simulatorPort === undefined ? 0 : parsePort(simulatorPort, 'DEMO_SIMULATOR_PORT'),
     config: DEMO_CONFIG,
-    // Slow enough to watch a model load and tokens stream, fast enough not to bore.
-    knobs: { loadDelayMs: 1500, firstTokenDelayMs: 150, tokensPerSecond: 25, tokens: 24 },
+    knobs: DEMO_KNOBS,
   });
 
   const dataDir = process.env.GATEHOUSE_DATA_DIR ?? join(process.cwd(), 'data', 'demo');
@@ -26,20 +27,7 @@ async function demo(): Promise<void> {
   const gateway = await startGateway(settings);
   const local = gateway.url.replace('0.0.0.0', 'localhost');
 
-  process.stdout.write(`
-  Gatehouse demo is running (no GPU needed: llama-swap is simulated).
-
-    Gateway (OpenAI base URL)     ${local}/v1
-    Gateway (Anthropic base URL)  ${local}
-    llama-swap simulator          ${simulator.url}
-
-  Try:
-    curl ${local}/v1/models
-    curl ${local}/v1/chat/completions -H 'Content-Type: application/json' \\
-      -d '{"model":"qwen","stream":true,"messages":[{"role":"user","content":"Hello"}]}'
-
-  Ctrl-C stops both.
-`);
+  process.stdout.write(demoBanner({ gateway: local, simulator: simulator.url, setupLink: gateway.setupLink }));
 
   let stopping = false;
   const stop = () => {

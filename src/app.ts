@@ -9,8 +9,11 @@ import { GatewayError, isGatewayError } from './core/errors.js';
 import { trackAnswer } from './http/answering.js';
 import { answerClientError } from './http/client-error.js';
 import { errorBody } from './core/render-error.js';
+import { Scheduler } from './queue/scheduler.js';
 import { ADMIN_BODY_LIMIT_BYTES, registerRoutes, type RouteDeps, type RouteTable } from './http/routes.js';
 import { createAccessLog } from './logging/access-log.js';
+import { isDashboardBackgroundRead } from './logging/dashboard-reads.js';
+import { DASHBOARD_ROUTE_URL } from './http/dashboard.js';
 import type { KeyVerifier } from './auth/key-index.js';
 import type { KeyUseRecorder } from './auth/client-auth-steps.js';
 import type { ListModels } from './proxy/models-list.js';
@@ -50,12 +53,16 @@ export interface App {
   inFlight(): number;
   /** Usage records, limits and metrics of this app. */
   readonly usage: UsageAccounting;
+  /** The admission queue in front of llama-swap. */
+  readonly queue: Scheduler;
   listen(port: number, host: string): Promise<string>;
   /** Stops accepting, lets in-flight work finish for up to `graceMs`, then closes everything. */
   shutdown(graceMs: number): Promise<{ drained: boolean }>;
 }
 
-export interface BuildAppInput extends Omit<RouteDeps, 'forwarder' | 'keys' | 'listModels' | 'usage'> {
+export interface BuildAppInput extends Omit<RouteDeps, 'forwarder' | 'keys' | 'listModels' | 'usage' | 'queue'> {
+  /** Default: from the settings, on the system clock. */
+  queue?: Scheduler;
   forwarder?: Forwarder;
   /** Default: built from the settings and the admin store (`createUsageAccounting`). */
   usage?: UsageAccounting;
@@ -79,13 +86,30 @@ export async function buildApp(input: BuildAppInput): Promise<App> {
       idleTimeoutMs: settings.idleTimeoutMs,
       connections: settings.upstreamConnections,
     });
+  const queue =
+    input.queue ??
+    new Scheduler({
+      maxInflight: settings.maxInflight,
+      maxInflightPerModel: settings.maxInflightPerModel,
+      swapFairnessMs: settings.swapFairnessMs,
+      queueTimeoutMs: settings.queueTimeoutMs,
+      queueMax: settings.queueMax,
+    });
   const usage =
-    input.usage ?? createUsageAccounting({ ...input.usageOptions, settings, store: input.admin?.store, logger });
+    input.usage ??
+    createUsageAccounting({
+      ...input.usageOptions,
+      metrics: { ...input.usageOptions?.metrics, queueDepth: () => queue.waitingCount },
+      settings,
+      store: input.admin?.store,
+      logger,
+    });
   // With GATEHOUSE_REDIS_URL: the first calls already count in Redis (waits ~1 s at most when it is down).
   await usage.ready();
   const deps: RouteDeps = {
     ...input,
     usage,
+    queue,
     forwarder,
     keys: input.keys ?? input.admin?.index ?? NO_KEYS,
     listModels:
@@ -159,13 +183,22 @@ export async function buildApp(input: BuildAppInput): Promise<App> {
   fastify.addHook('onResponse', (request, reply, done) => {
     const url = request.url;
     const q = url.indexOf('?');
-    accessLog({
-      req_id: request.id,
+    const path = q < 0 ? url : url.slice(0, q);
+    const quiet = isDashboardBackgroundRead({
       method: request.method,
-      path: q < 0 ? url : url.slice(0, q),
+      path,
       status: reply.statusCode,
-      ms: Math.round(reply.elapsedTime * 100) / 100,
+      dashboardSession: request.adminIdentity?.via === 'session',
+      dashboardFile: request.routeOptions.url === DASHBOARD_ROUTE_URL,
     });
+    if (!quiet)
+      accessLog({
+        req_id: request.id,
+        method: request.method,
+        path,
+        status: reply.statusCode,
+        ms: Math.round(reply.elapsedTime * 100) / 100,
+      });
     done();
   });
 
@@ -179,6 +212,7 @@ export async function buildApp(input: BuildAppInput): Promise<App> {
     server,
     fastify,
     usage,
+    queue,
     inFlight: () => inFlight,
     async listen(port, host) {
       await new Promise<void>((resolve, reject) => {

@@ -4,7 +4,8 @@
  */
 import type { Logger } from 'pino';
 import { buildApp, type App } from './app.js';
-import { announceSetupLink, prepareAdminAccess } from './auth/admin-bootstrap.js';
+import { announceSetupLink, prepareAdminAccess, setupLink } from './auth/admin-bootstrap.js';
+import { authModeLine } from './auth/auth-mode.js';
 import { KeyIndex } from './auth/key-index.js';
 import { ConfigEditor } from './config-editor/config-editor.js';
 import { createLogger } from './logger.js';
@@ -17,6 +18,8 @@ export interface RunningGateway {
   app: App;
   url: string;
   logger: Logger;
+  /** The one-time first-run link, while the admin password is still to be chosen. */
+  setupLink: string | undefined;
   stop(): Promise<{ drained: boolean }>;
 }
 
@@ -76,27 +79,18 @@ export async function startGateway(settings: Readonly<Settings>): Promise<Runnin
   logUsageMode(logger, app, index, settings);
   logLimitsMode(logger, settings);
   if (setupToken) announceSetupLink(logger, url, setupToken);
-  return { app, url, logger, stop: () => app.shutdown(settings.shutdownGraceMs) };
+  return {
+    app,
+    url,
+    logger,
+    setupLink: setupToken ? setupLink(url, setupToken) : undefined,
+    stop: () => app.shutdown(settings.shutdownGraceMs),
+  };
 }
 
 function logAuthMode(logger: Logger, index: KeyIndex, host: string): void {
-  if (index.hasAnyKeys()) {
-    logger.info(
-      { auth: 'protected', keys: index.size },
-      `API is PROTECTED: every /v1 call needs one of the ${index.size} API key(s).`,
-    );
-    return;
-  }
-  const loopback = host === '127.0.0.1' || host === '::1' || host === 'localhost' || host.startsWith('127.');
-  const message =
-    'API is OPEN: no API keys exist, so /v1 accepts calls without a key. Create one with ' +
-    '`./bin/gatehouse keys create --name <name>` to protect it.';
-  if (loopback) logger.info({ auth: 'open' }, message);
-  else
-    logger.warn(
-      { auth: 'open', host },
-      `${message} WARNING: listening on ${host}, so anyone on the network can use your models.`,
-    );
+  const line = authModeLine({ anyKeys: index.hasAnyKeys(), activeKeys: index.activeCount(), host });
+  logger[line.level](line.fields, line.message);
 }
 
 function logUsageMode(logger: Logger, app: App, index: KeyIndex, settings: Readonly<Settings>): void {

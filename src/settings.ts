@@ -22,6 +22,16 @@ export interface Settings {
   /** Longest pause between two bytes of a request body before it is answered 408. */
   bodyTimeoutMs: number;
   shutdownGraceMs: number;
+  /** Calls forwarded to llama-swap at once, all models together; 0 = no cap. */
+  maxInflight: number;
+  /** Calls forwarded at once per model (aliases count as their model); 0 = no cap. */
+  maxInflightPerModel: number;
+  /** How long a waiting call may be passed over for calls to the loaded model. */
+  swapFairnessMs: number;
+  /** Longest wait in the admission queue (then 503 queue_timeout). */
+  queueTimeoutMs: number;
+  /** Most calls waiting at once (one more: 503 queue_full). */
+  queueMax: number;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   dataDir: string;
   /** PostgreSQL connection URL (a secret: may hold a password); unset means SQLite in `dataDir`. */
@@ -106,7 +116,7 @@ export const parseSize: Parser<number> = (raw, name) => {
   return Math.floor(Number(match[1]) * unit);
 };
 
-const parsePort: Parser<number> = (raw, name) => {
+export const parsePort: Parser<number> = (raw, name) => {
   const port = Number(raw);
   if (!Number.isInteger(port) || port < 0 || port > 65535)
     throw new SettingsError(`${name}: "${raw}" is not a TCP port (0-65535)`);
@@ -128,6 +138,12 @@ const parseUrl: Parser<URL> = (raw, name) => {
 const parseConnections: Parser<number> = (raw, name) => {
   const n = Number(raw);
   if (!Number.isSafeInteger(n) || n < 1) throw new SettingsError(`${name}: "${raw}" is not a positive whole number`);
+  return n;
+};
+const parseCount: Parser<number> = (raw, name) => {
+  const n = Number(raw);
+  if (raw.trim() === '' || !Number.isSafeInteger(n) || n < 0)
+    throw new SettingsError(`${name}: "${raw}" is not a whole number (0 or more)`);
   return n;
 };
 const parseString: Parser<string> = (raw) => raw;
@@ -391,6 +407,45 @@ export const SETTINGS: ReadonlyArray<SettingSpec<keyof Settings>> = [
     default: '50MiB',
     parse: parseSize,
     description: 'Largest request body accepted (then 413), counted as it arrives.',
+  },
+  {
+    key: 'maxInflight',
+    env: 'GATEHOUSE_MAX_INFLIGHT',
+    default: '0',
+    parse: parseCount,
+    description:
+      'Calls forwarded to llama-swap at once, all models together; more wait their turn in the admission ' +
+      'queue. 0 = no cap.',
+  },
+  {
+    key: 'maxInflightPerModel',
+    env: 'GATEHOUSE_MAX_INFLIGHT_PER_MODEL',
+    default: '0',
+    parse: parseCount,
+    description: 'Calls forwarded at once per model (aliases count as their model); more wait. 0 = no cap.',
+  },
+  {
+    key: 'swapFairnessMs',
+    env: 'GATEHOUSE_SWAP_FAIRNESS',
+    default: '30s',
+    parse: parseDuration,
+    description:
+      'Waiting calls for the model llama-swap has loaded go before calls that would make it swap, until the ' +
+      'oldest waiting call has waited this long; then it goes first.',
+  },
+  {
+    key: 'queueTimeoutMs',
+    env: 'GATEHOUSE_QUEUE_TIMEOUT',
+    default: '10m',
+    parse: parseDuration,
+    description: 'Longest wait in the admission queue; then 503 `queue_timeout` (never sent to llama-swap).',
+  },
+  {
+    key: 'queueMax',
+    env: 'GATEHOUSE_QUEUE_MAX',
+    default: '1000',
+    parse: parseCount,
+    description: 'Most calls waiting at once; one more gets 503 `queue_full` at once.',
   },
   {
     key: 'shutdownGraceMs',

@@ -36,6 +36,8 @@ export interface ApiKey {
   models: string[];
   note: string;
   limits: KeyLimits;
+  /** Place in the admission queue, -10..10 (default 0): higher goes first. */
+  priority: number;
 }
 
 export interface NewKeyInput {
@@ -44,6 +46,7 @@ export interface NewKeyInput {
   expiresAt?: Iso | null;
   note?: string;
   limits?: Partial<KeyLimits>;
+  priority?: number;
 }
 
 export interface KeyPatch {
@@ -52,6 +55,7 @@ export interface KeyPatch {
   expiresAt?: Iso | null;
   note?: string;
   limits?: Partial<KeyLimits>;
+  priority?: number;
   revoked?: true;
 }
 
@@ -93,6 +97,16 @@ export interface UpstreamInfo {
 export type ModelState = 'starting' | 'ready' | 'stopping' | 'stopped';
 export type ModelKind = 'model' | 'alias' | 'peer';
 
+/** What llama-swap's config declares under a model's `capabilities`, as its `/v1/models` shows it. */
+export interface ModelCapabilities {
+  /** Modalities the model reads and writes (`text`, `image`, `audio`); empty when not declared. */
+  input: string[];
+  output: string[];
+  /** Function calling (`capabilities.tools`). */
+  tools: boolean;
+  reranker: boolean;
+}
+
 export interface Model {
   id: string;
   name: string | null;
@@ -103,6 +117,10 @@ export interface Model {
   unlisted: boolean;
   state: ModelState;
   ttl: number | null;
+  /** Null when the config declares no modalities, tools or reranker for the model. */
+  capabilities?: ModelCapabilities | null;
+  /** Context window in tokens (`capabilities.context`); null when the config declares none. */
+  contextLength?: number | null;
 }
 
 /** `POST /api/models/:id/load` and `/unload`. */
@@ -398,4 +416,27 @@ export interface LimitsInfo {
   limitsScope: 'replica' | 'shared';
   redis: 'off' | 'connected' | 'unavailable';
   unavailableSince: Iso | null;
+}
+
+/** One call in `GET /api/queue`. */
+export interface QueuedCallView {
+  /** The call's request id (`x-request-id`). */
+  id: string;
+  model: string | null;
+  key: { id: string; name: string } | null;
+  /** `queued`: waiting here; `loading`: forwarded while its model loads; `generating`: the model is up. */
+  phase: 'queued' | 'loading' | 'generating';
+  /** When it arrived (`queued`) or was forwarded. */
+  since: Iso;
+  /** 1 = next; null once forwarded. */
+  position: number | null;
+  priority: number;
+}
+
+/** `GET /api/queue`. */
+export interface QueueView {
+  /** `replica`: the calls of this Gatehouse process only. */
+  scope: 'replica';
+  inflight: QueuedCallView[];
+  waiting: QueuedCallView[];
 }

@@ -2,7 +2,8 @@
  * What `gatehouse serve` does about the admin account at every start, before it listens:
  *
  * - `GATEHOUSE_ADMIN_PASSWORD` set: it becomes the password (hashed). When it differs from the
- *   stored one, every dashboard session is signed out. No setup link.
+ *   stored one, every dashboard session is signed out (the line says so only when there was one).
+ *   No setup link.
  * - otherwise, no password yet: a NEW one-time setup token is issued (the previous start's
  *   link stops working) and, once the address is known, printed as a link at warn level. That
  *   line is the only place the token ever appears.
@@ -30,7 +31,9 @@ export async function prepareAdminAccess(input: {
       const ended = await store.sessions.deleteAllExcept(null);
       logger.info(
         { admin: 'password_from_settings', sessions_ended: ended },
-        'Admin password set from GATEHOUSE_ADMIN_PASSWORD; existing dashboard sessions were signed out.',
+        ended > 0
+          ? `Admin password set from GATEHOUSE_ADMIN_PASSWORD; ${ended} dashboard session(s) were signed out.`
+          : 'Admin password set from GATEHOUSE_ADMIN_PASSWORD.',
       );
     }
     return { setupToken: undefined };
@@ -43,7 +46,7 @@ export async function prepareAdminAccess(input: {
 }
 
 /** The first-run link: `<listen url>/setup#token=...`. A fragment never reaches a server log or a Referer. */
-function setupLink(listenUrl: string, token: string): string {
+export function setupLink(listenUrl: string, token: string): string {
   const url = new URL(listenUrl);
   // 0.0.0.0 / :: are where we listen, not where anyone can browse to.
   if (url.hostname === '0.0.0.0' || url.hostname === '[::]') url.hostname = 'localhost';

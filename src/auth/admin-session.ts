@@ -9,7 +9,7 @@ import type { AdminIdentifier, AdminIdentity } from './admin-identity.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** Set by `adminSession` on admin routes; null elsewhere. */
+    /** Set by `adminSession` on admin routes (and by `GET /api/session`); null elsewhere. */
     adminIdentity: AdminIdentity | null;
   }
 }

@@ -89,6 +89,8 @@ export interface KeyView {
   models: string[];
   note: string;
   limits: KeyLimits;
+  /** Place in the admission queue, -10..10: higher goes first. */
+  priority: number;
   status: KeyStatus;
 }
 
@@ -104,6 +106,7 @@ export function toKeyView(key: KeyRecord, nowMs: number): KeyView {
     models: [...key.models],
     note: key.note,
     limits: { ...key.limits },
+    priority: key.priority,
     status: keyStatus(key, nowMs),
   };
 }
@@ -118,6 +121,7 @@ export interface NewKeyInput {
   expiresAt?: number | null;
   note?: string;
   limits?: Partial<KeyLimits>;
+  priority?: number;
 }
 
 /**
@@ -144,6 +148,7 @@ export function newKeyRecord(input: NewKeyInput, nowMs: number): { record: KeyRe
         tpm: input.limits?.tpm ?? null,
         concurrent: input.limits?.concurrent ?? null,
       },
+      priority: input.priority ?? 0,
     },
   };
 }

@@ -22,7 +22,13 @@ export function clientAuth(keys: KeyVerifier & KeyUseRecorder, now: () => number
     if ('error' in result) throw new GatewayError(result.error, { headers: CHALLENGE });
     if (result.mode === 'key') {
       const key = result.key;
-      ctx.decided.caller = { keyId: key.id, keyName: key.name, allowedModels: key.models, limits: key.limits };
+      ctx.decided.caller = {
+        keyId: key.id,
+        keyName: key.name,
+        allowedModels: key.models,
+        limits: key.limits,
+        priority: key.priority,
+      };
       keys.markUsed(key.id);
     }
   };

@@ -8,7 +8,7 @@
  * close), never once per request.
  */
 import type { KeyRecord, Store } from '../store/store.js';
-import { hashApiKey } from './api-keys.js';
+import { hashApiKey, keyStatus } from './api-keys.js';
 
 /** The read side the client-auth decision needs; `KeyIndex` implements it. */
 export interface KeyVerifier {
@@ -67,6 +67,13 @@ export class KeyIndex implements KeyVerifier {
 
   hasAnyKeys(): boolean {
     return this.#byHash.size > 0;
+  }
+
+  /** Keys that open `/v1` at `nowMs`: neither revoked nor expired. */
+  activeCount(nowMs: number = this.#now()): number {
+    let count = 0;
+    for (const key of this.#byHash.values()) if (keyStatus(key, nowMs) === 'active') count++;
+    return count;
   }
 
   /** Whether any key has a tokens-per-minute limit (start-up warning when usage recording is off). */

@@ -52,6 +52,8 @@ Commands:
       --note TEXT                Free text for operators
       --rpm N --tpm N --concurrent N
                                  Limits: requests/minute, tokens/minute, requests in flight
+      --priority N               Place in the admission queue, -10..10 (default 0; higher first;
+                                 a negative one as --priority=-3)
       --quiet                    Print only the key (for scripts)
   list [--json]                  List keys (never their secrets)
   limits ID|PREFIX [--rpm N|none] [--tpm N|none] [--concurrent N|none]
@@ -74,6 +76,7 @@ const COMMAND_OPTIONS = {
     rpm: { type: 'string' },
     tpm: { type: 'string' },
     concurrent: { type: 'string' },
+    priority: { type: 'string' },
     quiet: { type: 'boolean', short: 'q' },
     help: { type: 'boolean', short: 'h' },
   },
@@ -199,7 +202,15 @@ function createInput(values: Parsed['values'], nowMs: number): NewKeyInput {
     if (typeof raw !== 'string') continue;
     input.limits![limit] = parseLimit(limit, raw, false)!;
   }
+  if (typeof values.priority === 'string') input.priority = parsePriority(values.priority);
   return input;
+}
+
+function parsePriority(raw: string): number {
+  const n = Number(raw);
+  if (!/^-?\d+$/.test(raw) || n < -10 || n > 10)
+    throw new UsageError('--priority must be a whole number from -10 to 10');
+  return n;
 }
 
 function parseLimit(limit: keyof KeyLimits, raw: string, noneAllowed: boolean): number | null {
@@ -282,7 +293,10 @@ function limitsLines(view: KeyView): string[] {
   const parts = (['rpm', 'tpm', 'concurrent'] as const)
     .filter((k) => view.limits[k] !== null)
     .map((k) => `${k} ${view.limits[k]}`);
-  return parts.length ? [`  limits   ${parts.join(', ')}`] : [];
+  return [
+    ...(parts.length ? [`  limits   ${parts.join(', ')}`] : []),
+    ...(view.priority !== 0 ? [`  priority ${view.priority}`] : []),
+  ];
 }
 
 async function listKeys(store: Store, json: boolean, io: KeysCliIo): Promise<void> {

@@ -51,6 +51,8 @@ export interface CallerIdentity {
   keyName: string | undefined;
   allowedModels: readonly string[];
   limits?: { rpm: number | null; tpm: number | null; concurrent: number | null } | undefined;
+  /** The key's place in the admission queue (higher first); 0 without a key. */
+  priority?: number | undefined;
 }
 
 /** Token counts a response carried, normalised (see `usage/token-fields.ts`). */
@@ -108,7 +110,17 @@ export interface CallDecisions {
   requestJson: ReadonlyMap<string, JsonMember> | undefined;
   /** The start of the request body, when body capture is on (`captureRequestBody`). */
   requestBody: (() => string | undefined) | undefined;
+  /** Time the call waited in the admission queue, ms; undefined until it passed the queue. */
+  queueMs: number | undefined;
+  /**
+   * Set by the admission queue: puts the call back in line after llama-swap answered 429, for at
+   * most the time it has left. Resolves true once it may be sent again, false when its time is up.
+   */
+  requeue: ((retryAfterMs: number | undefined) => Promise<boolean>) | undefined;
 }
+
+/** Sent with every `/v1` answer whose headers Gatehouse writes: how long the call waited its turn, ms. */
+export const QUEUE_MS_HEADER = 'x-gatehouse-queue-ms';
 
 /**
  * How the call ended, written by whoever answers it (the forwarder, the route's error answer,
@@ -210,6 +222,8 @@ export function newCallContext(req: IncomingMessage, res: ServerResponse, reques
       model: undefined,
       requestJson: undefined,
       requestBody: undefined,
+      queueMs: undefined,
+      requeue: undefined,
     },
     outcome: new CallOutcome(request.startedAt),
     onClientGone: undefined,

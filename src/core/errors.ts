@@ -183,6 +183,18 @@ export const CATALOGUE = {
     anthropicType: 'overloaded_error',
     message: 'Service unavailable.',
   },
+  queue_full: {
+    status: 503,
+    openaiType: 'server_error',
+    anthropicType: 'overloaded_error',
+    message: 'Too many calls are waiting for the models (GATEHOUSE_QUEUE_MAX); this one was not queued.',
+  },
+  queue_timeout: {
+    status: 503,
+    openaiType: 'server_error',
+    anthropicType: 'overloaded_error',
+    message: 'The call waited too long for its turn (GATEHOUSE_QUEUE_TIMEOUT) and was not sent to the model.',
+  },
   shutting_down: {
     status: 503,
     openaiType: 'server_error',

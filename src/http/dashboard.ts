@@ -35,6 +35,9 @@ const HTML_HEADERS = {
   'referrer-policy': 'no-referrer',
 } as const;
 
+/** The route that serves the page and its files (the access log leaves its successful reads out). */
+export const DASHBOARD_ROUTE_URL = '/*';
+
 const IMMUTABLE_MAX_AGE_MS = 365 * 24 * 3600 * 1000;
 
 const NOT_BUILT_PAGE = `<!doctype html>
@@ -99,7 +102,7 @@ export function registerDashboard(app: FastifyInstance, options: DashboardOption
       return reply.code(200).headers(HTML_HEADERS).header('cache-control', 'no-cache').send(html);
     };
 
-    scope.get('/*', async (request: FastifyRequest, reply: FastifyReply) => {
+    scope.get(DASHBOARD_ROUTE_URL, async (request: FastifyRequest, reply: FastifyReply) => {
       const pathname = requestPath(request.url);
       if (pathname === undefined || isApiPath(pathname)) return notFound(reply);
       if (pathname === '/' || pathname === '/index.html') return sendIndex(reply);

@@ -3,7 +3,7 @@
  *
  *   /v1/*              client API → llama-swap   cors → clientAuth → keyLimits → readModel →
  *                                                [captureRequestBody] → modelsListing → modelAllowList →
- *                                                tokenReservation → forward (+ usage tap)
+ *                                                tokenReservation → admissionQueue → forward (+ usage tap)
  *                      cors answers OPTIONS preflights (204, no key) and marks browsers' calls readable
  *                      every call, whichever way it ends, is recorded once (usage/call-recorder.ts)
  *   HEAD /             liveness probe (Claude Code sends it before anything else)
@@ -26,6 +26,7 @@
  *   POST /api/keys      create a key (shown once)               admin → handler
  *   PATCH/DELETE /api/keys/:id                                  admin → handler
  *   GET  /api/limits    are per-key limits shared (Redis) or per replica?   admin → handler
+ *   GET  /api/queue     calls in flight and waiting their turn (admission queue)   admin → handler
  *   GET  /api/upstream  llama-swap reachable? version            admin → handler
  *   GET  /api/models    models with their state                  admin → handler
  *   POST /api/models/:id/load | /api/models/:id/unload | /api/models/unload-all   admin → handler
@@ -77,7 +78,7 @@ import { setupPending } from '../auth/setup-pending.js';
 import { modelsListing } from '../proxy/models-list.js';
 import type { TapFactory } from '../core/steps.js';
 import { readModel } from '../proxy/read-model.js';
-import { cachedCatalog } from '../auth/model-access.js';
+import { cachedCatalog, type ModelCatalog } from '../auth/model-access.js';
 import { join } from 'node:path';
 import { createConfigHandlers } from './admin/config-handlers.js';
 import { createEndpointsHandler } from './admin/endpoints-handlers.js';
@@ -93,6 +94,9 @@ import { defaultDashboardRoot, registerDashboard } from './dashboard.js';
 import { corsPolicy, withCors } from './cors.js';
 import { createProxyRoute } from './proxy-route.js';
 import { createProxyTrust } from '../auth/proxy-trust.js';
+import type { Scheduler } from '../queue/scheduler.js';
+import { queueAdmission, type ResolveModel } from '../queue/admission-step.js';
+import { createQueueHandler } from './admin/queue-handlers.js';
 
 /** The only `/api/*` routes reachable without an admin session or token. */
 export const PUBLIC_ADMIN_ROUTES: ReadonlySet<string> = new Set(['/api/session', '/api/setup', '/api/login']);
@@ -137,6 +141,8 @@ export interface RouteDeps {
   configEditor?: ConfigEditor;
   /** Usage records, per-key limits and metrics (`src/usage`). */
   usage: UsageAccounting;
+  /** The admission queue every model call passes before it is forwarded (`src/queue`). */
+  queue: Scheduler;
   /** An extra response tap, beside the usage tap (tests). */
   tap?: TapFactory;
   onProxyStart?: (ctx: ProxyContext) => void;
@@ -170,6 +176,7 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
       modelsListing(deps.listModels),
       modelAllowList(catalog),
       usage.reserveStep,
+      queueAdmission(deps.queue, modelResolver(deps.settings, catalog)),
     ],
     forwarder: deps.forwarder,
     logger: deps.logger,
@@ -257,6 +264,7 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
     app.patch('/api/keys/:id', admin, keys.update);
     app.delete('/api/keys/:id', admin, keys.remove);
     app.get('/api/limits', admin, createLimitsHandler(usage.limits));
+    app.get('/api/queue', admin, createQueueHandler(deps.queue, deps.now));
 
     const view = deps.admin.liveView ?? new UpstreamView({ client: deps.admin.llamaSwap, logger: deps.logger });
     if (!deps.admin.liveView) app.addHook('onClose', async () => view.close());
@@ -339,4 +347,16 @@ export function guardAdminRoutes(app: FastifyInstance, session: Hook, checks: re
       throw new Error(`route table: ${what} has no adminSession step; add it or list the route in PUBLIC_ADMIN_ROUTES`);
     }
   });
+}
+
+/**
+ * Aliases count as their model for the per-model cap and the loaded-model preference, so a
+ * capped queue resolves names against llama-swap's list; without caps the name is enough.
+ */
+function modelResolver(
+  settings: Pick<Settings, 'maxInflight' | 'maxInflightPerModel'>,
+  catalog: () => Promise<ModelCatalog | undefined>,
+): ResolveModel {
+  if (settings.maxInflight === 0 && settings.maxInflightPerModel === 0) return (name) => name;
+  return async (name) => (await catalog())?.resolve(name) ?? name;
 }

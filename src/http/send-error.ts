@@ -2,6 +2,7 @@ import type { ServerResponse } from 'node:http';
 import { GatewayError, isGatewayError } from '../core/errors.js';
 import { errorBody } from '../core/render-error.js';
 import type { WireFormat } from '../core/wire-format.js';
+import { QUEUE_MS_HEADER } from '../core/context.js';
 
 export interface SentError {
   error: GatewayError;
@@ -14,7 +15,13 @@ export interface SentError {
  * fast path; Fastify routes go through the same `errorBody` via the app's error handler.
  * Unknown errors become a generic 500 whose message reveals nothing internal.
  */
-export function sendError(res: ServerResponse, error: unknown, format: WireFormat, requestId: string): SentError {
+export function sendError(
+  res: ServerResponse,
+  error: unknown,
+  format: WireFormat,
+  requestId: string,
+  queueMs = 0,
+): SentError {
   const gatewayError = isGatewayError(error) ? error : new GatewayError('internal_error', { cause: error });
   if (res.headersSent) {
     res.destroy();
@@ -31,6 +38,7 @@ export function sendError(res: ServerResponse, error: unknown, format: WireForma
     'content-type': 'application/json; charset=utf-8',
     'content-length': bytes,
     'x-request-id': requestId,
+    [QUEUE_MS_HEADER]: String(Math.round(queueMs)),
   });
   res.end(payload);
   return { error: gatewayError, bytes };

@@ -5,6 +5,7 @@
  */
 import type { Model, ModelState } from '../admin-api/types.js';
 import type { ModelEntry, ModelStatusEntry, RunningModel } from '../upstream/types.js';
+import { declaredCapabilities, declaredContextLength } from './model-capabilities.js';
 
 /** Merges the catalogue with the running processes; unlisted models appear while they run. */
 export function mergeModels(models: ModelEntry[], running: RunningModel[]): Model[] {
@@ -28,6 +29,8 @@ export function mergeModels(models: ModelEntry[], running: RunningModel[]): Mode
       unlisted: false,
       state: run ? normaliseState(run.state) : 'stopped',
       ttl: run ? run.ttl : null,
+      capabilities: declaredCapabilities(m),
+      contextLength: declaredContextLength(m),
     });
   }
   // Unlisted models are hidden from /v1/models but show up in /running while they run.
@@ -43,6 +46,8 @@ export function mergeModels(models: ModelEntry[], running: RunningModel[]): Mode
       unlisted: true,
       state: normaliseState(r.state),
       ttl: r.ttl,
+      capabilities: null,
+      contextLength: null,
     });
   }
   return sortModels(out);
@@ -86,6 +91,8 @@ export function applyStatus(
       unlisted: true,
       state,
       ttl: ttls.get(s.id) ?? null,
+      capabilities: null,
+      contextLength: null,
     });
   }
   return sortModels(out);

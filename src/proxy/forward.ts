@@ -8,7 +8,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { errors as undiciErrors, Pool, type Dispatcher } from 'undici';
 import { GatewayError, isGatewayError } from '../core/errors.js';
 import { terminalStreamEvent } from '../core/render-error.js';
-import type { ProxyContext } from '../core/context.js';
+import { QUEUE_MS_HEADER, type ProxyContext } from '../core/context.js';
 import type { ResponseTap, TapFactory } from '../core/steps.js';
 import { clientResponseHeaders, upstreamRequestHeaders } from './headers.js';
 import { MAX_TRANSLATABLE_ERROR_BYTES, translateUpstreamError } from './upstream-errors.js';
@@ -54,10 +54,23 @@ export function createForwarder(options: UpstreamOptions, pool: UpstreamDispatch
     };
     return new Promise<void>((resolve, reject) => {
       // A body held whole can be sent again; a streamed one is gone once sent.
-      const retry = isResendable(dispatchOptions.body)
-        ? () => pool.dispatch(dispatchOptions, new Exchange(ctx, tapFactory, options, resolve, reject, undefined))
-        : undefined;
-      pool.dispatch(dispatchOptions, new Exchange(ctx, tapFactory, options, resolve, reject, retry));
+      const resendable = isResendable(dispatchOptions.body);
+      const requeue = ctx.decided.requeue;
+      const send = (staleRetry: boolean): void => {
+        pool.dispatch(
+          dispatchOptions,
+          new Exchange(ctx, tapFactory, options, resolve, reject, {
+            staleConnection: resendable && staleRetry ? () => send(false) : undefined,
+            busy:
+              resendable && requeue
+                ? (retryAfterMs, error) => {
+                    requeue(retryAfterMs).then((again) => (again ? send(true) : reject(error)), reject);
+                  }
+                : undefined,
+          }),
+        );
+      };
+      send(true);
     });
   }
 
@@ -75,6 +88,14 @@ function upstreamPool(options: UpstreamOptions): Pool {
     bodyTimeout: options.idleTimeoutMs,
     keepAliveTimeout: 30_000,
   });
+}
+
+/** How a call may be sent again, when nothing of the answer reached the client yet. */
+interface SendAgain {
+  /** Once more on a fresh connection (only for the first attempt). */
+  staleConnection: (() => void) | undefined;
+  /** Back into the admission queue after llama-swap's own 429; `error` is the answer if time runs out. */
+  busy: ((retryAfterMs: number | undefined, error: GatewayError) => void) | undefined;
 }
 
 /**
@@ -112,8 +133,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     private readonly options: UpstreamOptions,
     private readonly resolve: () => void,
     private readonly reject: (error: unknown) => void,
-    /** Sends the call once more on another connection; only for the first attempt. */
-    private readonly retry: (() => void) | undefined,
+    private readonly again: SendAgain,
   ) {
     // The route's one 'close' listener calls this (proxy-route.ts): no listener of our own.
     ctx.onClientGone = this.#onClientClose;
@@ -128,12 +148,13 @@ class Exchange implements Dispatcher.DispatchHandler {
   onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
     const { ctx } = this;
     this.#started = true;
-    ctx.outcome.answer(statusCode);
     const contentType = headerString(headers['content-type']);
     if (statusCode >= 400 && isSmallOrUnsized(headers['content-length'])) {
+      // Its status is the client's only once it is relayed as it is (relayHeld).
       this.#held = { chunks: [], size: 0, status: statusCode, headers, contentType };
       return;
     }
+    ctx.outcome.answer(statusCode);
     this.#sendHeaders(statusCode, headers, contentType);
   }
 
@@ -173,6 +194,13 @@ class Exchange implements Dispatcher.DispatchHandler {
         method: this.ctx.request.method,
         path: this.ctx.request.path,
       });
+      if (translated?.status === 429 && this.again.busy) {
+        // llama-swap's own concurrency limit: back in the queue, never the client's answer.
+        this.#settled = true;
+        this.#detach();
+        this.again.busy(retryAfterMs(headerString(held.headers['retry-after'])), translated);
+        return;
+      }
       if (translated) {
         this.ctx.outcome.fail('upstream_error');
         this.#held = undefined;
@@ -206,12 +234,12 @@ class Exchange implements Dispatcher.DispatchHandler {
       this.#finish('aborted');
       return;
     }
-    if (!this.#started && this.retry && isStaleConnection(error)) {
+    if (!this.#started && this.again.staleConnection && isStaleConnection(error)) {
       // llama-server closed a kept-alive connection as this call went out on it: nothing was
       // answered, so the call goes once more, on a fresh connection.
       this.#settled = true;
       this.#detach();
-      this.retry();
+      this.again.staleConnection();
       return;
     }
     if (!this.#started || (this.#held && !ctx.res.headersSent)) {
@@ -236,6 +264,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     this.#isSse = isSse;
     const outHeaders = clientResponseHeaders(headers);
     outHeaders['x-request-id'] = ctx.request.requestId;
+    outHeaders[QUEUE_MS_HEADER] = String(Math.round(ctx.decided.queueMs ?? 0));
     if (ctx.request.method !== 'HEAD') this.#length = declaredLength(headerString(headers['content-length']));
     if (isSse) {
       // Proxies in front of us (nginx) must not buffer the stream either.
@@ -258,6 +287,8 @@ class Exchange implements Dispatcher.DispatchHandler {
     const { ctx } = this;
     const outHeaders = clientResponseHeaders(held.headers);
     outHeaders['x-request-id'] = ctx.request.requestId;
+    outHeaders[QUEUE_MS_HEADER] = String(Math.round(ctx.decided.queueMs ?? 0));
+    ctx.outcome.answer(held.status);
     ctx.res.writeHead(held.status, outHeaders);
     ctx.outcome.headersSent();
     ctx.outcome.fail('upstream_status');
@@ -378,6 +409,12 @@ function isResendable(body: Dispatcher.DispatchOptions['body']): boolean {
   return (
     body === null || body === undefined || Buffer.isBuffer(body) || Array.isArray(body) || typeof body === 'string'
   );
+}
+
+/** `Retry-After` in seconds (what llama-swap sends), as ms; undefined when absent or a date. */
+function retryAfterMs(value: string | undefined): number | undefined {
+  const seconds = value === undefined ? NaN : Number(value);
+  return Number.isFinite(seconds) && seconds >= 0 ? seconds * 1000 : undefined;
 }
 
 function declaredLength(value: string | undefined): number | undefined {

@@ -6,7 +6,7 @@
  */
 import { GatewayError } from '../core/errors.js';
 import type { ProxyStep } from '../core/steps.js';
-import type { ProxyContext } from '../core/context.js';
+import { QUEUE_MS_HEADER, type ProxyContext } from '../core/context.js';
 import { catalogFromList, modelCovered } from '../auth/model-access.js';
 
 export interface ListedModel {
@@ -57,6 +57,7 @@ async function answerModelList(
     'content-type': 'application/json; charset=utf-8',
     'content-length': bytes,
     'x-request-id': ctx.request.requestId,
+    [QUEUE_MS_HEADER]: '0',
   });
   ctx.res.end(payload);
   ctx.outcome.sent(bytes);

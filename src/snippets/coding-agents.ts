@@ -1,4 +1,5 @@
 /** Coding agents: Claude Code, OpenCode, Aider, Codex CLI. */
+import { contextWindow, defaultContextNote } from './context-window.js';
 import { defineSnippet } from './define.js';
 import { KEY_ENV_VAR, optionalKey, requiredKey } from './keys.js';
 import { lines, shDouble, shSingleBody, shWord, str } from './quoting.js';
@@ -114,7 +115,7 @@ const opencodeJson = defineSnippet({
     'baseURL ends in /v1.',
     'OpenCode does not fetch the model list: every model you want must be under "models", with the id ' +
       '/v1/models shows.',
-    "Set limit.context to the model's real context size (llama-server -c); without a limit OpenCode " +
+    "limit.context must be the model's real context size (llama-server -c); without a limit OpenCode " +
       'cannot track context use.',
     'small_model keeps title and summary calls on the gateway too.',
     'In a project\'s opencode.json write "apiKey": "{env:GATEHOUSE_API_KEY}" instead of the key, or use ' +
@@ -123,6 +124,7 @@ const opencodeJson = defineSnippet({
   baseUrlKind: 'openai',
   keyRequired: false,
   keyField: 'provider.gatehouse.options.apiKey',
+  extraNote: (ctx) => defaultContextNote(ctx, 'limit.context'),
   render: (ctx) => {
     const key = optionalKey(ctx.key);
     const config = {
@@ -132,7 +134,7 @@ const opencodeJson = defineSnippet({
           npm: '@ai-sdk/openai-compatible',
           name: 'Gatehouse',
           options: { baseURL: openaiBaseUrl(ctx.origin), ...(key === undefined ? {} : { apiKey: key }) },
-          models: { [ctx.model]: { name: ctx.model, limit: { context: 128000, output: 8192 } } },
+          models: { [ctx.model]: { name: ctx.model, limit: contextWindow(ctx) } },
         },
       },
       model: `gatehouse/${ctx.model}`,

@@ -1,4 +1,5 @@
 /** Editor assistants: Continue and Zed. */
+import { contextWindow, defaultContextNote } from './context-window.js';
 import { defineSnippet } from './define.js';
 import { KEY_ENV_VAR, optionalKey, requiredKey } from './keys.js';
 import { lines, shDouble, yamlScalar } from './quoting.js';
@@ -76,10 +77,12 @@ const zedSettings = defineSnippet({
   baseUrlKind: 'openai',
   keyRequired: true,
   keyField: `${KEY_ENV_VAR} or Agent Settings → LLM Providers`,
-  // The key is never part of settings.json (see zed-key), so there is nothing to note here.
+  // The key is never part of settings.json (see zed-key), so there is nothing to note about it.
   note: () => undefined,
-  render: (ctx) =>
-    JSON.stringify(
+  extraNote: (ctx) => defaultContextNote(ctx, 'max_tokens'),
+  render: (ctx) => {
+    const window = contextWindow(ctx);
+    return JSON.stringify(
       {
         language_models: {
           openai_compatible: {
@@ -89,8 +92,8 @@ const zedSettings = defineSnippet({
                 {
                   name: ctx.model,
                   display_name: `${ctx.model} (Gatehouse)`,
-                  max_tokens: 128000,
-                  max_output_tokens: 8192,
+                  max_tokens: window.context,
+                  max_output_tokens: window.output,
                   capabilities: { tools: true, images: false },
                 },
               ],
@@ -100,7 +103,8 @@ const zedSettings = defineSnippet({
       },
       null,
       2,
-    ),
+    );
+  },
 });
 
 const zedKey = defineSnippet({

@@ -26,6 +26,8 @@ export interface SnippetContext {
   model: string;
   /** Embedding model id, for snippets that can use one. */
   embeddingModel?: string;
+  /** The chat model's context window in tokens, when llama-swap's config declares it. */
+  contextLength?: number;
   key: SnippetKey;
 }
 

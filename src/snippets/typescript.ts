@@ -7,6 +7,18 @@ import { optionalKey, requiredKey } from './keys.js';
 import { lines, str } from './quoting.js';
 import { anthropicBaseUrl, openaiBaseUrl } from './urls.js';
 
+/**
+ * Node 20 runs neither a .ts file nor top-level await in CommonJS: the text runs as an .mjs file,
+ * and as TypeScript through tsx only as .mts (tsx compiles a .ts file outside a "type": "module"
+ * package to CommonJS, which refuses top-level await).
+ */
+function runWhere(packages: string): string {
+  return (
+    `Save as app.mjs, npm install ${packages}, then node app.mjs (Node.js 20+); ` +
+    'as TypeScript: app.mts, npx tsx app.mts.'
+  );
+}
+
 const BROWSER =
   'In a browser the SDK refuses to run unless dangerouslyAllowBrowser: true is set, which exposes the key ' +
   'to every visitor: keep it server-side.';
@@ -17,7 +29,7 @@ const typescriptOpenai = defineSnippet({
   client: 'openai (npm)',
   group: 'typescript',
   language: 'typescript',
-  where: 'An ES module (.ts or .mjs), after npm install openai.',
+  where: runWhere('openai'),
   pitfalls: [
     'baseURL must end in /v1: the SDK appends /chat/completions to it.',
     'The SDK throws when apiKey is empty (and OPENAI_API_KEY is unset), even though the gateway in open ' +
@@ -58,7 +70,7 @@ const typescriptAnthropic = defineSnippet({
   client: '@anthropic-ai/sdk',
   group: 'typescript',
   language: 'typescript',
-  where: 'An ES module (.ts or .mjs) on Node.js 20+, after npm install @anthropic-ai/sdk.',
+  where: runWhere('@anthropic-ai/sdk'),
   pitfalls: [
     'baseURL has no /v1: the SDK adds /v1/messages itself, so …/v1 gives /v1/v1/messages and a 404.',
     'apiKey is sent as X-Api-Key; authToken instead sends Authorization: Bearer. The gateway accepts both.',
@@ -101,7 +113,7 @@ const typescriptAiSdk = defineSnippet({
   client: 'Vercel AI SDK',
   group: 'typescript',
   language: 'typescript',
-  where: 'An ES module (.ts or .mjs), after npm install ai @ai-sdk/openai-compatible.',
+  where: runWhere('ai @ai-sdk/openai-compatible'),
   pitfalls: [
     'baseURL must end in /v1.',
     'Use gatehouse.chatModel(…): it calls /chat/completions, which every model server behind the gateway speaks.',

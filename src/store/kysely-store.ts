@@ -219,6 +219,7 @@ function toRow(record: KeyRecord): Insertable<ApiKeysTable> {
     rpm: record.limits.rpm,
     tpm: record.limits.tpm,
     max_concurrent: record.limits.concurrent,
+    priority: record.priority,
   };
 }
 
@@ -232,6 +233,7 @@ function toUpdate(patch: KeyPatch): Updateable<ApiKeysTable> {
   if (patch.limits?.rpm !== undefined) values.rpm = patch.limits.rpm;
   if (patch.limits?.tpm !== undefined) values.tpm = patch.limits.tpm;
   if (patch.limits?.concurrent !== undefined) values.max_concurrent = patch.limits.concurrent;
+  if (patch.priority !== undefined) values.priority = patch.priority;
   return values;
 }
 
@@ -252,6 +254,7 @@ function toRecord(row: Selectable<ApiKeysTable>): KeyRecord {
       tpm: nullableNumber(row.tpm),
       concurrent: nullableNumber(row.max_concurrent),
     },
+    priority: Number(row.priority),
   };
 }
 

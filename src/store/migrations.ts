@@ -137,6 +137,15 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
         .execute();
     },
   },
+  /** A key's place in the admission queue: higher goes first (-10..10). */
+  '0005_api_key_priority': {
+    async up(db: Kysely<unknown>): Promise<void> {
+      await db.schema
+        .alterTable('api_keys')
+        .addColumn('priority', 'integer', (c) => c.notNull().defaultTo(0))
+        .execute();
+    },
+  },
 };
 
 /**

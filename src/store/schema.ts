@@ -3,7 +3,7 @@
  * timestamps are integer epoch milliseconds (`bigint`), lists are JSON text, booleans do not
  * exist (a nullable timestamp says when something happened).
  */
-import type { ColumnType } from 'kysely';
+import type { ColumnType, Generated } from 'kysely';
 
 /**
  * A `bigint` column: written as a JS number; read back as a number from SQLite but as a
@@ -28,6 +28,7 @@ export interface ApiKeysTable {
   rpm: number | null;
   tpm: number | null;
   max_concurrent: number | null;
+  priority: Generated<number>;
 }
 
 export interface MetaTable {

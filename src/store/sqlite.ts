@@ -12,10 +12,9 @@ import BetterSqlite3 from 'better-sqlite3';
 import { Kysely, SqliteDialect } from 'kysely';
 import { ChangeListeners, createKyselyStore } from './kysely-store.js';
 import { migrateToLatest } from './migrations.js';
-import { compileUsageSql, type AppendUsage } from './usage-queries.js';
-import { requestValues, ROLLUP_TABLES, rollupRows } from './usage-rows.js';
+import { createUsageWriteThread } from './sqlite-usage-thread.js';
 import type { Database } from './schema.js';
-import type { Store, UsageRecord } from './store.js';
+import type { Store } from './store.js';
 
 export const SQLITE_FILE_NAME = 'gatehouse.db';
 
@@ -54,11 +53,12 @@ async function openNow(file: string, options: SqliteStoreOptions): Promise<Store
   mkdirSync(dirname(file), { recursive: true });
 
   const raw = new BetterSqlite3(file);
+  const busyTimeoutMs = Math.max(0, Math.floor(options.busyTimeoutMs ?? 5000));
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: raw }) });
   let migrationsApplied: string[];
   try {
     // busy_timeout first: switching to WAL and migrating may wait for another process.
-    raw.pragma(`busy_timeout = ${Math.max(0, Math.floor(options.busyTimeoutMs ?? 5000))}`);
+    raw.pragma(`busy_timeout = ${busyTimeoutMs}`);
     raw.pragma('journal_mode = WAL');
     raw.pragma('synchronous = NORMAL');
     raw.pragma('foreign_keys = ON');
@@ -71,32 +71,18 @@ async function openNow(file: string, options: SqliteStoreOptions): Promise<Store
   }
 
   const watcher = dataVersionWatcher(raw, options.pollIntervalMs ?? 250);
+  const usageThread = createUsageWriteThread({ file, busyTimeoutMs });
   return createKyselyStore(db, {
     kind: 'sqlite',
     migrationsApplied,
     writeKeys: (conn, write) => write(conn),
-    appendUsage: usageAppender(raw, db),
+    appendUsage: (records) => usageThread.append(records),
     watchKeys: watcher.watchKeys,
-    stop: () => watcher.stop(),
+    stop: async () => {
+      await usageThread.close();
+      await watcher.stop();
+    },
   });
-}
-
-/**
- * A usage batch in one transaction of prepared one-row statements on the store's connection,
- * taken through Kysely so it never lands inside a Kysely transaction in progress. The driver is
- * synchronous: the usage writer keeps batches small so one write is a short pause of the loop.
- */
-function usageAppender(raw: BetterSqlite3.Database, db: Kysely<Database>): AppendUsage {
-  const texts = compileUsageSql(db);
-  const insert = raw.prepare<unknown[]>(texts.insertRequest);
-  const upserts = ROLLUP_TABLES.map(
-    ([table, bucketMs]) => [raw.prepare<unknown[]>(texts.upsert[table]), bucketMs] as const,
-  );
-  const write = raw.transaction((records: readonly UsageRecord[]) => {
-    for (const record of records) insert.run(requestValues(record));
-    for (const [upsert, bucketMs] of upserts) for (const row of rollupRows(records, bucketMs)) upsert.run(row);
-  });
-  return (records) => db.connection().execute(async () => write(records));
 }
 
 /**

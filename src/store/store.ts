@@ -36,6 +36,8 @@ export interface KeyRecord {
   models: string[];
   note: string;
   limits: KeyLimits;
+  /** Place in the admission queue, -10..10: higher goes first. */
+  priority: number;
 }
 
 /** What may change on an existing key. Absent fields stay as they are. */
@@ -46,6 +48,7 @@ export interface KeyPatch {
   revokedAt?: number | null;
   note?: string;
   limits?: Partial<KeyLimits>;
+  priority?: number;
 }
 
 /** Thrown by `keys.findByIdOrPrefix` when the reference matches more than one key. */

@@ -39,6 +39,7 @@ export function createCallRecorder(deps: CallRecorderDeps): (ctx: ProxyContext) 
       outputTokens: tokens?.output ?? null,
       cachedTokens: tokens?.cached ?? null,
       errorClass: outcome.errorClass,
+      queueMs: decided.queueMs,
     });
     if (!deps.writer) return;
     const at = Math.round(now() - durationMs);

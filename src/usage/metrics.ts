@@ -31,7 +31,12 @@ export class LabelCap {
   }
 }
 
+/** Waits in the admission queue: from none to its 10-minute default timeout. */
+const QUEUE_WAIT_BUCKETS_S = [0.001, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600];
+
 export interface MetricsOptions {
+  /** Calls waiting in the admission queue now (read when scraped). */
+  queueDepth?: () => number;
   maxModels?: number;
   maxKeys?: number;
   /** Node process metrics (CPU, memory, event loop lag, GC). Default true. */
@@ -52,6 +57,8 @@ export interface CallObservation {
   outputTokens: number | null;
   cachedTokens: number | null;
   errorClass: string | undefined;
+  /** Time spent in the admission queue; undefined for calls that never reached it. */
+  queueMs: number | undefined;
 }
 
 /**
@@ -76,6 +83,7 @@ export class GatewayMetrics {
   readonly #ttfb: Histogram<'model' | 'key'>;
   readonly #ttft: Histogram<'model' | 'key'>;
   readonly #inFlight: Gauge;
+  readonly #queueWait: Histogram<'model'>;
   readonly #upstreamErrors: Counter<'model' | 'class'>;
   readonly #rateLimited: Counter<'key' | 'limit'>;
   readonly #dropped: Counter;
@@ -149,7 +157,24 @@ export class GatewayMetrics {
       help: 'Failed batch writes of usage records (the batch is retried).',
       registers,
     });
-    const { queueLength, limitsShared } = options;
+    this.#queueWait = new Histogram({
+      name: 'gatehouse_queue_wait_seconds',
+      help: 'Time calls waited in the admission queue before they were forwarded, by model.',
+      labelNames: ['model'] as const,
+      buckets: QUEUE_WAIT_BUCKETS_S,
+      registers,
+    });
+    const { queueLength, limitsShared, queueDepth } = options;
+    this.#registry.registerMetric(
+      new Gauge({
+        name: 'gatehouse_queue_depth',
+        help: 'Calls waiting in the admission queue for their turn (GATEHOUSE_MAX_INFLIGHT and _PER_MODEL).',
+        registers: [],
+        collect() {
+          this.set(queueDepth?.() ?? 0);
+        },
+      }),
+    );
     // Read when scraped: the writer's queue and the limit store own these values.
     this.#registry.registerMetric(
       new Gauge({
@@ -194,6 +219,7 @@ export class GatewayMetrics {
     this.#duration.observe(series, call.durationMs / 1000);
     if (call.ttfbMs !== undefined) this.#ttfb.observe(series, call.ttfbMs / 1000);
     if (call.ttftMs !== undefined) this.#ttft.observe(series, call.ttftMs / 1000);
+    if (call.queueMs !== undefined) this.#queueWait.observe({ model }, call.queueMs / 1000);
     if (isUpstreamFailure(call.errorClass, call.status)) this.#upstreamErrors.inc({ model, class: call.errorClass });
   }
 

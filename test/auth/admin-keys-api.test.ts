@@ -22,14 +22,17 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 const NOW = Date.UTC(2030, 0, 1, 12);
 let n = 0;
+/** The handlers' clock; each test starts at NOW. */
+let clock = NOW;
 let store: Store;
 let index: KeyIndex;
 let app: FastifyInstance;
 
 beforeEach(async () => {
+  clock = NOW;
   store = await openSqliteStore({ dataDir: join(root, `t${n++}`) });
   index = await KeyIndex.open(store);
-  const handlers = createKeyHandlers({ store, index, now: () => NOW });
+  const handlers = createKeyHandlers({ store, index, now: () => clock });
   app = Fastify();
   app.setErrorHandler((error, _request, reply) => {
     if (isGatewayError(error)) return reply.code(error.status).send(errorBody(error, 'admin'));
@@ -51,7 +54,7 @@ afterEach(async () => {
 async function createKey(body: Record<string, unknown> = { name: 'k' }) {
   const res = await app.inject({ method: 'POST', url: '/api/keys', payload: body });
   expect(res.statusCode).toBe(201);
-  return res.json<{ key: { id: string; prefix: string }; secret: string }>();
+  return res.json<{ key: { id: string; prefix: string; priority: number }; secret: string }>();
 }
 
 describe('POST /api/keys', () => {
@@ -81,6 +84,7 @@ describe('POST /api/keys', () => {
       models: ['qwen', 'llama'],
       note: 'mine',
       limits: { rpm: 60, tpm: null, concurrent: 2 },
+      priority: 0,
       status: 'active',
     });
     expect(res.body).not.toContain(hashApiKey(body.secret));
@@ -111,7 +115,10 @@ describe('POST /api/keys', () => {
         code: 'validation_failed',
         message: 'Validation failed.',
         details: [
-          { path: '/colour', message: 'unknown field; expected one of name, models, expiresAt, note, limits' },
+          {
+            path: '/colour',
+            message: 'unknown field; expected one of name, models, expiresAt, note, limits, priority',
+          },
           { path: '/name', message: 'required' },
           { path: '/models/1', message: 'must be a non-empty string' },
           { path: '/models/2', message: 'must be a non-empty string' },
@@ -164,6 +171,18 @@ describe('GET /api/keys', () => {
     expect(keys.every((k) => !('hash' in k) && !('secret' in k))).toBe(true);
   });
 
+  it('lists keys oldest first, the same order on every read', async () => {
+    const names = ['first', 'second', 'third'];
+    for (const name of names) {
+      await createKey({ name });
+      clock += 1000;
+    }
+    const read = async () =>
+      (await app.inject({ method: 'GET', url: '/api/keys' })).json<{ keys: Array<{ name: string }> }>().keys;
+    expect((await read()).map((k) => k.name)).toEqual(names);
+    expect((await read()).map((k) => k.name)).toEqual(names);
+  });
+
   it('shows last use recorded moments ago', async () => {
     const a = await createKey();
     index.markUsed(a.key.id, NOW - 5);
@@ -192,6 +211,20 @@ describe('PATCH /api/keys/:id', () => {
       limits: { rpm: null, tpm: 1000, concurrent: null },
       status: 'active',
     });
+  });
+
+  it("sets and changes a key's queue priority, and keeps it through a reload", async () => {
+    const { key } = await createKey({ name: 'ci', priority: -3 });
+    expect(key.priority).toBe(-3);
+    const res = await app.inject({ method: 'PATCH', url: `/api/keys/${key.id}`, payload: { priority: 7 } });
+    expect(res.statusCode).toBe(200);
+    expect(res.json().key.priority).toBe(7);
+    expect((await store.keys.get(key.id))?.priority).toBe(7);
+    const refused = await app.inject({ method: 'PATCH', url: `/api/keys/${key.id}`, payload: { priority: 2.5 } });
+    expect(refused.statusCode).toBe(422);
+    expect(refused.json().error.details).toEqual([
+      { path: '/priority', message: 'must be a whole number from -10 to 10 (higher goes first)' },
+    ]);
   });
 
   it('revokes a key at once for clients, and keeps the first revocation time', async () => {

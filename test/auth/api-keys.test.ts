@@ -72,6 +72,7 @@ describe('API key format', () => {
       models: ['a', 'b'],
       note: '',
       limits: { rpm: 5, tpm: null, concurrent: null },
+      priority: 0,
     });
     expect(JSON.stringify(record)).not.toContain(secret.slice(3));
   });
@@ -100,6 +101,7 @@ describe('key status', () => {
       models: [],
       note: '',
       limits: { rpm: null, tpm: null, concurrent: null },
+      priority: 0,
       status: 'active',
     });
     expect(JSON.stringify(view)).not.toContain(record.hash);

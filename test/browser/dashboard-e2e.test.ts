@@ -82,7 +82,7 @@ describe('first run and sign-in', () => {
       await t.page.getByRole('heading', { name: 'Models' }).waitFor();
       await t.page.getByRole('link', { name: 'Settings' }).click();
       await t.screenshot('e2e-real-settings');
-      await t.page.getByRole('button', { name: 'Sign out' }).click();
+      await t.page.getByRole('main').getByRole('button', { name: 'Sign out' }).click();
       await t.page.getByLabel('Admin password').waitFor();
       const cookies = await t.context.cookies();
       const session = json(

@@ -315,7 +315,7 @@ describe('dashboard pages against the admin API contract', () => {
     ).toEqual(['dark', 'dark']);
     await t.screenshot('settings-after-change-dark');
 
-    await t.page.getByRole('button', { name: 'Sign out' }).click();
+    await t.page.getByRole('main').getByRole('button', { name: 'Sign out' }).click();
     await t.page.waitForURL('**/sign-in');
     await expect.poll(() => api.requests).toContain('POST /api/logout');
     // The stored theme outlives the session, and applies before the app starts.

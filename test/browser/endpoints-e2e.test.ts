@@ -167,6 +167,7 @@ describe('creating a key for a client', () => {
       const ctx: SnippetContext = {
         origin: gateway.url,
         model: 'llama-3.2-3b',
+        embeddingModel: 'nomic-embed',
         key: { kind: 'secret', value: secret },
       };
       let checked = 0;
@@ -299,6 +300,89 @@ describe('GATEHOUSE_PUBLIC_URL', () => {
       expect(await shownText(t, 'curl-anthropic-messages')).toContain(`curl ${PUBLIC_URL}/v1/messages`);
       expect(await t.page.content()).not.toContain(publicGateway.url.replace('http://', ''));
       await t.screenshot('endpoints-public-url');
+    } finally {
+      await t.close();
+    }
+  });
+});
+
+describe('the models the page fills in first', () => {
+  it('with only an embedding model loaded: a chat model for chat, the embedding model for embeddings, and both run', async () => {
+    await sim.load('nomic-embed');
+    const t = await endpointsPage(gateway);
+    try {
+      expect(sim.state('nomic-embed')).toBe('ready');
+      const chatModel = t.page.getByLabel('Model', { exact: true });
+      await expect.poll(() => chatModel.inputValue()).toBe('llama-3.2-3b');
+      expect(await t.page.getByLabel(/^Embedding model/).inputValue()).toBe('nomic-embed');
+      const chat = await shownText(t, 'curl-openai-chat');
+      expect(chat).toContain('"model": "llama-3.2-3b"');
+      const embeddings = await shownText(t, 'curl-embeddings');
+      expect(embeddings).toContain('"model": "nomic-embed"');
+      await t.screenshot('endpoints-embedding-loaded');
+
+      // Both run as shown, with a key made here: the chat one through a chat model, the embedding one
+      // through nomic-embed.
+      await t.page.getByRole('button', { name: 'Create a key for curl' }).click();
+      await t.page.getByText(/is in every snippet below/).waitFor();
+      const { stdout: answer } = await run('bash', ['-c', await shownText(t, 'curl-openai-chat')]);
+      expect(JSON.parse(answer)).toMatchObject({ object: 'chat.completion', model: 'llama-3.2-3b' });
+      const { stdout: vectors } = await run('bash', ['-c', await shownText(t, 'curl-embeddings')]);
+      expect(JSON.parse(vectors)).toMatchObject({ object: 'list', data: [{ object: 'embedding' }] });
+      expect(t.console.errors).toEqual([]);
+    } finally {
+      await t.close();
+      await sim.unload();
+    }
+  });
+
+  it("fills OpenCode's context window from the size llama-swap declares for the model", async () => {
+    const t = await endpointsPage(gateway);
+    try {
+      await t.page.getByLabel('Model', { exact: true }).selectOption('qwen3-8b');
+      await openClient(t, 'Coding agents', 'OpenCode');
+      const config = JSON.parse(await shownText(t, 'opencode-json')) as {
+        provider: { gatehouse: { models: Record<string, { limit: { context: number } }> } };
+      };
+      expect(config.provider.gatehouse.models['qwen3-8b']?.limit.context).toBe(32768);
+      expect(
+        await snippet(t, 'opencode-json')
+          .getByText(/declares no context size/)
+          .count(),
+      ).toBe(0);
+    } finally {
+      await t.close();
+    }
+  });
+});
+
+describe('pasting a key', () => {
+  it('hints gently when the text does not look like a Gatehouse key, and uses it anyway', async () => {
+    const t = await endpointsPage(gateway);
+    try {
+      await t.page.getByText('Paste a key', { exact: true }).click();
+      const input = t.page.getByLabel('Your key');
+      await input.fill('my-llama-swap-key');
+      const hint = t.page.getByText('This does not look like a Gatehouse key: those start with sk-.');
+      await hint.waitFor();
+      expect(await shownText(t, 'curl-openai-chat')).toContain('Authorization: Bearer my-llama-swap-key');
+      expect(await input.getAttribute('aria-describedby')).toContain('pasted-key-shape');
+      await t.screenshot('endpoints-pasted-key-hint');
+
+      await input.fill('sk-7Qm2Xb9LpV4nT8cK1wZ6');
+      await t.page.getByText('(this has 20 characters after sk-)', { exact: false }).waitFor();
+
+      const created = await t.page.evaluate(async () => {
+        const res = await fetch('/api/keys', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ name: 'Pasted' }),
+        });
+        return ((await res.json()) as { secret: string }).secret;
+      });
+      await input.fill(created);
+      await t.page.getByText(/does not look like/).waitFor({ state: 'detached' });
+      expect(await shownText(t, 'curl-openai-chat')).toContain(`Authorization: Bearer ${created}`);
     } finally {
       await t.close();
     }

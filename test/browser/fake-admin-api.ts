@@ -334,6 +334,7 @@ export function registerFakeAdminApi(app: FastifyInstance, initial: Partial<Fake
   });
 
   app.get('/api/keys', async () => ({ keys: state.keys }));
+  app.get('/api/endpoints', async () => ({ publicUrl: null, apiOpen: state.keys.length === 0 }));
 
   app.post('/api/keys', async (request, reply) => {
     const body = request.body as {

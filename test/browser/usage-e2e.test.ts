@@ -164,7 +164,11 @@ describe('usage page', () => {
       'alice',
     ]);
     expect(await t.page.locator('.chart .legend li').count()).toBe(2);
-    expect(await t.page.getByRole('group', { name: /Requests per 15 minutes/ }).count()).toBe(1);
+    const chart = t.page.getByRole('group', { name: /Requests per 15 minutes/ });
+    expect(await chart.getAttribute('aria-label')).toMatch(/Arrow keys move between 15-minute periods\.$/);
+    expect(await t.page.locator('.chart caption').textContent()).toMatch(
+      /; 15-minute periods without calls are left out\.$/,
+    );
 
     // Request log: newest first.
     await t.page.locator('table.requests tbody tr').nth(4).waitFor();

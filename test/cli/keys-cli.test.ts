@@ -105,6 +105,17 @@ describe('gatehouse keys create', () => {
     );
   });
 
+  it('stores --priority for the admission queue and refuses one outside -10..10', async () => {
+    const run = await keys(['create', '--name', 'ci-agent', '--priority=-3']);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain('priority -3');
+    expect((await storedKeys()).find((k) => k.name === 'ci-agent')?.priority).toBe(-3);
+    const refused = await keys(['create', '--name', 'too-eager', '--priority', '11']);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('--priority');
+    expect((await storedKeys()).some((k) => k.name === 'too-eager')).toBe(false);
+  });
+
   it('prints only the key and a newline with --quiet', async () => {
     const run = await keys(['create', '--name', 'ci', '--quiet']);
     expect(run.code).toBe(0);
@@ -198,6 +209,7 @@ describe('gatehouse keys list', () => {
       'name',
       'note',
       'prefix',
+      'priority',
       'revokedAt',
       'status',
     ]);

@@ -169,6 +169,21 @@ describe('inference responses', () => {
     expect(body.usage).toEqual({ prompt_tokens: 7, total_tokens: 7 });
   });
 
+  it('refuses completions on a model started with --embeddings, as llama-server does (501)', async () => {
+    for (const path of ['/v1/chat/completions', '/v1/completions', '/v1/responses', '/v1/messages']) {
+      const res = await postJson(`${sim.url}${path}`, { ...chatBody('embed'), prompt: 'hi', input: 'hi' });
+      expect(res.status, path).toBe(501);
+      expect(await json(res), path).toEqual({
+        error: {
+          code: 501,
+          message: 'This server does not support completions. Start it without `--embeddings`',
+          type: 'not_supported_error',
+        },
+      });
+    }
+    expect((await postJson(`${sim.url}/v1/chat/completions`, chatBody('chat'))).status).toBe(200);
+  });
+
   it('ranks documents by query-word overlap in /v1/rerank', async () => {
     const body = await json(
       await postJson(`${sim.url}/v1/rerank`, {

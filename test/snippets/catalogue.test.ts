@@ -25,10 +25,12 @@ import { CHECKS, ORIGIN } from './expectations.js';
 /** Shaped like a real key: `sk-` + 43 base62 characters. */
 const SECRET = 'sk-7Qm2Xb9LpV4nT8cK1wZ6yR3hJ5sD0fG2aE4uI6oPq9B';
 const PREFIX = SECRET.slice(0, 9);
+/** Every model fact known, so the only notes are about the key. */
 const ctx = (key: SnippetContext['key'], extra: Partial<SnippetContext> = {}): SnippetContext => ({
   origin: ORIGIN,
   model: 'qwen3-8b',
   embeddingModel: 'nomic-embed',
+  contextLength: 32768,
   key,
   ...extra,
 });

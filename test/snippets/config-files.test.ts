@@ -13,6 +13,7 @@ import {
   type SnippetContext,
   type SnippetId,
 } from '../../src/snippets/index.js';
+import { DEFAULT_CONTEXT_TOKENS } from '../../src/snippets/context-window.js';
 import { requireCases } from './expectations.js';
 import {
   EMBEDDING_MODEL,
@@ -24,6 +25,7 @@ import {
   fromContainer,
   liveContext,
   MODEL,
+  parseDotenv,
   startLiveGateways,
   type LiveGateways,
 } from './harness.js';
@@ -42,20 +44,6 @@ interface ConfigCase {
 }
 
 const render = (id: SnippetId, ctx: SnippetContext) => SNIPPETS.find((s) => s.id === id)!.render(ctx);
-
-/** A .env file: KEY=value lines. */
-function parseDotenv(text: string): Json {
-  return Object.fromEntries(
-    text
-      .split('\n')
-      .filter((l) => l.trim() !== '' && !l.startsWith('#'))
-      .map((l) => {
-        const match = /^([A-Z_][A-Z0-9_]*)=(.*)$/.exec(l);
-        if (!match) throw new Error(`not a .env line: ${l}`);
-        return [match[1]!, match[2]!];
-      }),
-  );
-}
 
 const CASES = requireCases<ConfigCase>('config', {
   'claude-code-settings': {
@@ -243,5 +231,37 @@ describe('Continue without an embedding model', () => {
         capabilities: ['tool_use'],
       },
     ]);
+  });
+});
+
+describe('the context window OpenCode and Zed are told about', () => {
+  const base: SnippetContext = { origin: 'http://192.168.1.5:3000', model: MODEL, key: { kind: 'none' } };
+  const opencodeLimit = (ctx: SnippetContext) => (JSON.parse(render('opencode-json', ctx)) as Json).provider.gatehouse;
+  const zedModel = (ctx: SnippetContext) =>
+    (JSON.parse(render('zed-settings', ctx)) as Json).language_models.openai_compatible.gatehouse.available_models[0];
+  const note = (id: SnippetId, ctx: SnippetContext) => SNIPPETS.find((s) => s.id === id)!.note(ctx) ?? '';
+
+  it('is the size llama-swap declares for the model, with a quarter of it at most for the output, and no note', () => {
+    const ctx = { ...base, contextLength: 16384 };
+    expect(opencodeLimit(ctx).models[MODEL].limit).toEqual({ context: 16384, output: 4096 });
+    expect(zedModel(ctx)).toMatchObject({ max_tokens: 16384, max_output_tokens: 4096 });
+    expect(note('opencode-json', ctx)).not.toMatch(/context size/);
+    expect(note('zed-settings', ctx)).toBe('');
+    const large = { ...base, contextLength: 131072 };
+    expect(opencodeLimit(large).models[MODEL].limit).toEqual({ context: 131072, output: 8192 });
+  });
+
+  it('is a stated default when llama-swap declares none, and the note says how to set the real one', () => {
+    expect(opencodeLimit(base).models[MODEL].limit).toEqual({ context: DEFAULT_CONTEXT_TOKENS, output: 8192 });
+    expect(zedModel(base)).toMatchObject({ max_tokens: DEFAULT_CONTEXT_TOKENS, max_output_tokens: 8192 });
+    for (const [id, field] of [
+      ['opencode-json', 'limit.context'],
+      ['zed-settings', 'max_tokens'],
+    ] as const)
+      expect(note(id, base)).toContain(
+        `llama-swap declares no context size for ${MODEL}, so ${field} is ${DEFAULT_CONTEXT_TOKENS}: set it to ` +
+          'the size the model server runs with (llama-server -c), or declare capabilities.context in ' +
+          "llama-swap's config.",
+      );
   });
 });

@@ -9,22 +9,13 @@ import { requireCases } from './expectations.js';
 import {
   expectModelsList,
   expectOpenaiChat,
+  fieldsOf,
   fromContainer,
   liveContext,
   MODEL,
   startLiveGateways,
   type LiveGateways,
 } from './harness.js';
-
-/** `Label:  value` lines, as the snippet shows them. */
-function fieldsOf(text: string): Record<string, string> {
-  const fields: Record<string, string> = {};
-  for (const line of text.split('\n')) {
-    const match = /^ {2,}([A-Z][A-Za-z ]*):\s+(\S.*)$/.exec(line);
-    if (match) fields[match[1]!] = match[2]!;
-  }
-  return fields;
-}
 
 interface FieldsCase {
   /** The fields and values the snippet must show; `key` is the secret or the open-mode text. */

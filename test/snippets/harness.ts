@@ -4,7 +4,7 @@
  * (curl, bash, node, python3) with a bounded time; and the requests a configured client makes.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, rmSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'vitest';
 import { completionText, DEMO_CONFIG, startSimulator, type Simulator } from '../fakes/llama-swap/index.js';
@@ -144,12 +144,12 @@ async function post(
   return { status: res.status, text: await res.text() };
 }
 
-/** OpenAI client: POST {base}/chat/completions with Bearer; expects the simulator's answer. */
+/** OpenAI client: POST {base}/chat/completions with Bearer; expects the simulator's answer (MODEL's by default). */
 export async function expectOpenaiChat(
   baseUrl: string,
   key: string | undefined,
   model: string,
-  options: { stream?: boolean } = {},
+  options: { stream?: boolean; answer?: string } = {},
 ): Promise<void> {
   const res = await post(`${baseUrl}/chat/completions`, bearer(key), {
     model,
@@ -161,7 +161,7 @@ export async function expectOpenaiChat(
   else
     expect(
       (JSON.parse(res.text) as { choices: Array<{ message: { content: string } }> }).choices[0]?.message.content,
-    ).toBe(ANSWER);
+    ).toBe(options.answer ?? ANSWER);
 }
 
 /** Anthropic client: POST {base}/v1/messages, as Claude Code (`?beta=true`, Bearer) or an SDK (x-api-key). */
@@ -170,12 +170,13 @@ export async function expectAnthropicMessage(
   key: string,
   model: string,
   via: 'bearer' | 'x-api-key',
+  answer: string = ANSWER,
 ): Promise<void> {
   const headers = { 'anthropic-version': '2023-06-01', ...(via === 'bearer' ? bearer(key) : { 'x-api-key': key }) };
   const url = via === 'bearer' ? `${baseUrl}/v1/messages?beta=true` : `${baseUrl}/v1/messages`;
   const res = await post(url, headers, { model, max_tokens: 64, messages: [{ role: 'user', content: 'Hello!' }] });
   expect(res.status, res.text).toBe(200);
-  expect(JSON.parse(res.text)).toMatchObject({ type: 'message', content: [{ type: 'text', text: ANSWER }] });
+  expect(JSON.parse(res.text)).toMatchObject({ type: 'message', content: [{ type: 'text', text: answer }] });
 }
 
 /** Codex: POST {base}/responses with Bearer. */
@@ -204,4 +205,74 @@ export async function expectEmbeddings(baseUrl: string, key: string | undefined,
 /** A container URL (host.docker.internal) as the test machine reaches it. */
 export function fromContainer(url: string): string {
   return url.replace('//host.docker.internal:', '//127.0.0.1:');
+}
+
+// --- Reading snippets that are not programs. ---
+
+/** `Label:  value` lines, as the form-field snippets show them. */
+export function fieldsOf(text: string): Record<string, string> {
+  const fields: Record<string, string> = {};
+  for (const line of text.split('\n')) {
+    const match = /^ {2,}([A-Z][A-Za-z ]*):\s+(\S.*)$/.exec(line);
+    if (match) fields[match[1]!] = match[2]!;
+  }
+  return fields;
+}
+
+/** A .env file: KEY=value lines. */
+export function parseDotenv(text: string): Record<string, string> {
+  return Object.fromEntries(
+    text
+      .split('\n')
+      .filter((l) => l.trim() !== '' && !l.startsWith('#'))
+      .map((l) => {
+        const match = /^([A-Z_][A-Z0-9_]*)=(.*)$/.exec(l);
+        if (!match) throw new Error(`not a .env line: ${l}`);
+        return [match[1]!, match[2]!];
+      }),
+  );
+}
+
+// --- Shell snippets that start another program: the program is replaced by a recorder. ---
+
+export interface Recorded {
+  argv: string[];
+  env: Record<string, string>;
+}
+
+/**
+ * Puts a recorder named after each program into `<dir>/bin`: it saves its NUL-separated argv and
+ * environment into `$SNIPPET_RECORD_DIR`. Returns the bin directory.
+ */
+export function installRecorders(dir: string, programs: readonly string[]): string {
+  const bin = join(dir, 'bin');
+  mkdirSync(bin, { recursive: true });
+  const recorder =
+    '#!/bin/sh\nname=$(basename "$0")\n: > "$SNIPPET_RECORD_DIR/$name.argv"\nfor a in "$@"; do printf ' +
+    '\'%s\\0\' "$a" >> "$SNIPPET_RECORD_DIR/$name.argv"; done\nenv -0 > "$SNIPPET_RECORD_DIR/$name.env"\n';
+  for (const program of programs) {
+    writeFileSync(join(bin, program), recorder);
+    chmodSync(join(bin, program), 0o755);
+  }
+  return bin;
+}
+
+/** Runs shell snippet text verbatim with the recorders first on PATH; what `program` was started with. */
+export async function runRecorded(
+  text: string,
+  program: string,
+  options: { bin: string; runDir: string; env?: Record<string, string> },
+): Promise<Recorded> {
+  const { bin, runDir } = options;
+  mkdirSync(runDir, { recursive: true });
+  const result = await runBash(
+    text,
+    cleanEnv(runDir, { PATH: `${bin}:${process.env.PATH ?? ''}`, SNIPPET_RECORD_DIR: runDir, ...options.env }),
+  );
+  expect(result.code, result.stderr).toBe(0);
+  const split = (file: string) => readFileSync(join(runDir, file), 'utf8').split('\0').slice(0, -1);
+  const env = Object.fromEntries(
+    split(`${program}.env`).map((pair) => pair.split(/=(.*)/s).slice(0, 2) as [string, string]),
+  );
+  return { argv: split(`${program}.argv`), env };
 }

@@ -4,7 +4,6 @@
  * and environment; the test then makes the request that program would make, with those values,
  * against a real gateway.
  */
-import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse as parseToml } from 'smol-toml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,25 +16,21 @@ import {
 } from '../../src/snippets/index.js';
 import { requireCases } from './expectations.js';
 import {
-  cleanEnv,
   expectAnthropicMessage,
   expectModelsList,
   expectOpenaiChat,
   expectResponses,
   fromContainer,
+  installRecorders,
   liveContext,
   MODEL,
   requireProgram,
-  runBash,
+  runRecorded as runRecordedIn,
   scratchDir,
   startLiveGateways,
   type LiveGateways,
+  type Recorded,
 } from './harness.js';
-
-interface Recorded {
-  argv: string[];
-  env: Record<string, string>;
-}
 
 interface ShellCase {
   program: string;
@@ -138,34 +133,18 @@ let bin: string;
 beforeAll(async () => {
   requireProgram('bash');
   dir = scratchDir('shell');
-  bin = join(dir, 'bin');
-  mkdirSync(bin);
-  // The recorder: NUL-separated argv and environment, one pair of files per program name.
-  const recorder =
-    '#!/bin/sh\nname=$(basename "$0")\n: > "$SNIPPET_RECORD_DIR/$name.argv"\nfor a in "$@"; do printf ' +
-    '\'%s\\0\' "$a" >> "$SNIPPET_RECORD_DIR/$name.argv"; done\nenv -0 > "$SNIPPET_RECORD_DIR/$name.env"\n';
-  for (const program of CASES.map(([, c]) => c.program)) {
-    writeFileSync(join(bin, program), recorder);
-    chmodSync(join(bin, program), 0o755);
-  }
+  bin = installRecorders(
+    dir,
+    CASES.map(([, c]) => c.program),
+  );
   live = await startLiveGateways();
 });
 afterAll(async () => {
   await live?.close();
 });
 
-async function runRecorded(text: string, program: string, runDir: string): Promise<Recorded> {
-  mkdirSync(runDir, { recursive: true });
-  const result = await runBash(
-    text,
-    cleanEnv(runDir, { PATH: `${bin}:${process.env.PATH ?? ''}`, SNIPPET_RECORD_DIR: runDir, ...LEFTOVER }),
-  );
-  expect(result.code, result.stderr).toBe(0);
-  const split = (file: string) => readFileSync(join(runDir, file), 'utf8').split('\0').slice(0, -1);
-  const env = Object.fromEntries(
-    split(`${program}.env`).map((pair) => pair.split(/=(.*)/s).slice(0, 2) as [string, string]),
-  );
-  return { argv: split(`${program}.argv`), env };
+function runRecorded(text: string, program: string, runDir: string): Promise<Recorded> {
+  return runRecordedIn(text, program, { bin, runDir, env: LEFTOVER });
 }
 
 describe.each(CASES)('%s', (id, c) => {

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SNIPPETS, type SnippetContext } from '../../src/snippets/index.js';
+import { REPO_ROOT } from '../helpers/process.js';
 import { requireCases } from './expectations.js';
 import {
   ANSWER,
@@ -74,10 +75,25 @@ describe.each(CASES)('%s', (id, c) => {
   });
 });
 
+describe('running a TypeScript snippet as its "where" line says', () => {
+  it('names app.mjs for node and app.mts for tsx, and the .mts file prints the answer through tsx', async () => {
+    const snippet = SNIPPETS.find((s) => s.id === 'typescript-openai')!;
+    expect(snippet.where).toContain('node app.mjs');
+    expect(snippet.where).toContain('npx tsx app.mts');
+    const file = join(dir, 'app.mts');
+    writeFileSync(file, snippet.render(liveContext(live, 'protected')));
+    const tsx = join(REPO_ROOT, 'node_modules', '.bin', 'tsx');
+    const result = await run(tsx, [file], { env: cleanEnv(dir), timeoutMs: 20_000 });
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toBe(`${ANSWER}\n${ANSWER}\n`);
+  });
+});
+
 describe('the TypeScript snippets as TypeScript', () => {
   it('type-check under strict and noUncheckedIndexedAccess against the installed packages', () => {
     const files = SNIPPETS.filter((s) => s.language === 'typescript').map((s) => {
-      const file = join(dir, `${s.id}.ts`);
+      // .mts, as the snippets say: tsx compiles a plain .ts outside an ESM package to CommonJS.
+      const file = join(dir, `${s.id}.mts`);
       writeFileSync(
         file,
         s.render({ origin: 'http://192.168.1.5:3000', model: MODEL, key: { kind: 'secret', value: 'sk-test' } }),

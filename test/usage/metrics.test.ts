@@ -179,7 +179,7 @@ describe('/metrics labels', () => {
     expect((await call({ secret: a.secret, model: 'no-such-model' })).status).toBe(404);
     await call({ secret: a.secret, model: 'qwen' });
     await call({ secret: b.secret, model: 'llama-3.2-3b' });
-    await call({ secret: a.secret, model: 'nomic-embed' });
+    await call({ secret: a.secret, model: 'qwen3-8b' });
     for (const id of ids) await recordFor(gateway, id);
     const m = await scrape(gateway);
     const models = new Set(

@@ -1,6 +1,7 @@
 /**
  * Admin API for API keys: `GET/POST /api/keys`, `PATCH/DELETE /api/keys/:id`. Routes and the
- * admin-session chain are declared in the route table; these are only the handlers.
+ * admin-session chain are declared in the route table; these are only the handlers. The list is
+ * oldest first (the store's order); the dashboard shows it newest first.
  *
  * Responses never carry a key's hash; the raw key appears once, in the answer to the POST
  * that created it. After every write the key index reloads before the handler answers, so the
@@ -116,6 +117,8 @@ const MODELS_MAX = 500;
 const MODEL_ID_MAX = 256;
 const LIMIT_MAX = 1_000_000_000;
 const LIMIT_FIELDS = ['rpm', 'tpm', 'concurrent'] as const;
+const PRIORITY_MIN = -10;
+const PRIORITY_MAX = 10;
 
 class Issues {
   readonly list: Issue[] = [];
@@ -142,7 +145,7 @@ function asObject(body: unknown, allowed: readonly string[], issues: Issues): Re
 
 function parseCreateBody(body: unknown, nowMs: number): NewKeyInput {
   const issues = new Issues();
-  const object = asObject(body, ['name', 'models', 'expiresAt', 'note', 'limits'], issues);
+  const object = asObject(body, ['name', 'models', 'expiresAt', 'note', 'limits', 'priority'], issues);
   const input: NewKeyInput = { name: '' };
   if (object.name === undefined) issues.add('/name', 'required');
   else input.name = parseName(object.name, issues) ?? '';
@@ -154,19 +157,21 @@ function parseCreateBody(body: unknown, nowMs: number): NewKeyInput {
   }
   if (object.note !== undefined) input.note = parseNote(object.note, issues);
   if (object.limits !== undefined) input.limits = parseLimits(object.limits, issues);
+  if (object.priority !== undefined) input.priority = parsePriority(object.priority, issues);
   issues.throwIfAny();
   return input;
 }
 
 function parsePatchBody(body: unknown): { patch: KeyPatch; revoke: boolean } {
   const issues = new Issues();
-  const object = asObject(body, ['name', 'models', 'expiresAt', 'note', 'limits', 'revoked'], issues);
+  const object = asObject(body, ['name', 'models', 'expiresAt', 'note', 'limits', 'priority', 'revoked'], issues);
   const patch: KeyPatch = {};
   if (object.name !== undefined) patch.name = parseName(object.name, issues);
   if (object.models !== undefined) patch.models = parseModels(object.models, issues);
   if (object.expiresAt !== undefined) patch.expiresAt = parseExpiresAt(object.expiresAt, issues);
   if (object.note !== undefined) patch.note = parseNote(object.note, issues);
   if (object.limits !== undefined) patch.limits = parseLimits(object.limits, issues);
+  if (object.priority !== undefined) patch.priority = parsePriority(object.priority, issues);
   const revoke = object.revoked === true;
   if (object.revoked !== undefined && object.revoked !== true) {
     issues.add('/revoked', 'only true is accepted: a revoked key cannot be reinstated; create a new one');
@@ -230,4 +235,13 @@ function parseLimits(value: unknown, issues: Issues): Partial<KeyLimits> | undef
     }
   }
   return limits;
+}
+
+function parsePriority(value: unknown, issues: Issues): number | undefined {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < PRIORITY_MIN || value > PRIORITY_MAX)
+    return issues.add(
+      '/priority',
+      `must be a whole number from ${PRIORITY_MIN} to ${PRIORITY_MAX} (higher goes first)`,
+    );
+  return value;
 }

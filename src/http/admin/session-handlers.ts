@@ -45,6 +45,8 @@ export function createSessionHandlers(deps: SessionHandlerDeps): SessionHandlers
   return {
     async session(request, reply) {
       const identity = await identifier.identify(request);
+      // Recorded like adminSession does, so the access log knows a signed-in dashboard asked.
+      request.adminIdentity = identity ?? null;
       // A cookie that no longer opens anything (expired, signed out elsewhere) is dropped.
       if (request.cookies[SESSION_COOKIE] !== undefined && identity?.via !== 'session') cookie.clear(request, reply);
       return {

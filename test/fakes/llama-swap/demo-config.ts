@@ -1,3 +1,5 @@
+import type { Knobs } from './types.js';
+
 /**
  * A small config for `npm run demo` and tests that do not care about the exact model set:
  * two chat models (one with aliases), an embedding model, an unlisted model and one peer.
@@ -36,4 +38,12 @@ export const DEMO_CONFIG: Readonly<Record<string, unknown>> = Object.freeze({
       models: ['llama-3.3-70b'],
     },
   },
+});
+
+/** `npm run demo`'s pace: slow enough to watch a model load and tokens stream, fast enough not to bore. */
+export const DEMO_KNOBS: Readonly<Partial<Knobs>> = Object.freeze({
+  loadDelayMs: 1500,
+  firstTokenDelayMs: 150,
+  tokensPerSecond: 25,
+  tokens: 24,
 });

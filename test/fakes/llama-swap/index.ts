@@ -9,7 +9,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
   return LlamaSwapSimulator.start(options);
 }
 
-export { DEMO_CONFIG } from './demo-config.js';
+export { DEMO_CONFIG, DEMO_KNOBS } from './demo-config.js';
 export { DEFAULT_KNOBS } from './knobs.js';
 export { countPromptTokens, completionText, completionPieces, embedding, EMBEDDING_DIMS } from './generate.js';
 export type { Simulator, SimulatorOptions } from './types.js';

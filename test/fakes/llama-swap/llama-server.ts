@@ -25,6 +25,23 @@ export interface InferenceCall {
   modelOverride: string | undefined;
   rawBody: Buffer;
   contentType: string;
+  /** Started with `--embedding(s)`: llama-server then refuses every completion endpoint. */
+  embeddingsOnly: boolean;
+}
+
+/** The endpoints llama-server answers through its completion handler, refused in embeddings mode. */
+const COMPLETION_PATHS = new Set([
+  '/chat/completions',
+  '/completions',
+  '/responses',
+  '/messages',
+  '/completion',
+  '/infill',
+]);
+
+/** `--embedding` and `--embeddings` are the same llama-server flag. */
+export function isEmbeddingsOnly(cmd: string): boolean {
+  return /(^|\s)--embeddings?(\s|$)/.test(cmd);
 }
 
 type JsonEndpoint = (g: GenerationRequest) => Promise<void>;
@@ -64,6 +81,11 @@ export async function serveInference(call: InferenceCall): Promise<void> {
       return key === '/images/edits' ? images(g) : transcription(g, call.rawBody, call.contentType);
     }
     if (key === '/tasks/run') return respondBody(ctx, 200, JSON_HEADERS, JSON.stringify({ ok: true }));
+    if (call.embeddingsOnly && COMPLETION_PATHS.has(key)) {
+      // llama-server's words and status (501, not_supported_error).
+      const message = 'This server does not support completions. Start it without `--embeddings`';
+      return llamaServerError(ctx, 501, message, 'not_supported_error');
+    }
     const endpoint = POST_JSON[key];
     if (endpoint) {
       const body = parseJsonLoose(call.rawBody);

@@ -6,7 +6,7 @@
 import { resolveModel, type ResolvedModel, type SimConfig } from './config.js';
 import type { RequestContext } from './context.js';
 import { goRedirect } from './go-mux.js';
-import { serveInference } from './llama-server.js';
+import { isEmbeddingsOnly, serveInference } from './llama-server.js';
 import { extractModel } from './model-request.js';
 import type { Lease } from './processes.js';
 import { SimHttpError } from './responses.js';
@@ -107,7 +107,7 @@ async function forward(
 ): Promise<void> {
   const { sim, req, res } = ctx;
   const method = req.method ?? 'GET';
-  const call = (modelId: string, modelOverride: string | undefined, cut: AbortSignal) => {
+  const call = (modelId: string, modelOverride: string | undefined, cut: AbortSignal, embeddingsOnly = false) => {
     const rctx: ResponderContext = { req, res, rec: ctx.rec, knobs: sim.knobs, clientGone: ctx.clientGone, cut };
     return serveThroughKnobs(rctx, () =>
       serveInference({
@@ -118,6 +118,7 @@ async function forward(
         modelOverride,
         rawBody: ctx.body,
         contentType: req.headers['content-type'] ?? '',
+        embeddingsOnly,
       }),
     );
   };
@@ -145,7 +146,7 @@ async function forward(
   }
   try {
     const cut = inflight ? AbortSignal.any([lease.cut, inflight.cancelled]) : lease.cut;
-    await call(target.id, model.useModelName || undefined, cut);
+    await call(target.id, model.useModelName || undefined, cut, isEmbeddingsOnly(model.cmd));
     ctx.inst.modelLog(
       target.id,
       `srv  log_server_r: request: ${method} ${upstreamPath} ${ctx.remoteIp} ${res.statusCode}\n`,

@@ -9,9 +9,11 @@ import {
   normalizeOrigin,
   type Snippet,
   type SnippetGroup,
+  type SnippetContext,
   type SnippetKey,
 } from '../../../src/snippets/index.js';
-import type { ApiKey, Model } from '../api/index.js';
+import type { ApiKey, Model } from '../../../src/admin-api/types.js';
+import { usesOf } from './model-defaults.js';
 
 const GROUP_LABELS: Record<SnippetGroup, string> = {
   curl: 'curl',
@@ -64,9 +66,22 @@ function clientLabel(client: string): string {
   return client.replace(/\s+\((Python|npm|Home Assistant)\)$/, '');
 }
 
-/** Key names are at most 100 characters (the keys API); the client name is the natural one. */
-export function keyNameFor(client: string): string {
-  return client.trim().slice(0, 100) || 'Client';
+const MAX_KEY_NAME = 100;
+
+/**
+ * The name of a key created for a client: the client's name (the natural one), with `-2`,
+ * `-3`... when a key already has it, so one-click keys stay apart in the list. Key names are at
+ * most 100 characters (the keys API).
+ */
+export function keyNameFor(client: string, takenNames: Iterable<string> = []): string {
+  const base = client.trim().slice(0, MAX_KEY_NAME) || 'Client';
+  const taken = new Set(takenNames);
+  if (!taken.has(base)) return base;
+  for (let n = 2; ; n++) {
+    const suffix = `-${n}`;
+    const name = `${base.slice(0, MAX_KEY_NAME - suffix.length)}${suffix}`;
+    if (!taken.has(name)) return name;
+  }
 }
 
 /**
@@ -128,6 +143,23 @@ export function snippetKey(choice: KeyChoice): SnippetKey {
   }
 }
 
+/** How Gatehouse makes keys (src/auth/api-keys.ts): `sk-` + 43 base62 characters. A test keeps the two in step. */
+const GATEHOUSE_KEY = /^sk-[0-9A-Za-z]{43}$/;
+
+/**
+ * A gentle word when pasted text does not look like a Gatehouse key (a half-copied key, another
+ * service's key); null when it does, or when nothing is pasted. The snippets use the text anyway.
+ */
+export function pastedKeyHint(pasted: string): string | null {
+  const value = pasted.trim();
+  if (value === '' || GATEHOUSE_KEY.test(value)) return null;
+  if (!value.startsWith('sk-')) return 'This does not look like a Gatehouse key: those start with sk-.';
+  return (
+    'This does not look like a whole Gatehouse key: those are sk- and 43 letters and digits ' +
+    `(this has ${value.length - 3} characters after sk-).`
+  );
+}
+
 /** The models a key may use: all when it is not restricted (or unknown: created or pasted). */
 export function allowedModelIds(choice: KeyChoice): readonly string[] | null {
   const key =
@@ -160,16 +192,31 @@ export function modelOptions(models: readonly Model[], allowed: readonly string[
   return options;
 }
 
-/** A sensible first pick: a loaded local model, else the first local model, else anything. */
-export function defaultModel(models: readonly Model[], options: readonly ModelOption[]): string | null {
-  const ids = new Set(options.map((o) => o.id));
-  const ready = models.find((m) => m.kind === 'model' && m.state === 'ready' && ids.has(m.id));
-  return ready?.id ?? options.find((o) => o.kind === 'model')?.id ?? options[0]?.id ?? null;
+/** The embedding picker's options: embedding models first, then the rest in their order. */
+export function embeddingOptions(models: readonly Model[], options: readonly ModelOption[]): ModelOption[] {
+  const useOf = usesOf(models);
+  const isEmbedding = (o: ModelOption) => useOf(o.id) === 'embedding';
+  return [...options.filter(isEmbedding), ...options.filter((o) => !isEmbedding(o))];
 }
 
-/** Embedding models are named so by convention; offered first in the embedding picker. */
-export function looksLikeEmbedding(id: string): boolean {
-  return /embed/i.test(id);
+export interface SnippetChoices {
+  origin: string;
+  model: string;
+  embeddingModel: string;
+  key: SnippetKey;
+}
+
+/** What the snippets are rendered with: the choices, placeholders for empty ones, the chat model's context. */
+export function snippetContext(choices: SnippetChoices, models: readonly Model[]): SnippetContext {
+  const model = choices.model.trim();
+  const contextLength = models.find((m) => m.id === model)?.contextLength;
+  return {
+    origin: choices.origin,
+    model: model || MODEL_PLACEHOLDER,
+    embeddingModel: choices.embeddingModel.trim() || undefined,
+    key: choices.key,
+    ...(contextLength ? { contextLength } : {}),
+  };
 }
 
 /** Used when no model can be picked (llama-swap down, no models): the text still reads right. */

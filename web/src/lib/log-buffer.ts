@@ -26,7 +26,11 @@ export class LogBuffer {
   /** Lines dropped from the top since the last clear. */
   dropped = 0;
 
-  constructor(readonly limit = 5000) {}
+  /** `format` rewrites each complete line before it is parsed (e.g. Gatehouse's JSON lines into text). */
+  constructor(
+    readonly limit = 5000,
+    private readonly format: (line: string) => string = (line) => line,
+  ) {}
 
   append(text: string): void {
     if (text === '') return;
@@ -83,7 +87,7 @@ export class LogBuffer {
   }
 
   private pushLine(raw: string): void {
-    const segments = this.parser.parseLine(raw);
+    const segments = this.parser.parseLine(this.format(raw));
     this.lines.push({ id: this.nextId++, text: plainText(segments), segments });
   }
 

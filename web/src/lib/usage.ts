@@ -16,10 +16,11 @@ import type {
 
 // ---- Choices (kept in the URL so a view can be linked) ----------------------------------
 
-export const RANGES: ReadonlyArray<{ value: UsageRange; label: string; bucket: string }> = [
-  { value: '1h', label: 'Last hour', bucket: 'minute' },
-  { value: '24h', label: 'Last 24 hours', bucket: '15 minutes' },
-  { value: '30d', label: 'Last 30 days', bucket: 'day' },
+/** `bucket` follows "per" ("per 15 minutes"); `buckets` names several ("15-minute periods"). */
+export const RANGES: ReadonlyArray<{ value: UsageRange; label: string; bucket: string; buckets: string }> = [
+  { value: '1h', label: 'Last hour', bucket: 'minute', buckets: 'minutes' },
+  { value: '24h', label: 'Last 24 hours', bucket: '15 minutes', buckets: '15-minute periods' },
+  { value: '30d', label: 'Last 30 days', bucket: 'day', buckets: 'days' },
 ];
 
 export const GROUPINGS: ReadonlyArray<{ value: UsageGroupBy; label: string }> = [
@@ -270,8 +271,14 @@ export function bucketLabel(range: UsageRange, t: string, stepMs: number): strin
   return range === '24h' ? `${dayFmt.format(start)}, ${span}` : span;
 }
 
+/** One bucket, after "per": "minute", "15 minutes", "day". */
 export function bucketNoun(range: UsageRange): string {
   return RANGES.find((r) => r.value === range)?.bucket ?? 'bucket';
+}
+
+/** Several buckets: "minutes", "15-minute periods", "days" (never "15 minutess"). */
+export function bucketsNoun(range: UsageRange): string {
+  return RANGES.find((r) => r.value === range)?.buckets ?? 'buckets';
 }
 
 // ---- Request log ----------------------------------------------------------------------

@@ -1,0 +1,28 @@
+/**
+ * `GET /api/queue`: the calls llama-swap is serving and the calls waiting their turn, in the order
+ * they would go. `scope` says whose calls these are: this replica's (the queue lives in memory).
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { QueueView, QueuedCallView } from '../../admin-api/types.js';
+import type { QueueEntry, Scheduler } from '../../queue/scheduler.js';
+
+export function createQueueHandler(queue: Scheduler, now: () => number = Date.now) {
+  return async function queueSnapshot(_request: FastifyRequest, _reply: FastifyReply): Promise<QueueView> {
+    const at = now();
+    const view = (entry: QueueEntry): QueuedCallView => ({
+      id: entry.id,
+      model: entry.model ?? null,
+      key: entry.key,
+      phase: entry.phase,
+      since: new Date(at - entry.ageMs).toISOString(),
+      position: entry.position,
+      priority: entry.priority,
+    });
+    const entries = queue.snapshot();
+    return {
+      scope: 'replica',
+      inflight: entries.filter((e) => e.phase !== 'queued').map(view),
+      waiting: entries.filter((e) => e.phase === 'queued').map(view),
+    };
+  };
+}

@@ -1,0 +1,23 @@
+/**
+ * Writes a usage batch on a SQLite connection: prepared one-row statements for the request
+ * rows and the rollup sums, in one synchronous transaction. Run by the usage write thread.
+ */
+import type BetterSqlite3 from 'better-sqlite3';
+import { Kysely, SqliteDialect } from 'kysely';
+import { compileUsageSql } from './usage-queries.js';
+import { requestValues, ROLLUP_TABLES, rollupRows } from './usage-rows.js';
+import type { Database } from './schema.js';
+import type { UsageRecord } from './store.js';
+
+export function sqliteUsageBatchWriter(raw: BetterSqlite3.Database): (records: readonly UsageRecord[]) => void {
+  // Kysely only compiles the SQL texts here; the statements run on `raw`.
+  const texts = compileUsageSql(new Kysely<Database>({ dialect: new SqliteDialect({ database: raw }) }));
+  const insert = raw.prepare<unknown[]>(texts.insertRequest);
+  const upserts = ROLLUP_TABLES.map(
+    ([table, bucketMs]) => [raw.prepare<unknown[]>(texts.upsert[table]), bucketMs] as const,
+  );
+  return raw.transaction((records: readonly UsageRecord[]) => {
+    for (const record of records) insert.run(requestValues(record));
+    for (const [upsert, bucketMs] of upserts) for (const row of rollupRows(records, bucketMs)) upsert.run(row);
+  });
+}

@@ -1,0 +1,295 @@
+/**
+ * The admission queue seen from outside: a gateway with caps in front of an upstream that holds
+ * each call until the test lets it answer, so who reaches llama-swap when is exact.
+ */
+import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Scheduler } from '../../src/queue/scheduler.js';
+import type { Settings } from '../../src/settings.js';
+import { json, rawRequest, type RawResponse } from '../helpers/http.js';
+import { adminApi, createKey, startUsageGateway } from '../usage/usage-helpers.js';
+import type { TestGateway } from '../helpers/gateway.js';
+import { ManualClock } from './manual-clock.js';
+
+interface HeldCall {
+  id: string;
+  model: string;
+  answer(): void;
+  /** Answers as llama-swap does when its concurrency limit is full. */
+  busy(shape: 'envelope' | 'legacy'): void;
+}
+
+const BUSY_BODIES = {
+  envelope: {
+    src: 'llama-swap',
+    error: { message: 'Too many requests', type: 'rate_limit_error', code: 'concurrency_limit' },
+  },
+  legacy: { error: 'Too many requests' },
+};
+
+/** An upstream that answers a chat completion only when told to; it notes each arrival. */
+async function holdingUpstream() {
+  const arrivals: HeldCall[] = [];
+  const waiters: Array<() => void> = [];
+  const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = chunks.length ? (JSON.parse(Buffer.concat(chunks).toString()) as { model?: string }) : {};
+      const model = body.model ?? '';
+      arrivals.push({
+        id: String(req.headers['x-request-id']),
+        model,
+        answer: () => {
+          res.writeHead(200, { 'content-type': 'application/json' });
+          res.end(JSON.stringify({ id: 'c', object: 'chat.completion', model, choices: [] }));
+        },
+        busy: (shape) => {
+          res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '1' });
+          res.end(JSON.stringify(BUSY_BODIES[shape]));
+        },
+      });
+      for (const w of waiters.splice(0)) w();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    arrivals,
+    /** Resolves once `n` calls have arrived. */
+    async arrived(n: number): Promise<HeldCall[]> {
+      while (arrivals.length < n) await new Promise<void>((resolve) => waiters.push(resolve));
+      return arrivals;
+    },
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+let cleanup: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const c of cleanup.reverse()) await c();
+  cleanup = [];
+});
+
+async function setUp(overrides: Partial<Settings>, queue?: Scheduler) {
+  const upstream = await holdingUpstream();
+  const gateway = await startUsageGateway(upstream.url, overrides, queue ? { queue } : {});
+  cleanup.push(
+    () => upstream.close(),
+    () => gateway.close(),
+  );
+  return { upstream, gateway };
+}
+
+function chat(gateway: TestGateway, id: string, model: string, headers: Record<string, string> = {}) {
+  return rawRequest(`${gateway.url}/v1/chat/completions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-request-id': id, ...headers },
+    body: JSON.stringify({ model, messages: [{ role: 'user', content: 'hi' }] }),
+  });
+}
+
+async function waitingCount(gateway: TestGateway, n: number): Promise<void> {
+  while (gateway.app.queue.waitingCount !== n) await new Promise((resolve) => setImmediate(resolve));
+}
+
+describe('the admission queue in front of llama-swap', () => {
+  it('forwards one call at a time with GATEHOUSE_MAX_INFLIGHT=1 and says how long each waited', async () => {
+    const { upstream, gateway } = await setUp({ maxInflight: 1 });
+    const first = chat(gateway, 'first', 'qwen');
+    await upstream.arrived(1);
+    const second = chat(gateway, 'second', 'qwen');
+    await waitingCount(gateway, 1);
+    expect(upstream.arrivals.map((a) => a.id)).toEqual(['first']);
+    upstream.arrivals[0]!.answer();
+    const firstAnswer = await first;
+    await upstream.arrived(2);
+    upstream.arrivals[1]!.answer();
+    const secondAnswer = await second;
+    expect(firstAnswer.headers['x-gatehouse-queue-ms']).toBe('0');
+    expect(Number(secondAnswer.headers['x-gatehouse-queue-ms'])).toBeGreaterThanOrEqual(0);
+    expect(secondAnswer.status).toBe(200);
+  });
+
+  it('shows the waiting in /metrics: a wait histogram by model and the queue depth', async () => {
+    const { upstream, gateway } = await setUp({ maxInflight: 1 });
+    const first = chat(gateway, 'first', 'qwen');
+    await upstream.arrived(1);
+    const second = chat(gateway, 'second', 'qwen');
+    await waitingCount(gateway, 1);
+    const during = (await rawRequest(`${gateway.url}/metrics`)).body.toString();
+    expect(during).toMatch(/^gatehouse_queue_depth 1$/m);
+    upstream.arrivals[0]!.answer();
+    await upstream.arrived(2);
+    upstream.arrivals[1]!.answer();
+    await Promise.all([first, second]);
+    await gateway.app.usage.flush();
+    const after = (await rawRequest(`${gateway.url}/metrics`)).body.toString();
+    expect(after).toMatch(/^gatehouse_queue_depth 0$/m);
+    expect(after).toMatch(/^gatehouse_queue_wait_seconds_count\{model="qwen"\} 2$/m);
+  });
+
+  it('sends x-gatehouse-queue-ms with the gateway’s own errors too', async () => {
+    const { gateway } = await setUp({});
+    await createKey(gateway, { name: 'someone' });
+    const refused = await chat(gateway, 'no-key', 'qwen');
+    expect(refused.status).toBe(401);
+    expect(refused.headers['x-gatehouse-queue-ms']).toBe('0');
+  });
+
+  it('lets the call of a higher-priority key go first', async () => {
+    const { upstream, gateway } = await setUp({ maxInflight: 1 });
+    const low = await createKey(gateway, { name: 'batch', priority: -5 });
+    const high = await createKey(gateway, { name: 'interactive', priority: 5 });
+    const auth = (k: { secret: string }) => ({ authorization: `Bearer ${k.secret}` });
+    const running = chat(gateway, 'running', 'qwen', auth(low));
+    await upstream.arrived(1);
+    const later = chat(gateway, 'low', 'qwen', auth(low));
+    await waitingCount(gateway, 1);
+    const urgent = chat(gateway, 'high', 'qwen', auth(high));
+    await waitingCount(gateway, 2);
+    const queue = json((await adminApi(gateway, 'GET', '/api/queue')).body) as {
+      scope: string;
+      inflight: Array<{ id: string; phase: string; key: { name: string } | null }>;
+      waiting: Array<{ id: string; position: number; priority: number }>;
+    };
+    expect(queue.scope).toBe('replica');
+    expect(queue.inflight.map((c) => [c.id, c.key?.name])).toEqual([['running', 'batch']]);
+    expect(queue.waiting.map((c) => [c.id, c.position, c.priority])).toEqual([
+      ['high', 1, 5],
+      ['low', 2, -5],
+    ]);
+    upstream.arrivals[0]!.answer();
+    await upstream.arrived(2);
+    upstream.arrivals[1]!.answer();
+    await upstream.arrived(3);
+    upstream.arrivals[2]!.answer();
+    await Promise.all([running, later, urgent]);
+    expect(upstream.arrivals.map((a) => a.id)).toEqual(['running', 'high', 'low']);
+  });
+
+  it('refuses a priority outside -10..10 with the field named', async () => {
+    const { gateway } = await setUp({});
+    const res = await adminApi(gateway, 'POST', '/api/keys', { name: 'x', priority: 11 });
+    expect(res.status).toBe(422);
+    expect(res.body.toString()).toContain('/priority');
+  });
+
+  it('answers queue_full at once in the caller’s wire format, and never forwards it', async () => {
+    const { upstream, gateway } = await setUp({ maxInflight: 1, queueMax: 1 });
+    const running = chat(gateway, 'running', 'qwen');
+    await upstream.arrived(1);
+    const waiting = chat(gateway, 'waiting', 'qwen');
+    await waitingCount(gateway, 1);
+    const openai: RawResponse = await chat(gateway, 'full-openai', 'qwen');
+    const anthropic = await rawRequest(`${gateway.url}/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+      body: JSON.stringify({ model: 'qwen', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    expect(openai.status).toBe(503);
+    expect((json(openai.body) as { error: { code: string } }).error.code).toBe('queue_full');
+    expect(Number(openai.headers['retry-after'])).toBeGreaterThan(0);
+    expect(anthropic.status).toBe(503);
+    expect(json(anthropic.body)).toMatchObject({ type: 'error', error: { type: 'overloaded_error' } });
+    expect(anthropic.headers['retry-after']).toBeDefined();
+    upstream.arrivals[0]!.answer();
+    await upstream.arrived(2);
+    upstream.arrivals[1]!.answer();
+    await Promise.all([running, waiting]);
+    expect(upstream.arrivals.map((a) => a.id)).toEqual(['running', 'waiting']);
+  });
+
+  it('answers queue_timeout after GATEHOUSE_QUEUE_TIMEOUT, and never forwards the call', async () => {
+    const clock = new ManualClock();
+    const queue = new Scheduler({
+      maxInflight: 1,
+      maxInflightPerModel: 0,
+      swapFairnessMs: 30_000,
+      queueTimeoutMs: 60_000,
+      queueMax: 10,
+      clock,
+    });
+    const { upstream, gateway } = await setUp({ maxInflight: 1 }, queue);
+    const running = chat(gateway, 'running', 'qwen');
+    await upstream.arrived(1);
+    const late = chat(gateway, 'late', 'qwen');
+    await waitingCount(gateway, 1);
+    clock.advance(60_000);
+    const answer = await late;
+    expect(answer.status).toBe(503);
+    expect((json(answer.body) as { error: { code: string } }).error.code).toBe('queue_timeout');
+    expect(answer.headers['retry-after']).toBeDefined();
+    upstream.arrivals[0]!.answer();
+    await running;
+    expect(upstream.arrivals.map((a) => a.id)).toEqual(['running']);
+  });
+
+  it('takes a call whose client hung up out of the queue, and never forwards it', async () => {
+    const { upstream, gateway } = await setUp({ maxInflight: 1 });
+    const running = chat(gateway, 'running', 'qwen');
+    await upstream.arrived(1);
+    const req = request(`${gateway.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-request-id': 'gone' },
+    });
+    req.on('error', () => {});
+    req.end(JSON.stringify({ model: 'qwen', messages: [] }));
+    await waitingCount(gateway, 1);
+    req.destroy();
+    await waitingCount(gateway, 0);
+    const next = chat(gateway, 'next', 'qwen');
+    await waitingCount(gateway, 1);
+    upstream.arrivals[0]!.answer();
+    await upstream.arrived(2);
+    upstream.arrivals[1]!.answer();
+    await Promise.all([running, next]);
+    expect(upstream.arrivals.map((a) => a.id)).toEqual(['running', 'next']);
+  });
+
+  for (const shape of ['envelope', 'legacy'] as const) {
+    it(`sends a call llama-swap refused with 429 (${shape} shape) again after Retry-After, so the client sees one answer`, async () => {
+      const clock = new ManualClock();
+      const queue = new Scheduler({
+        maxInflight: 0,
+        maxInflightPerModel: 0,
+        swapFairnessMs: 30_000,
+        queueTimeoutMs: 60_000,
+        queueMax: 10,
+        clock,
+      });
+      const { upstream, gateway } = await setUp({}, queue);
+      const answer = chat(gateway, 'busy', 'qwen');
+      (await upstream.arrived(1))[0]!.busy(shape);
+      for (let step = 0; step < 200 && upstream.arrivals.length < 2; step++) {
+        clock.advance(100);
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+      (await upstream.arrived(2))[1]!.answer();
+      const res = await answer;
+      expect(res.status).toBe(200);
+      expect(upstream.arrivals.map((a) => a.id)).toEqual(['busy', 'busy']);
+      expect(Number(res.headers['x-gatehouse-queue-ms'])).toBeGreaterThanOrEqual(1000);
+    });
+  }
+
+  it("passes llama-swap's 429 on once the call's time in the queue is up", async () => {
+    const clock = new ManualClock();
+    const queue = new Scheduler({
+      maxInflight: 0,
+      maxInflightPerModel: 0,
+      swapFairnessMs: 30_000,
+      queueTimeoutMs: 500,
+      queueMax: 10,
+      clock,
+    });
+    const { upstream, gateway } = await setUp({}, queue);
+    const answer = chat(gateway, 'busy', 'qwen');
+    (await upstream.arrived(1))[0]!.busy('envelope');
+    const res = await answer;
+    expect(res.status).toBe(429);
+    expect((json(res.body) as { error: { code: string } }).error.code).toBe('concurrency_limit');
+    expect(upstream.arrivals).toHaveLength(1);
+  });
+});
