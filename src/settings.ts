@@ -32,6 +32,8 @@ export interface Settings {
   queueTimeoutMs: number;
   /** Most calls waiting at once (one more: 503 queue_full). */
   queueMax: number;
+  /** A streaming call without llama-swap's answer this long gets 200 and SSE comments; 0 = off. */
+  sseKeepAliveMs: number;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   dataDir: string;
   /** PostgreSQL connection URL (a secret: may hold a password); unset means SQLite in `dataDir`. */
@@ -146,6 +148,8 @@ const parseCount: Parser<number> = (raw, name) => {
     throw new SettingsError(`${name}: "${raw}" is not a whole number (0 or more)`);
   return n;
 };
+/** A duration, or `0` for off. */
+const parseDurationOrOff: Parser<number> = (raw, name) => (raw.trim() === '0' ? 0 : parseDuration(raw, name));
 const parseString: Parser<string> = (raw) => raw;
 const parseOptional: Parser<string | undefined> = (raw) => (raw === '' ? undefined : raw);
 const parseProxyList: Parser<readonly string[]> = (raw, name) => {
@@ -446,6 +450,16 @@ export const SETTINGS: ReadonlyArray<SettingSpec<keyof Settings>> = [
     default: '1000',
     parse: parseCount,
     description: 'Most calls waiting at once; one more gets 503 `queue_full` at once.',
+  },
+  {
+    key: 'sseKeepAliveMs',
+    env: 'GATEHOUSE_SSE_KEEPALIVE',
+    default: '10s',
+    parse: parseDurationOrOff,
+    description:
+      'A streaming call still without an answer from llama-swap after this long (queued, or its model ' +
+      'loading) gets 200 and an SSE comment line at once, then one per interval until the first byte. ' +
+      '0 = off. See docs/queue.md.',
   },
   {
     key: 'shutdownGraceMs',

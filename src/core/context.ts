@@ -117,6 +117,8 @@ export interface CallDecisions {
    * most the time it has left. Resolves true once it may be sent again, false when its time is up.
    */
   requeue: ((retryAfterMs: number | undefined) => Promise<boolean>) | undefined;
+  /** Set by the admission queue for a streaming call: ends its keep-alive comments (`GATEHOUSE_SSE_KEEPALIVE`). */
+  stopKeepAlive: (() => void) | undefined;
 }
 
 /** Sent with every `/v1` answer whose headers Gatehouse writes: how long the call waited its turn, ms. */
@@ -224,6 +226,7 @@ export function newCallContext(req: IncomingMessage, res: ServerResponse, reques
       requestBody: undefined,
       queueMs: undefined,
       requeue: undefined,
+      stopKeepAlive: undefined,
     },
     outcome: new CallOutcome(request.startedAt),
     onClientGone: undefined,

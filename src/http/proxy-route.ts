@@ -55,8 +55,9 @@ export function createProxyRoute(options: ProxyRouteOptions): (req: IncomingMess
       const stalled = isGatewayError(error) && error.code === 'body_timeout';
       const drained = ctx.req.complete || (!stalled && (await discardRest(ctx.req, DISCARD_MAX_BYTES)));
       if (!drained) ctx.res.shouldKeepAlive = false;
+      const committed = ctx.res.headersSent;
       const sent = sendError(ctx.res, error, ctx.request.format, ctx.request.requestId, ctx.decided.queueMs ?? 0);
-      ctx.outcome.answer(sent.error.status);
+      if (!committed) ctx.outcome.answer(sent.error.status);
       ctx.outcome.sent(sent.bytes);
       ctx.outcome.fail(sent.error.code);
       if (!isGatewayError(error))

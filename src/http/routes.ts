@@ -176,7 +176,7 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
       modelsListing(deps.listModels),
       modelAllowList(catalog),
       usage.reserveStep,
-      queueAdmission(deps.queue, modelResolver(deps.settings, catalog)),
+      queueAdmission(deps.queue, modelResolver(deps.settings, catalog), deps.settings.sseKeepAliveMs),
     ],
     forwarder: deps.forwarder,
     logger: deps.logger,

@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { GatewayError, isGatewayError } from '../core/errors.js';
-import { errorBody } from '../core/render-error.js';
+import { errorBody, terminalStreamEvent } from '../core/render-error.js';
 import type { WireFormat } from '../core/wire-format.js';
 import { QUEUE_MS_HEADER } from '../core/context.js';
 
@@ -24,6 +24,13 @@ export function sendError(
 ): SentError {
   const gatewayError = isGatewayError(error) ? error : new GatewayError('internal_error', { cause: error });
   if (res.headersSent) {
+    // An event stream already under way (the keep-alive opened it) ends with one error event.
+    const type = String(res.getHeader('content-type') ?? '');
+    if (type.startsWith('text/event-stream') && !res.writableEnded && !res.destroyed) {
+      const event = terminalStreamEvent(gatewayError, format);
+      res.end(event);
+      return { error: gatewayError, bytes: Buffer.byteLength(event) };
+    }
     res.destroy();
     return { error: gatewayError, bytes: 0 };
   }

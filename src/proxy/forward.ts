@@ -146,7 +146,6 @@ class Exchange implements Dispatcher.DispatchHandler {
   }
 
   onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
-    const { ctx } = this;
     this.#started = true;
     const contentType = headerString(headers['content-type']);
     if (statusCode >= 400 && isSmallOrUnsized(headers['content-length'])) {
@@ -154,7 +153,6 @@ class Exchange implements Dispatcher.DispatchHandler {
       this.#held = { chunks: [], size: 0, status: statusCode, headers, contentType };
       return;
     }
-    ctx.outcome.answer(statusCode);
     this.#sendHeaders(statusCode, headers, contentType);
   }
 
@@ -260,6 +258,9 @@ class Exchange implements Dispatcher.DispatchHandler {
 
   #sendHeaders(status: number, headers: IncomingHttpHeaders, contentType: string | undefined): void {
     const { ctx } = this;
+    ctx.decided.stopKeepAlive?.();
+    if (ctx.res.headersSent) return this.#continueEarlyStream(status, contentType);
+    ctx.outcome.answer(status);
     const isSse = contentType?.startsWith('text/event-stream') === true;
     this.#isSse = isSse;
     const outHeaders = clientResponseHeaders(headers);
@@ -280,11 +281,31 @@ class Exchange implements Dispatcher.DispatchHandler {
     if (isSse && status < 300 && ctx.request.method !== 'HEAD') this.#streamEnd = watchStreamEnd(ctx.request.path);
   }
 
+  /**
+   * The keep-alive already sent `200` and an event-stream head: llama-swap's bytes follow
+   * unchanged; the tap and the end-of-stream check watch them as for any stream.
+   */
+  #continueEarlyStream(status: number, contentType: string | undefined): void {
+    const { ctx } = this;
+    this.#isSse = true;
+    this.#tap = this.tapFactory?.(ctx, status, contentType);
+    if (status < 300 && ctx.request.method !== 'HEAD') this.#streamEnd = watchStreamEnd(ctx.request.path);
+  }
+
   /** A held-back error body that is not llama-swap's: status, headers and bytes unchanged. */
   #relayHeld(): void {
     const held = this.#held!;
-    this.#held = undefined;
     const { ctx } = this;
+    if (ctx.res.headersSent) {
+      // The keep-alive committed to 200: the model server's error becomes the stream's last event.
+      this.#held = undefined;
+      ctx.outcome.fail('upstream_status');
+      const text = Buffer.concat(held.chunks).toString('utf8').slice(0, 1000);
+      this.#fail(new GatewayError('upstream_error', { status: held.status, message: text || `HTTP ${held.status}` }));
+      return;
+    }
+    ctx.decided.stopKeepAlive?.();
+    this.#held = undefined;
     const outHeaders = clientResponseHeaders(held.headers);
     outHeaders['x-request-id'] = ctx.request.requestId;
     outHeaders[QUEUE_MS_HEADER] = String(Math.round(ctx.decided.queueMs ?? 0));

@@ -10,6 +10,7 @@
 import type { ProxyStep } from '../core/steps.js';
 import type { ProxyContext } from '../core/context.js';
 import type { Admission, QueuedCall, Scheduler } from './scheduler.js';
+import { asksForStream, startKeepAlive } from './stream-keepalive.js';
 
 /** The model llama-swap serves for a name (an alias's model); the name itself when unknown. */
 export type ResolveModel = (name: string) => string | Promise<string>;
@@ -17,7 +18,8 @@ export type ResolveModel = (name: string) => string | Promise<string>;
 const FIRST_BACKOFF_MS = 250;
 const MAX_BACKOFF_MS = 2000;
 
-export function queueAdmission(scheduler: Scheduler, resolveModel: ResolveModel): ProxyStep {
+/** `keepAliveMs`: `GATEHOUSE_SSE_KEEPALIVE` (0 = off). */
+export function queueAdmission(scheduler: Scheduler, resolveModel: ResolveModel, keepAliveMs = 0): ProxyStep {
   const enqueue = (ctx: ProxyContext, model: string | undefined): void | Promise<void> => {
     const caller = ctx.decided.caller;
     const call: QueuedCall = {
@@ -33,9 +35,21 @@ export function queueAdmission(scheduler: Scheduler, resolveModel: ResolveModel)
     };
     let current: Admission | undefined;
     let busyAnswers = 0;
+    let forwardedAt: number | undefined;
+    if (keepAliveMs > 0 && asksForStream(ctx)) {
+      const keepAlive = startKeepAlive(ctx, keepAliveMs, scheduler.clock, () => {
+        const position = scheduler.positionOf(call);
+        if (position !== undefined) return `gatehouse queued position=${position}`;
+        const elapsedS = Math.round((scheduler.now() - (forwardedAt ?? scheduler.now())) / 1000);
+        return `gatehouse loading model=${ctx.decided.model ?? 'unknown'} elapsed=${elapsedS}s`;
+      });
+      ctx.decided.stopKeepAlive = () => keepAlive.stop();
+      ctx.onDone.push(() => keepAlive.stop());
+    }
 
     const admitted = (admission: Admission, extraMs = 0): void => {
       current = admission;
+      forwardedAt ??= scheduler.now();
       ctx.decided.queueMs = (ctx.decided.queueMs ?? 0) + admission.waitedMs + extraMs;
       ctx.onClientGone = undefined;
     };

@@ -147,6 +147,17 @@ export class Scheduler {
     });
   }
 
+  /** The place of a waiting call (1 = next), or undefined when it does not wait. */
+  positionOf(call: QueuedCall): number | undefined {
+    const i = this.#order().findIndex((w) => w.call === call);
+    return i < 0 ? undefined : i + 1;
+  }
+
+  /** The queue's clock, for timers that belong with it. */
+  get clock(): QueueClock {
+    return this.#clock;
+  }
+
   /** Forwarded calls, then waiting calls in the order they would go. */
   snapshot(): QueueEntry[] {
     const now = this.#clock.now();

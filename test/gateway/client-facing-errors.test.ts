@@ -22,9 +22,10 @@ beforeAll(async () => {
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end('{"ok":true}');
   });
+  // A short queue time: llama-swap's 429 reaches the client instead of being tried again.
   gateway = await startUsageGateway(
     upstream.url,
-    {},
+    { queueTimeoutMs: 500 },
     {
       listModels: async () => {
         if (listFails)
@@ -127,7 +128,7 @@ describe('/v1/models errors for Anthropic callers', () => {
 });
 
 describe("llama-swap's error codes", () => {
-  it("keeps the code of llama-swap's envelope (concurrency_limit) for OpenAI clients", async () => {
+  it("keeps the code of llama-swap's envelope (concurrency_limit) for OpenAI clients once the call's queue time is up", async () => {
     upstream.handle((_req, res) => {
       res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '1' });
       res.end(

@@ -10,7 +10,8 @@ let gateway: TestGateway;
 
 beforeAll(async () => {
   upstream = await startRecordingUpstream();
-  gateway = await startTestGateway(upstream.url);
+  // A short queue time: llama-swap's 429 reaches the client instead of being tried again.
+  gateway = await startTestGateway(upstream.url, { queueTimeoutMs: 500 });
 });
 afterAll(async () => {
   await gateway.close();
@@ -100,7 +101,7 @@ describe("llama-swap's own errors become the caller's wire format with the same 
     });
   });
 
-  it('keeps Retry-After on a translated 429', async () => {
+  it('keeps Retry-After on a translated 429 once the call has no queue time left', async () => {
     upstream.handle((_req, res) => {
       res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '1' });
       res.end(

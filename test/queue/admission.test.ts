@@ -4,6 +4,7 @@
  */
 import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Scheduler } from '../../src/queue/scheduler.js';
 import type { Settings } from '../../src/settings.js';
@@ -18,7 +19,21 @@ interface HeldCall {
   answer(): void;
   /** Answers as llama-swap does when its concurrency limit is full. */
   busy(shape: 'envelope' | 'legacy'): void;
+  /** Streams two OpenAI chat deltas and `[DONE]`. */
+  stream(): void;
+  /** Answers with one of llama-swap's own errors. */
+  fail(status: number, message: string): void;
 }
+
+/** The bytes `stream()` sends, which a client must receive unchanged after any keep-alive comments. */
+const chunk = (delta: string, finish: string | null) =>
+  `data: ${JSON.stringify({
+    id: 'c',
+    object: 'chat.completion.chunk',
+    model: 'qwen',
+    choices: [{ index: 0, delta: { content: delta }, finish_reason: finish }],
+  })}\n\n`;
+const STREAM_BODY = chunk('Hel', null) + chunk('lo', 'stop') + 'data: [DONE]\n\n';
 
 const BUSY_BODIES = {
   envelope: {
@@ -44,6 +59,16 @@ async function holdingUpstream() {
         answer: () => {
           res.writeHead(200, { 'content-type': 'application/json' });
           res.end(JSON.stringify({ id: 'c', object: 'chat.completion', model, choices: [] }));
+        },
+        stream: () => {
+          res.writeHead(200, { 'content-type': 'text/event-stream' });
+          res.end(STREAM_BODY);
+        },
+        fail: (status, message) => {
+          res.writeHead(status, { 'content-type': 'application/json' });
+          res.end(
+            JSON.stringify({ src: 'llama-swap', error: { message, type: 'server_error', code: 'internal_error' } }),
+          );
         },
         busy: (shape) => {
           res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '1' });
@@ -291,5 +316,153 @@ describe('the admission queue in front of llama-swap', () => {
     expect(res.status).toBe(429);
     expect((json(res.body) as { error: { code: string } }).error.code).toBe('concurrency_limit');
     expect(upstream.arrivals).toHaveLength(1);
+  });
+
+  describe('keep-alive for streaming calls (GATEHOUSE_SSE_KEEPALIVE)', () => {
+    const manualQueue = (clock: ManualClock) =>
+      new Scheduler({
+        maxInflight: 1,
+        maxInflightPerModel: 0,
+        swapFairnessMs: 30_000,
+        queueTimeoutMs: 600_000,
+        queueMax: 10,
+        clock,
+      });
+
+    /** A streaming call whose response bytes are collected as they arrive. */
+    function streamingCall(gateway: TestGateway, path: string, body: object, headers: Record<string, string> = {}) {
+      const chunks: string[] = [];
+      let onChunk: () => void = () => {};
+      const head = new Promise<IncomingMessage>((resolve, reject) => {
+        const req = request(`${gateway.url}${path}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...headers },
+        });
+        req.on('response', (res) => {
+          res.setEncoding('utf8');
+          res.on('data', (c: string) => {
+            chunks.push(c);
+            onChunk();
+          });
+          resolve(res);
+        });
+        req.on('error', reject);
+        req.end(JSON.stringify(body));
+      });
+      const ended = head.then((res) => new Promise<void>((resolve) => res.on('end', () => resolve())));
+      return {
+        head,
+        ended,
+        text: () => chunks.join(''),
+        async until(predicate: (text: string) => boolean): Promise<void> {
+          while (!predicate(chunks.join(''))) await new Promise<void>((resolve) => (onChunk = resolve));
+        },
+      };
+    }
+
+    it("opens the stream with 200 and a comment while the call waits, then passes llama-swap's bytes on unchanged", async () => {
+      const clock = new ManualClock();
+      const { upstream, gateway } = await setUp({ sseKeepAliveMs: 10_000 }, manualQueue(clock));
+      const running = chat(gateway, 'running', 'qwen');
+      await upstream.arrived(1);
+      const call = streamingCall(gateway, '/v1/chat/completions', { model: 'qwen', stream: true, messages: [] });
+      await waitingCount(gateway, 1);
+      clock.advance(10_000);
+      const res = await call.head;
+      expect(res.statusCode).toBe(200);
+      expect(res.headers['content-type']).toMatch(/^text\/event-stream/);
+      await call.until((t) => t.includes('\n\n'));
+      expect(call.text()).toBe(': gatehouse queued position=1\n\n');
+      clock.advance(10_000);
+      await call.until((t) => t.split('\n\n').length > 2);
+      upstream.arrivals[0]!.answer();
+      await running;
+      await upstream.arrived(2);
+      clock.advance(10_000);
+      await call.until((t) => t.includes('loading'));
+      upstream.arrivals[1]!.stream();
+      await call.ended;
+      expect(call.text()).toBe(
+        ': gatehouse queued position=1\n\n' +
+          ': gatehouse queued position=1\n\n' +
+          ': gatehouse loading model=qwen elapsed=10s\n\n' +
+          STREAM_BODY,
+      );
+    });
+
+    it('lets an OpenAI SDK stream that waited behind a full queue, with comments, finish normally', async () => {
+      const clock = new ManualClock();
+      const { upstream, gateway } = await setUp({ sseKeepAliveMs: 1_000 }, manualQueue(clock));
+      const running = chat(gateway, 'running', 'qwen');
+      await upstream.arrived(1);
+      const client = new OpenAI({ baseURL: `${gateway.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+      const text = (async () => {
+        const stream = await client.chat.completions.create({ model: 'qwen', stream: true, messages: [] });
+        let out = '';
+        for await (const chunk of stream) out += chunk.choices[0]?.delta.content ?? '';
+        return out;
+      })();
+      await waitingCount(gateway, 1);
+      for (let second = 0; second < 3; second++) clock.advance(1_000);
+      upstream.arrivals[0]!.answer();
+      await running;
+      (await upstream.arrived(2))[1]!.stream();
+      expect(await text).toBe('Hello');
+    });
+
+    it('never opens a non-streaming call early', async () => {
+      const clock = new ManualClock();
+      const { upstream, gateway } = await setUp({ sseKeepAliveMs: 10_000 }, manualQueue(clock));
+      const running = chat(gateway, 'running', 'qwen');
+      await upstream.arrived(1);
+      const waiting = chat(gateway, 'plain', 'qwen');
+      await waitingCount(gateway, 1);
+      clock.advance(60_000);
+      upstream.arrivals[0]!.answer();
+      await upstream.arrived(2);
+      upstream.arrivals[1]!.fail(500, 'the model failed to start');
+      const res = await waiting;
+      expect(res.status).toBe(500);
+      await running;
+    });
+
+    it('keeps the real status of a streaming call that fails within the interval', async () => {
+      const clock = new ManualClock();
+      const { upstream, gateway } = await setUp({ sseKeepAliveMs: 10_000 }, manualQueue(clock));
+      const call = streamingCall(gateway, '/v1/chat/completions', { model: 'nope', stream: true, messages: [] });
+      (await upstream.arrived(1))[0]!.fail(404, 'no router for requested model');
+      expect((await call.head).statusCode).toBe(404);
+    });
+
+    for (const format of ['openai', 'anthropic'] as const) {
+      it(`ends a stream opened early with one error event in the ${format} format when llama-swap then fails`, async () => {
+        const clock = new ManualClock();
+        const { upstream, gateway } = await setUp({ sseKeepAliveMs: 5_000 }, manualQueue(clock));
+        const call =
+          format === 'openai'
+            ? streamingCall(gateway, '/v1/chat/completions', { model: 'qwen', stream: true, messages: [] })
+            : streamingCall(
+                gateway,
+                '/v1/messages',
+                { model: 'qwen', stream: true, max_tokens: 5, messages: [] },
+                { 'anthropic-version': '2023-06-01' },
+              );
+        await upstream.arrived(1);
+        clock.advance(5_000);
+        expect((await call.head).statusCode).toBe(200);
+        await call.until((t) => t.includes('loading'));
+        upstream.arrivals[0]!.fail(500, 'the model failed to start');
+        await call.ended;
+        const events = call.text().split('\n\n').filter(Boolean);
+        expect(events[0]).toMatch(/^: gatehouse loading model=qwen elapsed=\d+s$/);
+        expect(events).toHaveLength(2);
+        if (format === 'openai') {
+          expect(events[1]).toMatch(/^data: \{"error":\{/);
+          expect(events[1]).toContain('the model failed to start');
+        } else {
+          expect(events[1]).toMatch(/^event: error\ndata: \{"type":"error","error":\{/);
+        }
+      });
+    }
   });
 });
