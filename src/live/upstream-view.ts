@@ -6,19 +6,12 @@
  * README.md in this folder has the design.
  */
 import type { Logger } from 'pino';
-import type {
-  LiveEventMap,
-  LiveGapKind,
-  LiveUpstream,
-  Model,
-  ModelList,
-  UpstreamLinkState,
-} from '../admin-api/types.js';
+import type { LiveEventMap, LiveGapKind, LiveUpstream, ModelList, UpstreamLinkState } from '../admin-api/types.js';
 import { UpstreamError } from '../upstream/errors.js';
 import type { LlamaSwapClient } from '../upstream/llama-swap-client.js';
-import type { LlamaSwapEvent, ModelEntry, ModelStatusEntry } from '../upstream/types.js';
+import type { LlamaSwapEvent } from '../upstream/types.js';
 import { abortableWait } from './abortable-wait.js';
-import { aliasTargetsOf, applyStatus, mergeModels } from './model-list.js';
+import { ModelTracker } from './model-tracker.js';
 import { TextHistory } from './text-history.js';
 import { describeUpstreamError } from './upstream-reason.js';
 
@@ -70,14 +63,7 @@ export class UpstreamView {
   readonly #logs: Record<UpstreamLogSource, TextHistory>;
   readonly #wait = abortableWait();
   #upstream: LiveUpstream;
-  #models: ModelList | null = null;
-  #catalogue: { models: ModelEntry[]; aliasTargets: Map<string, string> } | null = null;
-  #ttls = new Map<string, number>();
-  /** The latest `modelStatus`, and whether it came while the model list was being read. */
-  #status: ModelStatusEntry[] | null = null;
-  #statusDuringSync = false;
-  #syncing: Promise<void> | null = null;
-  #ttlRead: Promise<void> | null = null;
+  readonly #models: ModelTracker;
   #watchers = 0;
   #run: AbortController | undefined;
   #linger: NodeJS.Timeout | undefined;
@@ -98,6 +84,7 @@ export class UpstreamView {
       connectTimeoutMs: options.connectTimeoutMs ?? 10_000,
       historyChars: options.historyChars ?? 256 * 1024,
     };
+    this.#models = new ModelTracker(options.client, (models) => this.#emit({ name: 'models', data: models }));
     this.#logs = {
       proxy: new TextHistory(this.#opts.historyChars),
       upstream: new TextHistory(this.#opts.historyChars),
@@ -121,7 +108,7 @@ export class UpstreamView {
   snapshot(): ViewSnapshot {
     return {
       upstream: this.#upstream,
-      models: this.#models,
+      models: this.#models.list,
       logs: { proxy: this.#logs.proxy.text(), upstream: this.#logs.upstream.text() },
     };
   }
@@ -288,12 +275,7 @@ export class UpstreamView {
   }
 
   #onEvent(event: LlamaSwapEvent, fresh: Set<UpstreamLogSource>): void {
-    if (event.type === 'modelStatus') {
-      this.#status = event.data;
-      if (this.#syncing) this.#statusDuringSync = true;
-      else this.#applyStatus();
-      return;
-    }
+    if (event.type === 'modelStatus') return this.#models.status(event.data);
     if (event.type !== 'logData') return;
     const { source, data } = event.data;
     if (source !== 'proxy' && source !== 'upstream') return;
@@ -328,58 +310,24 @@ export class UpstreamView {
 
   // ---- the model list -----------------------------------------------------------------------
 
-  /** Reads `/v1/models` and `/running` (and the version once per connection); one read at a time. */
-  #sync(withVersion: boolean, rethrow = false): Promise<void> {
-    const previous = this.#syncing ?? Promise.resolve();
-    const next = previous.catch(() => undefined).then(() => this.#read(withVersion));
-    const tracked = next.finally(() => {
-      if (this.#syncing === tracked) this.#syncing = null;
-      this.#arrived('list');
-    });
-    this.#syncing = tracked;
-    return rethrow ? tracked : tracked.catch(() => undefined);
-  }
-
-  async #read(withVersion: boolean): Promise<void> {
-    this.#statusDuringSync = false;
+  /** Reads the model list (and the version once per connection); settles the first read. */
+  async #sync(withVersion: boolean, rethrow = false): Promise<void> {
     try {
-      const [version, models, running] = await Promise.all([
-        withVersion ? this.#client.version().catch(() => null) : Promise.resolve(this.#upstream.version),
-        this.#client.models(),
-        this.#client.running(),
-      ]);
-      this.#catalogue = { models, aliasTargets: aliasTargetsOf(models) };
-      this.#ttls = new Map(running.map((r) => [r.model, r.ttl]));
-      this.#setModels({ reachable: true, error: null, models: mergeModels(models, running) });
-      if (this.#statusDuringSync) this.#applyStatus();
-      this.#setUpstream({ version, reachable: true, error: null, state: 'live' });
+      const version = await this.#models.read(withVersion);
+      this.#setUpstream({
+        ...(version === undefined ? {} : { version }),
+        reachable: true,
+        error: null,
+        state: 'live',
+      });
     } catch (error) {
       // While the event stream is up it is the truth: a failed extra read keeps the list it has.
       const following = this.#upstream.mode === 'events' && this.#upstream.state === 'live';
-      if (!following || !this.#models?.reachable)
-        this.#setModels({ reachable: false, error: describeUpstreamError(error), models: [] });
-      throw error;
+      if (!following || !this.#models.list?.reachable) this.#models.unreachable(describeUpstreamError(error));
+      if (rethrow) throw error;
+    } finally {
+      this.#arrived('list');
     }
-  }
-
-  #applyStatus(): void {
-    if (!this.#catalogue || !this.#models?.reachable || !this.#status) return;
-    const models = applyStatus(this.#models.models, this.#status, this.#ttls, this.#catalogue.aliasTargets);
-    this.#setModels({ ...this.#models, models });
-    if (models.some((m) => m.kind === 'model' && m.state !== 'stopped' && !this.#ttls.has(m.id))) this.#readTtls();
-  }
-
-  /** A model started since the list was read: its TTL comes from `/running`, once. */
-  #readTtls(): void {
-    if (this.#ttlRead) return;
-    this.#ttlRead = this.#client
-      .running()
-      .then((running) => {
-        for (const r of running) this.#ttls.set(r.model, r.ttl);
-        this.#applyStatus();
-      })
-      .catch(() => undefined)
-      .finally(() => (this.#ttlRead = null));
   }
 
   // ---- state and events ---------------------------------------------------------------------
@@ -395,7 +343,7 @@ export class UpstreamView {
       this.#gap(null, 'lost', reason);
     }
     this.#setUpstream({ state, reachable: answered, error: reason });
-    this.#setModels({ reachable: false, error: reason, models: [] });
+    this.#models.unreachable(reason);
     this.#settle();
   }
 
@@ -412,12 +360,6 @@ export class UpstreamView {
     this.#emit({ name: 'upstream', data: next });
   }
 
-  #setModels(next: ModelList): void {
-    if (this.#models && sameList(this.#models, next)) return;
-    this.#models = next;
-    this.#emit({ name: 'models', data: next });
-  }
-
   #emit(event: ViewEvent): void {
     for (const listener of this.#listeners) {
       try {
@@ -427,15 +369,6 @@ export class UpstreamView {
       }
     }
   }
-}
-
-function sameList(a: ModelList, b: ModelList): boolean {
-  if (a.reachable !== b.reachable || a.error !== b.error || a.models.length !== b.models.length) return false;
-  return a.models.every((m, i) => sameModel(m, b.models[i]!));
-}
-
-function sameModel(a: Model, b: Model): boolean {
-  return JSON.stringify(a) === JSON.stringify(b);
 }
 
 function bounded(promise: Promise<void>, ms: number): Promise<void> {
