@@ -16,7 +16,7 @@ import tseslint from 'typescript-eslint';
 const LAYERS = [
   ['core', 'admin-api'],
   ['store', 'upstream', 'logging', 'config-editor', 'snippets', 'queue'],
-  ['auth', 'logger.ts'],
+  ['auth', 'logger.ts', 'live'],
   ['proxy', 'usage', 'settings.ts'],
   ['http'],
   ['app.ts'],

@@ -136,6 +136,44 @@ export interface ModelList {
 
 export type LogSource = 'proxy' | 'upstream' | 'gateway' | `model:${string}`;
 
+// ---- Live view (`GET /api/live`, docs/admin-api.md, "Live events") -----------------------
+
+/**
+ * How Gatehouse follows llama-swap: `connecting` before the first answer, `live` while it is
+ * followed, `reconnecting` after a loss, `unavailable` when retries keep failing.
+ */
+export type UpstreamLinkState = 'connecting' | 'live' | 'reconnecting' | 'unavailable';
+
+export interface LiveUpstream extends UpstreamInfo {
+  state: UpstreamLinkState;
+  /** `events`: llama-swap's `/api/events`; `polling`: an older llama-swap without it. */
+  mode: 'events' | 'polling' | null;
+}
+
+/** The logs `GET /api/live` carries; a model's own log has its own stream (`/api/logs/stream`). */
+export type LiveLogSource = 'proxy' | 'upstream' | 'gateway';
+
+/** Why a log's flow was interrupted: llama-swap restarted the stream, was lost, or came back. */
+export type LiveGapKind = 'restart' | 'lost' | 'back';
+
+/**
+ * `GET /api/live`: one Server-Sent Events stream per browser with these named events (`data` is
+ * JSON). On connect: `upstream`, `models` (once known) and one `history` per log; then changes.
+ */
+export interface LiveEventMap {
+  upstream: LiveUpstream;
+  /** The whole list on every change: it is small. */
+  models: ModelList;
+  /** A log's held text; replaces what the page holds for that source. */
+  history: { source: LiveLogSource; text: string };
+  /** New text of a log, not line-aligned. */
+  log: { source: LiveLogSource; text: string };
+  /** `source: null`: every llama-swap log. */
+  gap: { source: LiveLogSource | null; kind: LiveGapKind; reason: string };
+}
+
+export type LiveEventName = keyof LiveEventMap;
+
 /** `GET /api/endpoints`. */
 export interface EndpointsInfo {
   /** `GATEHOUSE_PUBLIC_URL`; null: use the address the browser used. */

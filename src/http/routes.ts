@@ -31,6 +31,7 @@
  *   GET  /api/models    models with their state                  admin → handler
  *   POST /api/models/:id/load | /api/models/:id/unload | /api/models/unload-all   admin → handler
  *   GET  /api/logs/stream?source=…  relayed log stream (SSE)     admin → handler
+ *   GET  /api/live      upstream status, models, logs, gaps: one SSE stream per browser   admin → handler
  *   GET  /api/endpoints public URL + open mode, for the Endpoints page   admin → handler
  *   GET  /api/config    llama-swap's config.yaml + version      admin → handler
  *   PUT  /api/config    save (version-checked, validated)       admin → handler       (4 MiB body)
@@ -62,6 +63,7 @@ import type { ListModels } from '../proxy/models-list.js';
 import type { Settings } from '../settings.js';
 import type { Store } from '../store/store.js';
 import type { LlamaSwapClient } from '../upstream/llama-swap-client.js';
+import { UpstreamView } from '../live/upstream-view.js';
 import type { UsageAccounting } from '../usage/usage-accounting.js';
 import { AdminAccount } from '../auth/admin-account.js';
 import { createAdminIdentifier } from '../auth/admin-identity.js';
@@ -82,6 +84,7 @@ import { createConfigHandlers } from './admin/config-handlers.js';
 import { createEndpointsHandler } from './admin/endpoints-handlers.js';
 import { createKeyHandlers } from './admin/keys-handlers.js';
 import { createLimitsHandler } from './admin/limits-handlers.js';
+import { createLiveStreamHandler } from './admin/live-stream.js';
 import { createLogStreamHandler } from './admin/logs-stream.js';
 import { createModelHandlers } from './admin/models-handlers.js';
 import { sessionCookie } from './admin/session-cookie.js';
@@ -131,6 +134,8 @@ export interface RouteDeps {
     llamaSwap: LlamaSwapClient;
     /** Gatehouse's recent log lines, for the Logs page. */
     gatewayLog: LineBuffer;
+    /** The one shared view of llama-swap every dashboard reads; made from `llamaSwap` when absent. */
+    liveView?: UpstreamView;
   };
   /** llama-swap's config.yaml editor (`/api/config*`, inside the admin API); off when unconfigured. */
   configEditor?: ConfigEditor;
@@ -261,7 +266,9 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
     app.get('/api/limits', admin, createLimitsHandler(usage.limits));
     app.get('/api/queue', admin, createQueueHandler(deps.queue, deps.now));
 
-    const models = createModelHandlers({ upstream: deps.admin.llamaSwap, logger: deps.logger });
+    const view = deps.admin.liveView ?? new UpstreamView({ client: deps.admin.llamaSwap, logger: deps.logger });
+    if (!deps.admin.liveView) app.addHook('onClose', async () => view.close());
+    const models = createModelHandlers({ upstream: deps.admin.llamaSwap, view, logger: deps.logger });
     app.get('/api/upstream', admin, models.upstreamStatus);
     app.get('/api/models', admin, models.list);
     app.post('/api/models/unload-all', admin, models.unloadAll);
@@ -270,12 +277,14 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
     app.get(
       '/api/logs/stream',
       admin,
-      createLogStreamHandler({ upstream: deps.admin.llamaSwap, gatewayLog: deps.admin.gatewayLog }),
+      createLogStreamHandler({ upstream: deps.admin.llamaSwap, view, gatewayLog: deps.admin.gatewayLog }),
     );
+    const stillSignedIn = async (request: FastifyRequest) => (await identifier.identify(request)) !== undefined;
+    app.get('/api/live', admin, createLiveStreamHandler({ view, gatewayLog: deps.admin.gatewayLog, stillSignedIn }));
     app.get('/api/endpoints', admin, createEndpointsHandler({ publicUrl: deps.settings.publicUrl, keys: deps.keys }));
 
     if (deps.configEditor) {
-      const config = createConfigHandlers({ editor: deps.configEditor });
+      const config = createConfigHandlers({ editor: deps.configEditor, onConfigChanged: () => void view.refresh() });
       const adminConfigText = { ...admin, bodyLimit: CONFIG_BODY_LIMIT_BYTES };
       app.get('/api/config', admin, config.load);
       app.put('/api/config', adminConfigText, config.save);

@@ -53,6 +53,8 @@ export interface FakeAdminApi {
   emitGap(source: string): void;
   /** Ends every open log stream (the browser sees an error and must reconnect). */
   dropStreams(): void;
+  /** Ends every session, as a sign-out elsewhere does; open live streams are closed (as the gateway's recheck does). */
+  endSessions(): void;
   requests: string[];
 }
 
@@ -414,11 +416,21 @@ export function registerFakeAdminApi(app: FastifyInstance, initial: Partial<Fake
       : { reachable: false, url: 'http://127.0.0.1:8080', version: null, error: 'connect ECONNREFUSED 127.0.0.1:8080' },
   );
 
-  app.get('/api/models', async () =>
+  const upstreamInfo = () =>
+    state.upstreamReachable
+      ? {
+          reachable: true,
+          url: 'http://127.0.0.1:8080',
+          version: { version: '170', commit: 'a1b2c3d4e5f6', build_date: '2026-11-02' },
+          error: null,
+        }
+      : { reachable: false, url: 'http://127.0.0.1:8080', version: null, error: 'connect ECONNREFUSED 127.0.0.1:8080' };
+  const modelList = () =>
     state.upstreamReachable
       ? { reachable: true, error: null, models: state.models }
-      : { reachable: false, error: 'connect ECONNREFUSED 127.0.0.1:8080', models: [] },
-  );
+      : { reachable: false, error: 'connect ECONNREFUSED 127.0.0.1:8080', models: [] };
+
+  app.get('/api/models', async () => modelList());
 
   const setState = (id: string, next: FakeModel['state']) => {
     for (const model of state.models) if (model.id === id || model.aliases.includes(id)) model.state = next;
@@ -446,6 +458,37 @@ export function registerFakeAdminApi(app: FastifyInstance, initial: Partial<Fake
 
   const sse = (res: ServerResponse, event: string, data: string) => res.write(`event: ${event}\ndata: ${data}\n\n`);
 
+  // /api/live: tests change the state in place, so each stream sends what changed as it sees it.
+  const liveStreams = new Set<ServerResponse>();
+  const liveLog = (res: ServerResponse, event: string, data: unknown) => sse(res, event, JSON.stringify(data));
+  app.get('/api/live', (_request, reply) => {
+    reply.hijack();
+    const res = reply.raw;
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+    res.flushHeaders();
+    const upstream = () => ({
+      ...upstreamInfo(),
+      state: state.upstreamReachable ? 'live' : 'unavailable',
+      mode: 'events',
+    });
+    let last = { upstream: JSON.stringify(upstream()), models: JSON.stringify(modelList()) };
+    sse(res, 'upstream', last.upstream);
+    sse(res, 'models', last.models);
+    for (const source of ['proxy', 'upstream', 'gateway'])
+      liveLog(res, 'history', { source, text: state.logs[source] ?? '' });
+    const timer = setInterval(() => {
+      const now = { upstream: JSON.stringify(upstream()), models: JSON.stringify(modelList()) };
+      if (now.upstream !== last.upstream) sse(res, 'upstream', now.upstream);
+      if (now.models !== last.models) sse(res, 'models', now.models);
+      last = now;
+    }, 100);
+    liveStreams.add(res);
+    res.on('close', () => {
+      clearInterval(timer);
+      liveStreams.delete(res);
+    });
+  });
+
   app.get('/api/logs/stream', (request, reply) => {
     const query = request.query as { source?: string; history?: string };
     const source = query.source ?? 'proxy';
@@ -465,14 +508,23 @@ export function registerFakeAdminApi(app: FastifyInstance, initial: Partial<Fake
     state,
     requests,
     emitLog(source, text) {
+      state.logs[source] = (state.logs[source] ?? '') + text;
       for (const res of streams.get(source) ?? []) sse(res, 'log', JSON.stringify(text));
+      for (const res of liveStreams) liveLog(res, 'log', { source, text });
     },
     emitGap(source) {
       for (const res of streams.get(source) ?? [])
         sse(res, 'gap', JSON.stringify({ reason: 'upstream log stream closed' }));
+      for (const res of liveStreams)
+        liveLog(res, 'gap', { source, kind: 'restart', reason: 'upstream log stream closed' });
     },
     dropStreams() {
       for (const set of streams.values()) for (const res of set) res.destroy();
+      for (const res of liveStreams) res.destroy();
+    },
+    endSessions() {
+      sessions.clear();
+      for (const res of liveStreams) res.end();
     },
   };
 }

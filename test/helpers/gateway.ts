@@ -14,6 +14,7 @@ import { KeyIndex } from '../../src/auth/key-index.js';
 import { createLogger } from '../../src/logger.js';
 import { LineBuffer } from '../../src/logging/line-buffer.js';
 import { createLlamaSwapClient, type LlamaSwapClient } from '../../src/upstream/llama-swap-client.js';
+import { UpstreamView } from '../../src/live/upstream-view.js';
 import { settingsFor, type Settings } from '../../src/settings.js';
 import { openStore, type Store } from '../../src/store/store.js';
 
@@ -24,6 +25,8 @@ export interface TestGateway {
   store: Store | undefined;
   index: KeyIndex | undefined;
   dataDir: string;
+  /** The shared view of llama-swap the admin API answers from (with `withStore`). */
+  view: UpstreamView | undefined;
   /** Every log line written so far, raw. */
   logText(): string;
   logLines(): Array<Record<string, unknown>>;
@@ -71,19 +74,21 @@ export async function startTestGateway(
   let store: Store | undefined;
   let index: KeyIndex | undefined;
   let llamaSwap: LlamaSwapClient | undefined;
+  let liveView: UpstreamView | undefined;
   let setupToken: string | undefined;
   if (options.withStore) {
     store = await openStore(settings);
     ({ setupToken } = await prepareAdminAccess({ store, adminPassword: settings.adminPassword, logger }));
     index = await KeyIndex.open(store, { flushIntervalMs: 200 });
     llamaSwap = createLlamaSwapClient({ baseUrl: new URL(upstreamUrl) });
+    liveView = new UpstreamView({ client: llamaSwap, logger });
   }
   const app = await buildApp({
     settings,
     logger,
     upstream: { health: async () => ({ ok: true }) },
-    ...(store && index && llamaSwap
-      ? { admin: { store, index, llamaSwap, gatewayLog }, closeables: [index, store, llamaSwap] }
+    ...(store && index && llamaSwap && liveView
+      ? { admin: { store, index, llamaSwap, gatewayLog, liveView }, closeables: [liveView, index, store, llamaSwap] }
       : {}),
     ...extra,
   });
@@ -97,6 +102,7 @@ export async function startTestGateway(
     store,
     index,
     dataDir,
+    view: liveView,
     logText: () => text,
     logLines,
     waitForLog(predicate) {

@@ -17,6 +17,8 @@ import { GatewayError } from '../../core/errors.js';
 
 export interface ConfigHandlerDeps {
   editor: Pick<ConfigEditor, 'load' | 'validate' | 'format' | 'save' | 'reloadStatus'>;
+  /** Told after a save and after a reload was seen, so the dashboards' model list is read again. */
+  onConfigChanged?: () => void;
 }
 
 type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
@@ -32,7 +34,7 @@ export interface ConfigHandlers {
 /** A long-poll on reload-status waits at most this long. */
 const RELOAD_STATUS_MAX_WAIT_MS = 25_000;
 
-export function createConfigHandlers({ editor }: ConfigHandlerDeps): ConfigHandlers {
+export function createConfigHandlers({ editor, onConfigChanged }: ConfigHandlerDeps): ConfigHandlers {
   return {
     async load(_request, reply) {
       void reply.header('cache-control', 'no-store');
@@ -41,7 +43,9 @@ export function createConfigHandlers({ editor }: ConfigHandlerDeps): ConfigHandl
 
     async save(request) {
       const body = readBody(request.body, ['text', 'version']);
-      return editor.save(body.text, body.version) satisfies Promise<ConfigSaved>;
+      const saved = await (editor.save(body.text, body.version) satisfies Promise<ConfigSaved>);
+      onConfigChanged?.();
+      return saved;
     },
 
     async validate(request) {
@@ -79,7 +83,9 @@ export function createConfigHandlers({ editor }: ConfigHandlerDeps): ConfigHandl
       }
       if (issues.length > 0) throw new GatewayError('validation_failed', { details: issues });
       void reply.header('cache-control', 'no-store');
-      return editor.reloadStatus(since, waitMs) satisfies Promise<ReloadStatus>;
+      const status = await (editor.reloadStatus(since, waitMs) satisfies Promise<ReloadStatus>);
+      if (status.state === 'reloaded') onConfigChanged?.();
+      return status;
     },
   };
 }

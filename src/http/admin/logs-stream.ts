@@ -1,15 +1,16 @@
 /**
- * `GET /api/logs/stream?source=...`: llama-swap's log streams (and Gatehouse's own access
- * log) relayed to the browser as Server-Sent Events.
+ * `GET /api/logs/stream?source=...`: llama-swap's logs (and Gatehouse's own access log) sent to
+ * the browser as Server-Sent Events.
  *
- * llama-swap closes every log stream on each config reload (docs/llama-swap.md, "Log and event
- * streams"). A relay that just
- * forwards would leave the browser hanging on a dead stream (the closest peer's Logs page
- * freezes exactly so); this one tells the page with a `gap` event and reconnects to llama-swap
- * by itself, without history (the page already has it), on the same response.
+ * The proxy and upstream logs come from the shared live view, which follows llama-swap once for
+ * every dashboard. A model's own log is relayed from llama-swap per request. llama-swap closes
+ * every stream on each config reload (docs/llama-swap.md, "Log and event streams"); a relay that
+ * just forwards would leave the page on a dead stream, so this one says so with a `gap` event
+ * and carries on, on the same response.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { LineBuffer } from '../../logging/line-buffer.js';
+import type { UpstreamView } from '../../live/upstream-view.js';
 import type { LlamaSwapClient } from '../../upstream/llama-swap-client.js';
 import type { LogSource } from '../../upstream/types.js';
 import { GatewayError } from '../../core/errors.js';
@@ -18,11 +19,17 @@ const PING_MS = 15_000;
 const RETRY_MIN_MS = 250;
 const RETRY_MAX_MS = 5_000;
 
-export function createLogStreamHandler(deps: { upstream: LlamaSwapClient; gatewayLog: LineBuffer }) {
+export function createLogStreamHandler(deps: {
+  upstream: LlamaSwapClient;
+  view: UpstreamView;
+  gatewayLog: LineBuffer;
+}) {
   return async function logStream(request: FastifyRequest, reply: FastifyReply): Promise<void> {
     const query = request.query as { source?: string; history?: string };
     const source = parseSource(query.source);
     const withHistory = query.history !== '0';
+    // The view's history is complete once llama-swap was asked (or failed to answer).
+    if (source === 'proxy' || source === 'upstream') await deps.view.current();
 
     reply.hijack();
     const res = reply.raw;
@@ -45,6 +52,18 @@ export function createLogStreamHandler(deps: { upstream: LlamaSwapClient; gatewa
       if (withHistory) send('history', deps.gatewayLog.history().join('\n') + '\n');
       const unsubscribe = deps.gatewayLog.subscribe((line) => send('log', `${line}\n`));
       closed.signal.addEventListener('abort', unsubscribe);
+      return;
+    }
+
+    if (source === 'proxy' || source === 'upstream') {
+      if (withHistory) send('history', deps.view.snapshot().logs[source]);
+      const unwatch = deps.view.watch((event) => {
+        if (event.name === 'log' && event.data.source === source) send('log', event.data.text);
+        else if (event.name === 'history' && event.data.source === source) send('log', event.data.text);
+        else if (event.name === 'gap' && (event.data.source ?? source) === source)
+          send('gap', { reason: event.data.reason });
+      });
+      closed.signal.addEventListener('abort', unwatch);
       return;
     }
 

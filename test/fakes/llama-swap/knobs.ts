@@ -15,6 +15,7 @@ export const DEFAULT_KNOBS: Readonly<Knobs> = Object.freeze({
   emptyBody502: false,
   apiKeys: null,
   legacyRoutes: false,
+  eventsRoute: true,
   loadError: null,
   peerUnreachable: false,
   version: { version: 'v250-sim', commit: '0bdb3720', build_date: '2026-08-22T00:00:00Z' },

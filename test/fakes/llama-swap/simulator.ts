@@ -184,6 +184,7 @@ export class LlamaSwapSimulator implements Simulator, SimServices {
     const method = req.method ?? 'GET';
     if (method === 'OPTIONS') return corsPreflight(req, res);
     if (this.knobs.legacyRoutes && isLegacyHidden(ctx.path)) return goHttpError(res, 404, '404 page not found');
+    if (!this.knobs.eventsRoute && ctx.path === '/api/events') return goHttpError(res, 404, '404 page not found');
     const m = this.mux.match(method, ctx.escapedPath, ctx.rawQuery);
     switch (m.kind) {
       case 'not-found':

@@ -39,6 +39,8 @@ export interface Knobs {
   apiKeys: string[] | null;
   /** Play an old llama-swap: no `/api/models/unload*`, no `/api/version` (plain-text mux 404). */
   legacyRoutes: boolean;
+  /** `false` plays a llama-swap without `/api/events` (plain-text mux 404). */
+  eventsRoute: boolean;
   /** When set, model starts fail after `loadDelayMs` with 500 `unspecific error: <loadError>`. */
   loadError: string | null;
   /** Requests routed to a peer get 502 `peer proxy error: ...`. */

@@ -2,6 +2,7 @@ export * from './config.js';
 export * from './endpoints.js';
 export * from './http.js';
 export * from './keys.js';
+export * from './live.js';
 export * from './logs.js';
 export * from './models.js';
 export * from './session.js';

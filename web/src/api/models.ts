@@ -1,9 +1,7 @@
 import { request } from './http.js';
-import type { ModelList, ModelStateChange, UpstreamInfo } from '../../../src/admin-api/types.js';
+import type { ModelList, ModelStateChange } from '../../../src/admin-api/types.js';
 
-export function getUpstream(signal?: AbortSignal): Promise<UpstreamInfo> {
-  return request<UpstreamInfo>('GET', '/api/upstream', { signal });
-}
+// llama-swap's status (`GET /api/upstream`) reaches the dashboard on the live stream (live.ts).
 
 /** `reachable: false` (with `error`) when llama-swap does not answer; the list is then not the truth. */
 export function listModels(signal?: AbortSignal): Promise<ModelList> {

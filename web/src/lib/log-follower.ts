@@ -63,7 +63,8 @@ export class LogFollower {
         },
         history: (text) => this.events.text(text),
         log: (text) => this.events.text(text),
-        gap: (reason) => this.events.marker(RECONNECT_MARKER, reason),
+        // The server's reason is the marker: a reload and an unreachable llama-swap read differently.
+        gap: (reason) => this.events.marker(`— ${reason} —`, reason),
         error: () => void this.recover(),
       },
     );

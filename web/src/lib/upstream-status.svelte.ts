@@ -1,34 +1,26 @@
-import { getUpstream, isApiError, type UpstreamInfo } from '../api/index.js';
-import { poll, type Poller } from './poll.js';
+import type { UpstreamInfo } from '../api/index.js';
+import { live } from './live.svelte';
 
 /**
- * llama-swap's reachability and version for the header and the Models banner. Polled every
- * 5 s while the signed-in shell is on screen (started/stopped by the shell).
+ * llama-swap's reachability and version for the header and the Models banner, from the live
+ * stream (started and stopped by the signed-in shell).
  */
 class UpstreamStatus {
-  info = $state<UpstreamInfo | null>(null);
-  error = $state<string | null>(null);
-  private poller: Poller | undefined;
-
-  start(): void {
-    this.poller ??= poll(async (signal) => {
-      try {
-        this.info = await getUpstream(signal);
-        this.error = null;
-      } catch (err) {
-        if (signal.aborted) return;
-        this.error = isApiError(err) ? err.message : String(err);
-      }
-    }, 5000);
+  get info(): UpstreamInfo | null {
+    return live.upstream;
   }
 
-  refresh(): void {
-    this.poller?.now();
+  /** Set while Gatehouse itself is not answering: what `info` says may be out of date. */
+  get error(): string | null {
+    return live.link === 'reconnecting' ? 'Gatehouse is not answering; reconnecting…' : null;
+  }
+
+  start(): void {
+    live.start();
   }
 
   stop(): void {
-    this.poller?.stop();
-    this.poller = undefined;
+    live.stop();
   }
 }
 

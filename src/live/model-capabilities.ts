@@ -3,8 +3,8 @@
  * renders them from the config's `capabilities` block (`renderCapabilities`, internal/server/api.go):
  * modalities as `architecture`, flags as `capabilities`, the context as `context_length` and `meta.n_ctx`.
  */
-import type { ModelCapabilities } from '../../admin-api/types.js';
-import type { ModelEntry } from '../../upstream/types.js';
+import type { ModelCapabilities } from '../admin-api/types.js';
+import type { ModelEntry } from '../upstream/types.js';
 
 export function declaredCapabilities(entry: ModelEntry): ModelCapabilities | null {
   const arch = entry.architecture;
