@@ -97,6 +97,29 @@ describe('process state machine and swapping', () => {
     expect(await cut[0]!.text()).toBe('');
   });
 
+  it('counts every model load, so a test can count swaps', async () => {
+    expect(sim.loads).toBe(0);
+    await postJson(`${sim.url}/v1/chat/completions`, chatBody('alpha'));
+    await postJson(`${sim.url}/v1/chat/completions`, chatBody('alpha'));
+    await postJson(`${sim.url}/v1/chat/completions`, chatBody('beta'));
+    await postJson(`${sim.url}/v1/chat/completions`, chatBody('alpha'));
+    expect(sim.loads).toBe(3);
+  });
+
+  it('rejects a request past globalConcurrencyLimit over every model with the same 429', async () => {
+    await sim.reload({ ...CONFIG, globalConcurrencyLimit: 2 });
+    await sim.load('alpha');
+    sim.knobs.headersDelayMs = 10_000;
+    const held = [1, 2].map(() => postJson(`${sim.url}/v1/chat/completions`, chatBody('alpha')));
+    await sim.waitFor(() => sim.received.filter((r) => r.model === 'alpha').length === 2);
+    const res = await postJson(`${sim.url}/v1/chat/completions`, chatBody('beta'));
+    expect(res.status).toBe(429);
+    expect(res.headers.get('retry-after')).toBe('1');
+    expect(((await json(res)) as { error: { code: string } }).error.code).toBe('concurrency_limit');
+    await sim.unload('alpha');
+    await Promise.all(held);
+  });
+
   it('fails a request with 500 "unspecific error" when the model cannot start', async () => {
     sim.knobs.loadError = 'health check timed out after 2m0s';
     const res = await postJson(`${sim.url}/v1/chat/completions`, chatBody('alpha'));

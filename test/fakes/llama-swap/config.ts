@@ -55,6 +55,8 @@ export interface SimConfig {
   ignorePaths: RegExp;
   /** alias → model ID */
   aliases: Map<string, string>;
+  /** Calls admitted at once over every model (`globalConcurrencyLimit`); 0 = no limit. */
+  globalConcurrencyLimit: number;
 }
 
 export const DEFAULT_GROUP = '(default)';
@@ -184,6 +186,8 @@ function buildConfig(raw: Record<string, unknown>): SimConfig {
     peers,
     groups,
     includeAliasesInList: raw.includeAliasesInList === true,
+    globalConcurrencyLimit:
+      raw.globalConcurrencyLimit === undefined ? 0 : num(raw.globalConcurrencyLimit, 'globalConcurrencyLimit'),
     apiKeys,
     logToStdout,
     ignorePaths,

@@ -15,6 +15,7 @@ export interface InstanceHooks {
   proxyLog(level: 'INFO' | 'WARN', message: string): void;
   upstreamLog: LogMonitor;
   notify(): void;
+  onLoad(model: string): void;
 }
 
 export type EventListener = (type: string, data: unknown) => void;
@@ -68,6 +69,7 @@ export class Instance {
         this.emitModelStatus();
         hooks.notify();
       },
+      onLoad: (model) => hooks.onLoad(model),
     });
   }
 

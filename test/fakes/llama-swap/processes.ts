@@ -3,7 +3,8 @@
  * `stopped → starting → ready → stopping → stopped`; a request for a model that is not loaded
  * waits until every conflicting model's in-flight requests finish (no pre-emption), then those
  * are stopped and the model started; requests for the same model share one load; at most
- * `concurrencyLimit` (default 10) requests per model counting queued ones, else 429.
+ * `concurrencyLimit` (default 10) requests per model counting queued ones, else 429; the same 429
+ * past `globalConcurrencyLimit` (top level, 0 = off) requests over every model together.
  * Group rules: same group + `swap` → one member at a time; an `exclusive` group unloads every
  * non-`persistent` other group. Ungrouped models form `(default)` with swap + exclusive.
  */
@@ -26,6 +27,8 @@ interface HeldLease extends Lease {
 export interface ProcessHooks {
   knobs(): Knobs;
   onStateChange(model: string, state: ModelState): void;
+  /** A model began to load (each one after the first, with one model at a time, is a swap). */
+  onLoad?(model: string): void;
   proxyLog(level: 'INFO' | 'WARN', message: string): void;
   modelLog(model: string, text: string): void;
 }
@@ -96,7 +99,9 @@ export class ProcessManager {
     if (!proc) return Promise.reject(new SimHttpError(404, 'no local server found for requested model'));
     if (this.closed) return Promise.reject(new SimHttpError(500, 'unspecific error: group is shutting down'));
     const queued = this.queue.filter((w) => w.model === model).length;
-    if (proc.leases.size + queued >= proc.cfg.concurrencyLimit) {
+    const limit = this.cfg.globalConcurrencyLimit;
+    const admittedEverywhere = this.queue.length + [...this.procs.values()].reduce((n, p) => n + p.leases.size, 0);
+    if (proc.leases.size + queued >= proc.cfg.concurrencyLimit || (limit > 0 && admittedEverywhere >= limit)) {
       return Promise.reject(
         new SimHttpError(429, 'Too many requests', {
           headers: { 'Retry-After': '1' },
@@ -233,6 +238,7 @@ export class ProcessManager {
     const id = proc.cfg.id;
     proc.loadAbort = new AbortController();
     this.setState(proc, 'starting');
+    this.hooks.onLoad?.(id);
     this.hooks.proxyLog('INFO', `<${id}> Executing start command: ${proc.cfg.cmd}`);
     const port = new URL(proc.cfg.proxy).port || '80';
     const modelPath = /-m\s+(\S+)/.exec(proc.cfg.cmd)?.[1] ?? `/models/${id}.gguf`;

@@ -48,6 +48,12 @@ export class LlamaSwapSimulator implements Simulator, SimServices {
   private reloading = false;
   private readonly timers = new Set<NodeJS.Timeout>();
   private address: AddressInfo | undefined;
+  #loads = 0;
+
+  /** Model loads since start (reloads included); with one model at a time, every load after the first is a swap. */
+  get loads(): number {
+    return this.#loads;
+  }
 
   private constructor(
     private readonly options: SimulatorOptions,
@@ -109,6 +115,7 @@ export class LlamaSwapSimulator implements Simulator, SimServices {
       proxyLog: (level, message) => this.logProxy(level, message),
       upstreamLog: this.upstreamLog,
       notify: () => this.changes.notify(),
+      onLoad: () => this.#loads++,
     });
   }
 

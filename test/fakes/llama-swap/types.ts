@@ -127,6 +127,8 @@ export interface Simulator {
   state(model: string): ModelState | undefined;
   /** Same content as `GET /running`. */
   running(): RunningEntry[];
+  /** Model loads since start; with one model at a time, every load after the first is a swap. */
+  readonly loads: number;
   /** Load a model the way a request would (queueing, swapping); resolves when it is ready. */
   load(model: string): Promise<void>;
   /** Unload one model (ID or alias) or all; resolves when stopped. */
