@@ -140,11 +140,13 @@ export async function serve(settings: Readonly<Settings>): Promise<void> {
     }
     stopping = true;
     const inFlight = gateway.app.inFlight();
+    // The listener closes as stop() begins: by the time this line is read, new connections are refused.
+    const stopped = gateway.stop();
     gateway.logger.info(
       { signal, in_flight: inFlight, grace_ms: settings.shutdownGraceMs },
       'shutting down: no new connections; letting in-flight requests finish',
     );
-    gateway.stop().then(
+    stopped.then(
       ({ drained }) => {
         gateway.logger.info(
           { drained },
