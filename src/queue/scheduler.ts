@@ -87,6 +87,7 @@ export class Scheduler {
   readonly #running = new Set<Running>();
   readonly #perModel = new Map<string, number>();
   #loaded: ReadonlySet<string> = new Set();
+  readonly #listeners = new Set<() => void>();
   #lastModel: string | undefined;
 
   constructor(options: SchedulerOptions) {
@@ -96,6 +97,12 @@ export class Scheduler {
 
   get waitingCount(): number {
     return this.#waiting.length;
+  }
+
+  /** Calls `listener` whenever a call starts waiting, is let through, leaves or ends; returns the remover. */
+  onChange(listener: () => void): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
   }
 
   /** The models llama-swap runs now (its `/running`); the last model admitted counts too. */
@@ -132,6 +139,7 @@ export class Scheduler {
       waiter.timer = this.#clock.setTimeout(() => this.#timeout(waiter), timeoutMs);
       this.#waiting.push(waiter);
       onLeave?.(() => this.#leave(waiter));
+      this.#changed();
       this.#pump();
     });
   }
@@ -188,6 +196,7 @@ export class Scheduler {
   #start(call: QueuedCall, waitedMs: number): Admission {
     const entry: Running = { call, since: this.#clock.now() };
     this.#running.add(entry);
+    this.#changed();
     if (call.model !== undefined) {
       this.#perModel.set(call.model, (this.#perModel.get(call.model) ?? 0) + 1);
       this.#lastModel = call.model;
@@ -204,6 +213,7 @@ export class Scheduler {
           if (left > 0) this.#perModel.set(call.model, left);
           else this.#perModel.delete(call.model);
         }
+        this.#changed();
         this.#pump();
       },
     };
@@ -211,7 +221,7 @@ export class Scheduler {
 
   /** Admits waiting calls, best first, while they fit. */
   #pump(): void {
-    for (;;) {
+    while (this.#waiting.length > 0) {
       const next = this.#order().find((w) => this.#fits(w.call));
       if (!next) return;
       this.#remove(next);
@@ -263,6 +273,12 @@ export class Scheduler {
     if (i < 0) return false;
     this.#waiting.splice(i, 1);
     this.#clock.clearTimeout(waiter.timer);
+    this.#changed();
     return true;
+  }
+
+  #changed(): void {
+    if (this.#listeners.size === 0) return;
+    for (const listener of this.#listeners) listener();
   }
 }
