@@ -3,39 +3,14 @@
  * against a gateway with GATEHOUSE_MAX_INFLIGHT=1 in front of an upstream that holds each call
  * until the test answers it.
  */
-import { createServer, request, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { request } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { QueueView } from '../../src/admin-api/types.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { json, rawRequest } from '../helpers/http.js';
+import { startHoldingUpstream } from '../helpers/holding-upstream.js';
 
 const ADMIN = 'queue-stream-admin-token';
-
-/** Holds every chat completion until `answer(i)`; anything else is a 404 (no llama-swap API here). */
-async function holdingUpstream() {
-  const held: ServerResponse[] = [];
-  const arrivedWaiters: Array<() => void> = [];
-  const server = createServer((req, res) => {
-    req.resume();
-    req.on('end', () => {
-      if (req.url !== '/v1/chat/completions') return res.writeHead(404).end();
-      held.push(res);
-      for (const w of arrivedWaiters.splice(0)) w();
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    async arrived(n: number) {
-      while (held.length < n) await new Promise<void>((resolve) => arrivedWaiters.push(resolve));
-    },
-    answer(i: number) {
-      held[i]!.writeHead(200, { 'content-type': 'application/json' }).end('{"choices":[]}');
-    },
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
-}
 
 /** Reads one SSE stream's `queue` events; `until` resolves with the first view that matches. */
 function followQueue(gateway: TestGateway, path: string) {
@@ -86,7 +61,7 @@ afterEach(async () => {
 });
 
 async function setUp() {
-  const upstream = await holdingUpstream();
+  const upstream = await startHoldingUpstream();
   const gateway = await startTestGateway(
     upstream.url,
     { adminToken: ADMIN, logLevel: 'warn', maxInflight: 1 },
