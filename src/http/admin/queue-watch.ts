@@ -7,7 +7,7 @@ import type { Scheduler } from '../../queue/scheduler.js';
 import { queueView } from './queue-handlers.js';
 
 /** Four views a second at most: a busy queue changes on every call, a page needs far fewer. */
-export const QUEUE_SEND_INTERVAL_MS = 250;
+const QUEUE_SEND_INTERVAL_MS = 250;
 
 /** Sends the view now and after each change (throttled); returns the function that stops following. */
 export function watchQueue(
