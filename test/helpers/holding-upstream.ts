@@ -10,7 +10,9 @@ export interface HoldingUpstream {
   url: string;
   /** Resolves once `n` chat completions have arrived. */
   arrived(n: number): Promise<void>;
-  /** Answers the `i`-th call (0 = first) with a small chat completion. */
+  /** Sends the `i`-th call's response head, as llama-swap does once its model is up and answering. */
+  begin(i: number): void;
+  /** Answers the `i`-th call (0 = first) with a small chat completion (after its head, if begun). */
   answer(i: number): void;
   close(): Promise<void>;
 }
@@ -32,8 +34,13 @@ export async function startHoldingUpstream(): Promise<HoldingUpstream> {
     async arrived(n) {
       while (held.length < n) await new Promise<void>((resolve) => waiters.push(resolve));
     },
+    begin(i) {
+      held[i]!.writeHead(200, { 'content-type': 'application/json' }).flushHeaders();
+    },
     answer(i) {
-      held[i]!.writeHead(200, { 'content-type': 'application/json' }).end('{"choices":[]}');
+      const res = held[i]!;
+      if (!res.headersSent) res.writeHead(200, { 'content-type': 'application/json' });
+      res.end('{"choices":[]}');
     },
     close: () =>
       new Promise<void>((resolve) => {

@@ -106,7 +106,7 @@ describe('the admission queue, followed live', () => {
     expect(res.status).toBe(401);
   });
 
-  it('streams a held call and a waiting one on /api/queue/stream and /api/live, then the empty queue', async () => {
+  it('streams a held call, its answer beginning and a waiting call on both streams, then the empty queue', async () => {
     const { upstream, gateway } = await setUp();
     const batch = await createKey(gateway, 'batch', 0);
     const ops = await createKey(gateway, 'ops', 3);
@@ -124,8 +124,14 @@ describe('the admission queue, followed live', () => {
     for (const stream of [outside, dashboard]) {
       const view = await stream.until(busy);
       expect(summary(view)).toEqual({ inflight: ['held'], waiting: [['waiting', 'ops', 3, 1]] });
-      expect(view.waiting[0]!.phase).toBe('queued');
+      expect([view.inflight[0]!.phase, view.waiting[0]!.phase]).toEqual(['loading', 'queued']);
       expect(Date.parse(view.waiting[0]!.since)).not.toBeNaN();
+    }
+
+    upstream.begin(0);
+    for (const stream of [outside, dashboard]) {
+      const view = await stream.until((v) => v.inflight[0]?.phase === 'generating');
+      expect(summary(view)).toEqual({ inflight: ['held'], waiting: [['waiting', 'ops', 3, 1]] });
     }
 
     upstream.answer(0);
