@@ -39,6 +39,7 @@ function record(at: number, n: number): UsageRecord {
     bytesOut: 600,
     clientAborted: false,
     errorClass: null,
+    queueMs: null,
     requestBody: null,
     responseBody: null,
   };

@@ -381,6 +381,8 @@ export interface UsageRequest {
   bytesOut: number | null;
   clientAborted: boolean;
   errorClass: string | null;
+  /** Time the call waited for its turn, ms; null when it never reached the queue. */
+  queueMs: number | null;
   captured: boolean;
 }
 

@@ -146,6 +146,12 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
         .execute();
     },
   },
+  /** Time each call waited for its turn (admission queue, a key's concurrency slot). */
+  '0006_usage_queue_ms': {
+    async up(db: Kysely<unknown>): Promise<void> {
+      await db.schema.alterTable('usage_requests').addColumn('queue_ms', 'double precision').execute();
+    },
+  },
 };
 
 /**

@@ -70,6 +70,7 @@ export interface UsageRequestsTable {
   bytes_out: Int8;
   client_aborted: number;
   error_class: string | null;
+  queue_ms: number | null;
   request_body: string | null;
   response_body: string | null;
 }

@@ -174,6 +174,8 @@ export interface UsageRecord {
   clientAborted: boolean;
   /** A short class of what went wrong (`upstream_timeout`, `rate_limited`, `client_abort`...). */
   errorClass: string | null;
+  /** Time spent waiting for a turn (admission queue, a key's concurrency slot); null: the call never got that far. */
+  queueMs: number | null;
   /** Start of the request body, only when body capture is on. */
   requestBody: string | null;
   responseBody: string | null;

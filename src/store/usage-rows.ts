@@ -38,6 +38,7 @@ export const REQUEST_COLUMNS = [
   { name: 'bytes_out', field: 'bytesOut', kind: 'number' },
   { name: 'client_aborted', field: 'clientAborted', kind: 'flag' },
   { name: 'error_class', field: 'errorClass', kind: 'text?' },
+  { name: 'queue_ms', field: 'queueMs', kind: 'number?' },
   { name: 'request_body', field: 'requestBody', kind: 'text?' },
   { name: 'response_body', field: 'responseBody', kind: 'text?' },
 ] as const satisfies readonly Column[];

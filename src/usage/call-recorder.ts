@@ -65,6 +65,7 @@ export function createCallRecorder(deps: CallRecorderDeps): (ctx: ProxyContext) 
       bytesOut: outcome.bytesOut,
       clientAborted: outcome.clientAborted,
       errorClass: outcome.errorClass ?? null,
+      queueMs: roundMs(decided.queueMs),
       requestBody: decided.requestBody?.() ?? null,
       responseBody: outcome.usage?.responseBody() ?? null,
     };

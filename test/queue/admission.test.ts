@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { Scheduler } from '../../src/queue/scheduler.js';
 import type { Settings } from '../../src/settings.js';
 import { json, rawRequest, type RawResponse } from '../helpers/http.js';
-import { adminApi, createKey, startUsageGateway } from '../usage/usage-helpers.js';
+import { adminApi, createKey, recordFor, startUsageGateway } from '../usage/usage-helpers.js';
 import type { TestGateway } from '../helpers/gateway.js';
 import { ManualClock } from './manual-clock.js';
 
@@ -135,6 +135,10 @@ describe('the admission queue in front of llama-swap', () => {
     expect(firstAnswer.headers['x-gatehouse-queue-ms']).toBe('0');
     expect(Number(secondAnswer.headers['x-gatehouse-queue-ms'])).toBeGreaterThanOrEqual(0);
     expect(secondAnswer.status).toBe(200);
+    expect((await recordFor(gateway, 'first')).queueMs).toBe(0);
+    expect(Math.round((await recordFor(gateway, 'second')).queueMs!)).toBe(
+      Number(secondAnswer.headers['x-gatehouse-queue-ms']),
+    );
   });
 
   it('shows the waiting in /metrics: a wait histogram by model and the queue depth', async () => {
@@ -161,6 +165,7 @@ describe('the admission queue in front of llama-swap', () => {
     const refused = await chat(gateway, 'no-key', 'qwen');
     expect(refused.status).toBe(401);
     expect(refused.headers['x-gatehouse-queue-ms']).toBe('0');
+    expect((await recordFor(gateway, 'no-key')).queueMs).toBeNull();
   });
 
   it('lets the call of a higher-priority key go first', async () => {

@@ -34,6 +34,7 @@ export function usageRecord(overrides: Partial<UsageRecord> = {}): UsageRecord {
     bytesOut: 2_000,
     clientAborted: false,
     errorClass: null,
+    queueMs: 0.5,
     requestBody: null,
     responseBody: null,
     ...overrides,

@@ -26,11 +26,17 @@ export async function writeOldUsageLog(
       keyId: i % 4 === 0 ? null : `key_${i % 3}`,
       keyName: i % 4 === 0 ? null : `name ${i % 3}`,
       model: i % 5 === 0 ? null : `m${i % 2}`,
+      // Columns added after 0004 did not exist then; they read back as null.
+      queueMs: null,
     }),
   );
+  const rowAtThatTime = (record: UsageRecord) => {
+    const { queue_ms: _added, ...row } = requestRow(record);
+    return row;
+  };
   await (old as Kysely<Record<string, Record<string, unknown>>>)
     .insertInto('usage_requests')
-    .values(records.map(requestRow))
+    .values(records.map(rowAtThatTime))
     .execute();
   return records;
 }

@@ -109,6 +109,7 @@ function toRequestView(row: UsageListRow | (UsageRecord & { captured: boolean })
     bytesOut: row.bytesOut,
     clientAborted: row.clientAborted,
     errorClass: row.errorClass,
+    queueMs: row.queueMs,
     captured: row.captured,
   };
 }
