@@ -170,6 +170,8 @@ export interface LiveEventMap {
   log: { source: LiveLogSource; text: string };
   /** `source: null`: every llama-swap log. */
   gap: { source: LiveLogSource | null; kind: LiveGapKind; reason: string };
+  /** The admission queue: on connect, then after changes, a few times a second at most. */
+  queue: QueueView;
 }
 
 export type LiveEventName = keyof LiveEventMap;

@@ -27,11 +27,12 @@
  *   PATCH/DELETE /api/keys/:id                                  admin → handler
  *   GET  /api/limits    are per-key limits shared (Redis) or per replica?   admin → handler
  *   GET  /api/queue     calls in flight and waiting their turn (admission queue)   admin → handler
+ *   GET  /api/queue/stream   the same view as SSE, on connect and on changes (throttled)   admin → handler
  *   GET  /api/upstream  llama-swap reachable? version            admin → handler
  *   GET  /api/models    models with their state                  admin → handler
  *   POST /api/models/:id/load | /api/models/:id/unload | /api/models/unload-all   admin → handler
  *   GET  /api/logs/stream?source=…  relayed log stream (SSE)     admin → handler
- *   GET  /api/live      upstream status, models, logs, gaps: one SSE stream per browser   admin → handler
+ *   GET  /api/live      upstream status, models, logs, gaps, queue: one SSE stream per browser   admin → handler
  *   GET  /api/endpoints public URL + open mode, for the Endpoints page   admin → handler
  *   GET  /api/config    llama-swap's config.yaml + version      admin → handler
  *   PUT  /api/config    save (version-checked, validated)       admin → handler       (4 MiB body)
@@ -97,6 +98,7 @@ import { createProxyTrust } from '../auth/proxy-trust.js';
 import type { Scheduler } from '../queue/scheduler.js';
 import { queueAdmission, type ResolveModel } from '../queue/admission-step.js';
 import { createQueueHandler } from './admin/queue-handlers.js';
+import { createQueueStreamHandler } from './admin/queue-stream.js';
 
 /** The only `/api/*` routes reachable without an admin session or token. */
 export const PUBLIC_ADMIN_ROUTES: ReadonlySet<string> = new Set(['/api/session', '/api/setup', '/api/login']);
@@ -265,6 +267,7 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
     app.delete('/api/keys/:id', admin, keys.remove);
     app.get('/api/limits', admin, createLimitsHandler(usage.limits));
     app.get('/api/queue', admin, createQueueHandler(deps.queue, deps.now));
+    app.get('/api/queue/stream', admin, createQueueStreamHandler(deps.queue, deps.now));
 
     const view = deps.admin.liveView ?? new UpstreamView({ client: deps.admin.llamaSwap, logger: deps.logger });
     if (!deps.admin.liveView) app.addHook('onClose', async () => view.close());
@@ -280,7 +283,17 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
       createLogStreamHandler({ upstream: deps.admin.llamaSwap, view, gatewayLog: deps.admin.gatewayLog }),
     );
     const stillSignedIn = async (request: FastifyRequest) => (await identifier.identify(request)) !== undefined;
-    app.get('/api/live', admin, createLiveStreamHandler({ view, gatewayLog: deps.admin.gatewayLog, stillSignedIn }));
+    app.get(
+      '/api/live',
+      admin,
+      createLiveStreamHandler({
+        view,
+        gatewayLog: deps.admin.gatewayLog,
+        queue: deps.queue,
+        now: deps.now,
+        stillSignedIn,
+      }),
+    );
     app.get('/api/endpoints', admin, createEndpointsHandler({ publicUrl: deps.settings.publicUrl, keys: deps.keys }));
 
     if (deps.configEditor) {

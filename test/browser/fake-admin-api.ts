@@ -32,6 +32,7 @@ export interface FakeKey {
   models: string[];
   note: string;
   limits: { rpm: number | null; tpm: number | null; concurrent: number | null };
+  priority: number;
 }
 
 export interface FakeState extends FakeUsageState {
@@ -169,6 +170,7 @@ export function demoKeys(): FakeKey[] {
       models: [],
       note: 'Family chat on the NAS',
       limits: { rpm: 120, tpm: 200_000, concurrent: 4 },
+      priority: 0,
     },
     {
       id: 'key_02',
@@ -182,6 +184,7 @@ export function demoKeys(): FakeKey[] {
       models: ['qwen', 'whisper-large-v3'],
       note: '',
       limits,
+      priority: 0,
     },
     {
       id: 'key_03',
@@ -195,6 +198,7 @@ export function demoKeys(): FakeKey[] {
       models: ['qwen3-30b-a3b', 'gemma-3-12b', 'nomic-embed-text', 'embed'],
       note: 'Work laptop',
       limits: { rpm: 30, tpm: null, concurrent: null },
+      priority: 0,
     },
     {
       id: 'key_04',
@@ -208,6 +212,7 @@ export function demoKeys(): FakeKey[] {
       models: [],
       note: 'Leaked in a gist',
       limits,
+      priority: 0,
     },
     {
       id: 'key_05',
@@ -221,6 +226,7 @@ export function demoKeys(): FakeKey[] {
       models: ['gemma-3-12b'],
       note: '',
       limits,
+      priority: 0,
     },
   ];
 }
@@ -343,6 +349,7 @@ export function registerFakeAdminApi(app: FastifyInstance, initial: Partial<Fake
       expiresAt?: string | null;
       note?: string;
       limits?: Partial<FakeKey['limits']>;
+      priority?: number;
     };
     if (!body.name?.trim())
       return fail(reply, 422, 'validation_failed', 'Validation failed.', [{ path: '/name', message: 'required' }]);
@@ -359,6 +366,7 @@ export function registerFakeAdminApi(app: FastifyInstance, initial: Partial<Fake
       models: body.models ?? [],
       note: body.note ?? '',
       limits: { rpm: null, tpm: null, concurrent: null, ...body.limits },
+      priority: body.priority ?? 0,
     };
     state.keys.unshift(key);
     return reply.code(201).send({ key, secret });
@@ -373,6 +381,7 @@ export function registerFakeAdminApi(app: FastifyInstance, initial: Partial<Fake
     if (body.expiresAt !== undefined) key.expiresAt = body.expiresAt;
     if (body.note !== undefined) key.note = body.note;
     if (body.limits !== undefined) key.limits = { ...key.limits, ...body.limits };
+    if (body.priority !== undefined) key.priority = body.priority;
     if (body.revoked) {
       key.status = 'revoked';
       key.revokedAt = new Date().toISOString();
@@ -474,6 +483,7 @@ export function registerFakeAdminApi(app: FastifyInstance, initial: Partial<Fake
     let last = { upstream: JSON.stringify(upstream()), models: JSON.stringify(modelList()) };
     sse(res, 'upstream', last.upstream);
     sse(res, 'models', last.models);
+    liveLog(res, 'queue', { scope: 'replica', inflight: [], waiting: [] });
     for (const source of ['proxy', 'upstream', 'gateway'])
       liveLog(res, 'history', { source, text: state.logs[source] ?? '' });
     const timer = setInterval(() => {

@@ -2,14 +2,16 @@
  * `GET /api/live`: everything the dashboard follows, on one Server-Sent Events stream, so a
  * browser holds one connection however many pages and tabs it shows (HTTP/1.1 allows six per
  * host). Named events (`LiveEventMap` in src/admin-api/types.ts): llama-swap's status, the model
- * list, the proxy, upstream and Gatehouse logs with their history on connect, and gaps with their
- * reason. llama-swap's side comes from the shared live view; a new kind of event is one more
- * name in the map.
+ * list, the proxy, upstream and Gatehouse logs with their history on connect, gaps with their
+ * reason, and the admission queue (throttled). llama-swap's side comes from the shared live view;
+ * a new kind of event is one more name in the map.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { LiveEventMap, LiveEventName } from '../../admin-api/types.js';
 import type { UpstreamView } from '../../live/upstream-view.js';
 import type { LineBuffer } from '../../logging/line-buffer.js';
+import type { Scheduler } from '../../queue/scheduler.js';
+import { watchQueue } from './queue-watch.js';
 
 const PING_MS = 15_000;
 /** A stream outlives the request that opened it: the session is checked again this often. */
@@ -18,6 +20,9 @@ const SESSION_RECHECK_MS = 10_000;
 export interface LiveStreamDeps {
   view: UpstreamView;
   gatewayLog: LineBuffer;
+  /** The admission queue, sent as `queue` events. */
+  queue: Scheduler;
+  now?: () => number;
   /** Whether the caller may still follow (a sign-out or password change ends the stream). */
   stillSignedIn: (request: FastifyRequest) => Promise<boolean>;
 }
@@ -50,6 +55,7 @@ export function createLiveStreamHandler(deps: LiveStreamDeps) {
     send('history', { source: 'upstream', text: logs.upstream });
     const gatewayHistory = deps.gatewayLog.history();
     send('history', { source: 'gateway', text: gatewayHistory.length > 0 ? `${gatewayHistory.join('\n')}\n` : '' });
+    const unwatchQueue = watchQueue(deps.queue, (view) => send('queue', view), deps.now);
 
     const ping = setInterval(() => res.write(': ping\n\n'), PING_MS);
     const recheck = setInterval(() => {
@@ -63,6 +69,7 @@ export function createLiveStreamHandler(deps: LiveStreamDeps) {
       clearInterval(recheck);
       unwatch();
       unsubscribe();
+      unwatchQueue();
     });
   };
 }

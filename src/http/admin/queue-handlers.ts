@@ -6,23 +6,28 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { QueueView, QueuedCallView } from '../../admin-api/types.js';
 import type { QueueEntry, Scheduler } from '../../queue/scheduler.js';
 
+/** The queue as the admin API shows it; `now` turns the queue's ages into wall-clock times. */
+export function queueView(queue: Scheduler, now: () => number = Date.now): QueueView {
+  const at = now();
+  const view = (entry: QueueEntry): QueuedCallView => ({
+    id: entry.id,
+    model: entry.model ?? null,
+    key: entry.key,
+    phase: entry.phase,
+    since: new Date(at - entry.ageMs).toISOString(),
+    position: entry.position,
+    priority: entry.priority,
+  });
+  const entries = queue.snapshot();
+  return {
+    scope: 'replica',
+    inflight: entries.filter((e) => e.phase !== 'queued').map(view),
+    waiting: entries.filter((e) => e.phase === 'queued').map(view),
+  };
+}
+
 export function createQueueHandler(queue: Scheduler, now: () => number = Date.now) {
   return async function queueSnapshot(_request: FastifyRequest, _reply: FastifyReply): Promise<QueueView> {
-    const at = now();
-    const view = (entry: QueueEntry): QueuedCallView => ({
-      id: entry.id,
-      model: entry.model ?? null,
-      key: entry.key,
-      phase: entry.phase,
-      since: new Date(at - entry.ageMs).toISOString(),
-      position: entry.position,
-      priority: entry.priority,
-    });
-    const entries = queue.snapshot();
-    return {
-      scope: 'replica',
-      inflight: entries.filter((e) => e.phase !== 'queued').map(view),
-      waiting: entries.filter((e) => e.phase === 'queued').map(view),
-    };
+    return queueView(queue, now);
   };
 }

@@ -1,5 +1,5 @@
 /**
- * `GET /api/live`: the one EventSource a browser needs for upstream status, models and logs
+ * `GET /api/live`: the one EventSource a browser needs for upstream status, models, logs and the queue
  * (lib/live.svelte.ts shares it between tabs). Reconnecting is the caller's policy.
  */
 import type { LiveEventMap, LiveEventName } from '../../../src/admin-api/types.js';
@@ -15,7 +15,7 @@ export interface LiveStream {
   close(): void;
 }
 
-const EVENT_NAMES: readonly LiveEventName[] = ['upstream', 'models', 'history', 'log', 'gap'];
+const EVENT_NAMES: readonly LiveEventName[] = ['upstream', 'models', 'history', 'log', 'gap', 'queue'];
 
 export function openLiveStream(handlers: LiveStreamHandlers): LiveStream {
   const events = new EventSource('/api/live', { withCredentials: true });

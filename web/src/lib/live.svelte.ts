@@ -1,6 +1,6 @@
 /**
  * What the dashboard follows live (llama-swap's status, the models, the proxy, upstream and
- * Gatehouse logs), from one `/api/live` stream per browser: one tab leads (Web Locks) and holds
+ * Gatehouse logs, the admission queue), from one `/api/live` stream per browser: one tab leads (Web Locks) and holds
  * the EventSource, a BroadcastChannel carries its events to the other tabs, and a tab that joins
  * asks the leader for what it holds. The stream is closed while no tab of the browser is
  * visible and opened again, with a fresh snapshot, when one is. Started by the signed-in shell.
@@ -16,6 +16,7 @@ import {
   type LiveStream,
   type LiveUpstream,
   type ModelList,
+  type QueueView,
 } from '../api/index.js';
 import type { LinkStatus } from './live-link.js';
 import { appendBounded, joinHistory } from './live-text.js';
@@ -32,6 +33,7 @@ export interface LiveLogListener {
 interface Held {
   upstream: LiveUpstream | null;
   models: ModelList | null;
+  queue: QueueView | null;
   logs: Record<LiveLogSource, string>;
   link: LinkStatus;
 }
@@ -57,6 +59,7 @@ const SOURCES: readonly LiveLogSource[] = ['proxy', 'upstream', 'gateway'];
 class Live {
   upstream = $state.raw<LiveUpstream | null>(null);
   models = $state.raw<ModelList | null>(null);
+  queue = $state.raw<QueueView | null>(null);
   link = $state<LinkStatus>('connecting');
   /** Whether this tab holds the browser's connection. */
   leading = $state(false);
@@ -105,6 +108,7 @@ class Live {
     // Signed out: nothing of what was followed stays in the page.
     this.upstream = null;
     this.models = null;
+    this.queue = null;
     this.logs = { proxy: '', upstream: '', gateway: '' };
   }
 
@@ -221,6 +225,9 @@ class Live {
       case 'models':
         this.models = event.data;
         return;
+      case 'queue':
+        this.queue = event.data;
+        return;
       case 'history':
         return this.takeHistory(event.data.source, event.data.text);
       case 'log':
@@ -237,6 +244,7 @@ class Live {
   private adopt(held: Held): void {
     this.upstream = held.upstream;
     this.models = held.models;
+    this.queue = held.queue;
     this.link = held.link;
     for (const source of SOURCES) this.takeHistory(source, held.logs[source]);
   }
@@ -295,7 +303,7 @@ class Live {
   }
 
   private held(): Held {
-    return { upstream: this.upstream, models: this.models, logs: { ...this.logs }, link: this.link };
+    return { upstream: this.upstream, models: this.models, queue: this.queue, logs: { ...this.logs }, link: this.link };
   }
 
   private post(message: Message): void {
