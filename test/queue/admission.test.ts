@@ -91,6 +91,11 @@ async function holdingUpstream() {
   };
 }
 
+/** A scheduler on a clock the test moves, with the given caps and timeout. */
+function manualScheduler(clock: ManualClock, options: { maxInflight: number; queueTimeoutMs: number }): Scheduler {
+  return new Scheduler({ maxInflightPerModel: 0, swapFairnessMs: 30_000, queueMax: 10, clock, ...options });
+}
+
 let cleanup: Array<() => Promise<void>> = [];
 afterEach(async () => {
   for (const c of cleanup.reverse()) await c();
@@ -233,14 +238,7 @@ describe('the admission queue in front of llama-swap', () => {
 
   it('answers queue_timeout after GATEHOUSE_QUEUE_TIMEOUT, and never forwards the call', async () => {
     const clock = new ManualClock();
-    const queue = new Scheduler({
-      maxInflight: 1,
-      maxInflightPerModel: 0,
-      swapFairnessMs: 30_000,
-      queueTimeoutMs: 60_000,
-      queueMax: 10,
-      clock,
-    });
+    const queue = manualScheduler(clock, { maxInflight: 1, queueTimeoutMs: 60_000 });
     const { upstream, gateway } = await setUp({ maxInflight: 1 }, queue);
     const running = chat(gateway, 'running', 'qwen');
     await upstream.arrived(1);
@@ -281,14 +279,7 @@ describe('the admission queue in front of llama-swap', () => {
   for (const shape of ['envelope', 'legacy'] as const) {
     it(`sends a call llama-swap refused with 429 (${shape} shape) again after Retry-After, so the client sees one answer`, async () => {
       const clock = new ManualClock();
-      const queue = new Scheduler({
-        maxInflight: 0,
-        maxInflightPerModel: 0,
-        swapFairnessMs: 30_000,
-        queueTimeoutMs: 60_000,
-        queueMax: 10,
-        clock,
-      });
+      const queue = manualScheduler(clock, { maxInflight: 0, queueTimeoutMs: 60_000 });
       const { upstream, gateway } = await setUp({}, queue);
       const answer = chat(gateway, 'busy', 'qwen');
       (await upstream.arrived(1))[0]!.busy(shape);
@@ -306,14 +297,7 @@ describe('the admission queue in front of llama-swap', () => {
 
   it("passes llama-swap's 429 on once the call's time in the queue is up", async () => {
     const clock = new ManualClock();
-    const queue = new Scheduler({
-      maxInflight: 0,
-      maxInflightPerModel: 0,
-      swapFairnessMs: 30_000,
-      queueTimeoutMs: 500,
-      queueMax: 10,
-      clock,
-    });
+    const queue = manualScheduler(clock, { maxInflight: 0, queueTimeoutMs: 500 });
     const { upstream, gateway } = await setUp({}, queue);
     const answer = chat(gateway, 'busy', 'qwen');
     (await upstream.arrived(1))[0]!.busy('envelope');
@@ -325,14 +309,7 @@ describe('the admission queue in front of llama-swap', () => {
 
   it("makes a call wait for its key's concurrency slot, then 503 queue_timeout, never a 429", async () => {
     const clock = new ManualClock();
-    const queue = new Scheduler({
-      maxInflight: 0,
-      maxInflightPerModel: 0,
-      swapFairnessMs: 30_000,
-      queueTimeoutMs: 60_000,
-      queueMax: 10,
-      clock,
-    });
+    const queue = manualScheduler(clock, { maxInflight: 0, queueTimeoutMs: 60_000 });
     const { upstream, gateway } = await setUp({ queueTimeoutMs: 60_000 }, queue);
     const key = await createKey(gateway, { name: 'one-at-a-time', limits: { concurrent: 1 } });
     const auth = { authorization: `Bearer ${key.secret}` };
@@ -353,15 +330,7 @@ describe('the admission queue in front of llama-swap', () => {
   });
 
   describe('keep-alive for streaming calls (GATEHOUSE_SSE_KEEPALIVE)', () => {
-    const manualQueue = (clock: ManualClock) =>
-      new Scheduler({
-        maxInflight: 1,
-        maxInflightPerModel: 0,
-        swapFairnessMs: 30_000,
-        queueTimeoutMs: 600_000,
-        queueMax: 10,
-        clock,
-      });
+    const manualQueue = (clock: ManualClock) => manualScheduler(clock, { maxInflight: 1, queueTimeoutMs: 600_000 });
 
     /** A streaming call whose response bytes are collected as they arrive. */
     function streamingCall(gateway: TestGateway, path: string, body: object, headers: Record<string, string> = {}) {
