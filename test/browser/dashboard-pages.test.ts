@@ -292,7 +292,9 @@ describe('dashboard pages against the admin API contract', () => {
     expect(new URL(t.page.url()).pathname).toBe('/sign-in');
     await t.page.getByLabel('Admin password').fill(PASSWORD);
     await t.page.getByRole('button', { name: 'Sign in' }).click();
-    await t.page.getByRole('heading', { name: 'Models' }).waitFor();
+    // Exact: while its stream reconnects the page may say "Could not load the models" for a moment.
+    await t.page.getByRole('heading', { name: 'Models', exact: true }).waitFor();
+    await t.page.getByRole('heading', { name: 'Could not load the models' }).waitFor({ state: 'hidden' });
   });
 
   it('changes the password, switches the theme, and signs out', async () => {
