@@ -2,8 +2,7 @@
  * The admission queue seen from outside: a gateway with caps in front of an upstream that holds
  * each call until the test lets it answer, so who reaches llama-swap when is exact.
  */
-import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { request, type IncomingMessage } from 'node:http';
 import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Scheduler } from '../../src/queue/scheduler.js';
@@ -11,85 +10,8 @@ import type { Settings } from '../../src/settings.js';
 import { json, rawRequest, type RawResponse } from '../helpers/http.js';
 import { adminApi, createKey, recordFor, startUsageGateway } from '../usage/usage-helpers.js';
 import type { TestGateway } from '../helpers/gateway.js';
+import { startHoldingUpstream, STREAM_BODY } from '../helpers/holding-upstream.js';
 import { ManualClock } from './manual-clock.js';
-
-interface HeldCall {
-  id: string;
-  model: string;
-  answer(): void;
-  /** Answers as llama-swap does when its concurrency limit is full. */
-  busy(shape: 'envelope' | 'legacy'): void;
-  /** Streams two OpenAI chat deltas and `[DONE]`. */
-  stream(): void;
-  /** Answers with one of llama-swap's own errors. */
-  fail(status: number, message: string): void;
-}
-
-/** The bytes `stream()` sends, which a client must receive unchanged after any keep-alive comments. */
-const chunk = (delta: string, finish: string | null) =>
-  `data: ${JSON.stringify({
-    id: 'c',
-    object: 'chat.completion.chunk',
-    model: 'qwen',
-    choices: [{ index: 0, delta: { content: delta }, finish_reason: finish }],
-  })}\n\n`;
-const STREAM_BODY = chunk('Hel', null) + chunk('lo', 'stop') + 'data: [DONE]\n\n';
-
-const BUSY_BODIES = {
-  envelope: {
-    src: 'llama-swap',
-    error: { message: 'Too many requests', type: 'rate_limit_error', code: 'concurrency_limit' },
-  },
-  legacy: { error: 'Too many requests' },
-};
-
-/** An upstream that answers a chat completion only when told to; it notes each arrival. */
-async function holdingUpstream() {
-  const arrivals: HeldCall[] = [];
-  const waiters: Array<() => void> = [];
-  const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const body = chunks.length ? (JSON.parse(Buffer.concat(chunks).toString()) as { model?: string }) : {};
-      const model = body.model ?? '';
-      arrivals.push({
-        id: String(req.headers['x-request-id']),
-        model,
-        answer: () => {
-          res.writeHead(200, { 'content-type': 'application/json' });
-          res.end(JSON.stringify({ id: 'c', object: 'chat.completion', model, choices: [] }));
-        },
-        stream: () => {
-          res.writeHead(200, { 'content-type': 'text/event-stream' });
-          res.end(STREAM_BODY);
-        },
-        fail: (status, message) => {
-          res.writeHead(status, { 'content-type': 'application/json' });
-          res.end(
-            JSON.stringify({ src: 'llama-swap', error: { message, type: 'server_error', code: 'internal_error' } }),
-          );
-        },
-        busy: (shape) => {
-          res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '1' });
-          res.end(JSON.stringify(BUSY_BODIES[shape]));
-        },
-      });
-      for (const w of waiters.splice(0)) w();
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    arrivals,
-    /** Resolves once `n` calls have arrived. */
-    async arrived(n: number): Promise<HeldCall[]> {
-      while (arrivals.length < n) await new Promise<void>((resolve) => waiters.push(resolve));
-      return arrivals;
-    },
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
-}
 
 /** A scheduler on a clock the test moves, with the given caps and timeout. */
 function manualScheduler(clock: ManualClock, options: { maxInflight: number; queueTimeoutMs: number }): Scheduler {
@@ -103,7 +25,7 @@ afterEach(async () => {
 });
 
 async function setUp(overrides: Partial<Settings>, queue?: Scheduler) {
-  const upstream = await holdingUpstream();
+  const upstream = await startHoldingUpstream();
   const gateway = await startUsageGateway(upstream.url, overrides, queue ? { queue } : {});
   cleanup.push(
     () => upstream.close(),
