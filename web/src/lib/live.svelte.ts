@@ -21,6 +21,7 @@ import {
 import type { LinkStatus } from './live-link.js';
 import { appendBounded, joinHistory } from './live-text.js';
 import { electLeader, type TabLeadership } from './tab-leader.js';
+import { StreamBackoff } from './stream-backoff.js';
 
 export interface LiveLogListener {
   /** Replaces what is shown (on subscribe, and when a fresh snapshot arrives). */
@@ -73,8 +74,7 @@ class Live {
   /** Leader only: which tabs are visible. */
   private tabs = new Map<string, boolean>();
   private started = false;
-  private attempts = 0;
-  private openedAt = 0;
+  private readonly backoff = new StreamBackoff();
   private retryTimer: ReturnType<typeof setTimeout> | undefined;
   private pauseTimer: ReturnType<typeof setTimeout> | undefined;
 
@@ -158,10 +158,10 @@ class Live {
   }
 
   private connect(): void {
-    this.setLink(this.attempts > 0 ? 'reconnecting' : 'connecting');
+    this.setLink(this.backoff.attempts > 0 ? 'reconnecting' : 'connecting');
     this.stream = openLiveStream({
       open: () => {
-        this.openedAt = Date.now();
+        this.backoff.opened();
         this.setLink('live');
       },
       event: (name, data) => {
@@ -178,11 +178,7 @@ class Live {
 
   private async recover(): Promise<void> {
     this.setLink('reconnecting');
-    // A stream that lived a while earns a quick retry; one that keeps failing backs off.
-    if (this.openedAt !== 0 && Date.now() - this.openedAt > 10_000) this.attempts = 0;
-    this.openedAt = 0;
-    const delay = Math.min(10_000, 500 * 2 ** this.attempts);
-    this.attempts++;
+    const delay = this.backoff.next();
     try {
       const session = await getSession();
       if (!session.authenticated) {

@@ -6,6 +6,7 @@
  * marker and a live stream again.
  */
 import { getSession, notifyUnauthorized, openLogStream, type LogSource, type LogStream } from '../api/index.js';
+import { StreamBackoff } from './stream-backoff.js';
 
 export type FollowStatus = 'connecting' | 'live' | 'reconnecting' | 'stopped';
 
@@ -20,9 +21,8 @@ export interface FollowerEvents {
 export class LogFollower {
   private stream: LogStream | undefined;
   private timer: ReturnType<typeof setTimeout> | undefined;
-  private attempts = 0;
+  private readonly backoff = new StreamBackoff();
   private opened = false;
-  private openedAt = 0;
   private failed = false;
   private stopped = false;
 
@@ -51,7 +51,7 @@ export class LogFollower {
       { history: !this.opened },
       {
         open: () => {
-          this.openedAt = Date.now();
+          this.backoff.opened();
           this.events.status('live');
           if (this.failed && this.opened)
             this.events.marker(
@@ -74,11 +74,7 @@ export class LogFollower {
     if (this.stopped) return;
     this.failed = true;
     this.events.status('reconnecting');
-    // A stream that lived a while earns a quick retry; one that keeps closing at once backs off.
-    if (this.openedAt !== 0 && Date.now() - this.openedAt > 10_000) this.attempts = 0;
-    this.openedAt = 0;
-    const delay = Math.min(10_000, 500 * 2 ** this.attempts);
-    this.attempts++;
+    const delay = this.backoff.next();
     try {
       const session = await getSession();
       if (!session.authenticated) {
