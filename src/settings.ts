@@ -59,6 +59,8 @@ export interface Settings {
   /** Write a usage record per `/v1` call (and tap responses for tokens). */
   usageRecording: boolean;
   usageRetentionMs: number;
+  /** How long audit-log entries are kept. */
+  auditRetentionMs: number;
   /** Bytes of each request and response body kept in the request log; 0 = none. */
   usageCaptureBytes: number;
   /** Bearer token `GET /metrics` requires; unset = open. */
@@ -571,6 +573,15 @@ export const SETTINGS: ReadonlyArray<SettingSpec<keyof Settings>> = [
     default: '30d',
     parse: parseRetention,
     description: 'How long usage records are kept (pruned hourly, in small batches). At least 1h.',
+  },
+  {
+    key: 'auditRetentionMs',
+    env: 'GATEHOUSE_AUDIT_RETENTION',
+    default: '365d',
+    parse: parseRetention,
+    description:
+      'How long audit-log entries (who changed what in the admin API) are kept (pruned daily, in small ' +
+      'batches). At least 1h.',
   },
   {
     key: 'usageCaptureBytes',

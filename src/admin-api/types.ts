@@ -444,3 +444,63 @@ export interface QueueView {
   inflight: QueuedCallView[];
   waiting: QueuedCallView[];
 }
+
+// ---- Audit log (docs/admin-api.md, "Audit log") ----------------------------------------------
+
+/** Stable names of the recorded admin actions (docs/admin-api.md lists when each is written). */
+export type AuditAction =
+  | 'session.sign_in'
+  | 'session.sign_in_failed'
+  | 'session.sign_out'
+  | 'setup.complete'
+  | 'password.change'
+  | 'key.create'
+  | 'key.update'
+  | 'key.revoke'
+  | 'key.delete'
+  | 'config.save'
+  | 'config.format'
+  | 'model.load'
+  | 'model.unload'
+  | 'model.unload_all';
+
+/**
+ * Who acted: a dashboard session (its id; null for a sign-in that opened none), a script with
+ * the admin token, a user (named once users exist), or `gatehouse keys` on the server (`cli`,
+ * named after the operating-system account).
+ */
+export interface AuditActor {
+  kind: 'session' | 'admin-token' | 'user' | 'cli';
+  id: string | null;
+  name: string | null;
+}
+
+/** What was acted on: a key (id, name), a model (id), llama-swap's config (path, version written). */
+export interface AuditTarget {
+  kind: 'key' | 'model' | 'config';
+  id: string;
+  name: string | null;
+  version: string | null;
+}
+
+export type AuditOutcome = 'success' | 'failure';
+
+/** One entry of `GET /api/audit`. Never holds a secret, a key, a password or config text. */
+export interface AuditEntry {
+  id: string;
+  at: Iso;
+  actor: AuditActor;
+  /** The client address (as `GATEHOUSE_TRUSTED_PROXIES` allows); null for the CLI. */
+  client: string | null;
+  action: AuditAction;
+  target: AuditTarget | null;
+  outcome: AuditOutcome;
+  /** Why it failed: the error code (`admin_unauthorized`, `not_found`...); null on success. */
+  reason: string | null;
+}
+
+/** `GET /api/audit`: newest first; pass `nextBefore` as `before` for the next page. */
+export interface AuditPage {
+  entries: AuditEntry[];
+  nextBefore: string | null;
+}

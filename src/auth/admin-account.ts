@@ -37,7 +37,17 @@ export class AdminAccount {
 
   /** Stores a new password hash (the caller has checked `passwordProblem`). */
   async setPassword(password: string): Promise<void> {
-    await this.#meta.set(PASSWORD_META_KEY, await hashPassword(password, this.#cost));
+    await this.storePasswordHash(await this.hashPassword(password));
+  }
+
+  /** The stored form of a password (scrypt: slow on purpose, so not inside a transaction). */
+  hashPassword(password: string): Promise<string> {
+    return hashPassword(password, this.#cost);
+  }
+
+  /** Stores a hash from `hashPassword`; in `meta` when given (a transaction). */
+  async storePasswordHash(hash: string, meta: MetaStore = this.#meta): Promise<void> {
+    await meta.set(PASSWORD_META_KEY, hash);
   }
 
   /** False when no password exists yet. */
@@ -70,14 +80,15 @@ export class AdminAccount {
   /**
    * Checks `token` against the active setup token in constant time and, when it matches,
    * uses it up atomically: of two requests racing with the right token, one gets `claimed`.
+   * In `meta` when given (a transaction).
    */
-  async claimSetupToken(token: string): Promise<SetupClaim> {
-    const stored = await this.#meta.get(SETUP_TOKEN_META_KEY);
+  async claimSetupToken(token: string, meta: MetaStore = this.#meta): Promise<SetupClaim> {
+    const stored = await meta.get(SETUP_TOKEN_META_KEY);
     if (stored === undefined) return 'none';
     const expected = Buffer.from(stored, 'hex');
     const actual = createHash('sha256').update(token, 'utf8').digest();
     if (expected.length !== actual.length || !timingSafeEqual(expected, actual)) return 'mismatch';
-    return (await this.#meta.deleteIfEquals(SETUP_TOKEN_META_KEY, stored)) ? 'claimed' : 'none';
+    return (await meta.deleteIfEquals(SETUP_TOKEN_META_KEY, stored)) ? 'claimed' : 'none';
   }
 }
 

@@ -48,10 +48,13 @@ export class AdminSessions {
     this.#now = options.now ?? Date.now;
   }
 
-  /** Starts a session (and clears out expired ones while at it). */
-  async start(): Promise<StartedSession> {
+  /**
+   * Starts a session (and clears out expired ones while at it); in `store` when given (a
+   * transaction that also writes its audit entry).
+   */
+  async start(store: AdminSessionStore = this.#store): Promise<StartedSession> {
     const at = this.#now();
-    await this.#store.deleteExpired(at, at - this.#ttlMs);
+    await store.deleteExpired(at, at - this.#ttlMs);
     const token = randomBytes(TOKEN_BYTES).toString('base64url');
     const session: AdminSessionRecord = {
       id: randomUUID(),
@@ -60,7 +63,7 @@ export class AdminSessions {
       lastSeenAt: at,
       expiresAt: at + this.#maxAgeMs,
     };
-    await this.#store.create(session);
+    await store.create(session);
     return { token, session };
   }
 
@@ -85,14 +88,14 @@ export class AdminSessions {
     return session;
   }
 
-  /** Ends one session (sign-out). */
-  async end(id: string): Promise<void> {
-    await this.#store.delete(id);
+  /** Ends one session (sign-out); in `store` when given. */
+  async end(id: string, store: AdminSessionStore = this.#store): Promise<void> {
+    await store.delete(id);
   }
 
   /** Ends every session but `keepId` (every one when null); returns how many ended. */
-  endAllExcept(keepId: string | null): Promise<number> {
-    return this.#store.deleteAllExcept(keepId);
+  endAllExcept(keepId: string | null, store: AdminSessionStore = this.#store): Promise<number> {
+    return store.deleteAllExcept(keepId);
   }
 }
 

@@ -2,6 +2,9 @@
  * `gatehouse keys ...`: manage API keys from a shell, also while the server runs (the store
  * tolerates concurrent processes; the server notices changes within a second).
  *
+ * Every change is written with its audit entry in one transaction (actor `cli`, named after the
+ * operating-system account), so a change the audit log cannot record is not made.
+ *
  * Exit codes: 0 done, 1 refused or failed (unknown key, no confirmation, store error),
  * 2 usage error.
  */
@@ -17,6 +20,9 @@ import {
   type KeyView,
   type NewKeyInput,
 } from '../auth/api-keys.js';
+import type { AuditAction } from '../admin-api/types.js';
+import { cliActor } from '../audit/actor.js';
+import { AuditLog } from '../audit/audit-log.js';
 import { parseDuration } from '../settings.js';
 import {
   AmbiguousKeyReferenceError,
@@ -25,6 +31,7 @@ import {
   type KeyRecord,
   type Store,
   type StoreSettings,
+  type StoreTransaction,
 } from '../store/store.js';
 
 export interface KeysCliIo {
@@ -234,7 +241,7 @@ function limitsPatch(values: Parsed['values']): Partial<KeyLimits> {
 
 async function setLimits(store: Store, reference: string, limits: Partial<KeyLimits>, io: KeysCliIo): Promise<void> {
   const key = await resolveKey(store, reference);
-  const updated = await store.keys.update(key.id, { limits });
+  const updated = await auditedWrite(store, 'key.update', key, (tx) => tx.keys.update(key.id, { limits }));
   if (!updated) throw new Refused(`${describe(key)} was deleted meanwhile.`);
   const text = (['rpm', 'tpm', 'concurrent'] as const).map((k) => `${k} ${updated.limits[k] ?? 'none'}`).join(', ');
   io.stdout.write(`Limits of ${describe(updated)}: ${text}.\n`);
@@ -267,7 +274,7 @@ async function createKey(
   nowMs: number,
 ): Promise<void> {
   const { record, secret } = newKeyRecord(input, nowMs);
-  await store.keys.create(record);
+  await auditedWrite(store, 'key.create', record, (tx) => tx.keys.create(record));
   if (quiet) {
     io.stdout.write(`${secret}\n`);
     return;
@@ -333,7 +340,7 @@ async function revokeKey(store: Store, reference: string, io: KeysCliIo): Promis
     io.stdout.write(`${describe(key)} was already revoked at ${new Date(key.revokedAt).toISOString()}.\n`);
     return;
   }
-  await store.keys.update(key.id, { revokedAt: Date.now() });
+  await auditedWrite(store, 'key.revoke', key, (tx) => tx.keys.update(key.id, { revokedAt: Date.now() }));
   io.stdout.write(`Revoked ${describe(key)}. Clients using it are refused from now on.\n`);
 }
 
@@ -356,13 +363,30 @@ async function deleteKey(store: Store, reference: string, yes: boolean, io: Keys
     const answer = await ask(io, `Delete ${describe(key)}${isLast ? ' and open the API' : ''}? [y/N] `);
     if (!/^y(es)?$/i.test(answer.trim())) throw new Refused('Not deleted.');
   }
-  await store.keys.delete(key.id);
+  await auditedWrite(store, 'key.delete', key, (tx) => tx.keys.delete(key.id));
   const remaining = await store.keys.count();
   io.stdout.write(
     `Deleted ${describe(key)}. ${remaining} key${remaining === 1 ? '' : 's'} remain${remaining === 1 ? 's' : ''}.\n`,
   );
   if (remaining === 0)
     io.stderr.write('Warning: no API keys remain: the API is now open, every client is let in without a key.\n');
+}
+
+/** A key write and its audit entry, in one transaction: the CLI changes nothing it cannot record. */
+function auditedWrite<T>(
+  store: Store,
+  action: AuditAction,
+  key: Pick<KeyRecord, 'id' | 'name'>,
+  work: (tx: StoreTransaction) => Promise<T>,
+): Promise<T> {
+  return new AuditLog(store).commit(work, () => ({
+    actor: cliActor(),
+    client: null,
+    action,
+    target: { kind: 'key', id: key.id, name: key.name, version: null },
+    outcome: 'success',
+    reason: null,
+  }));
 }
 
 async function resolveKey(store: Store, reference: string): Promise<KeyRecord> {

@@ -159,6 +159,12 @@ export const CATALOGUE = {
     anthropicType: 'api_error',
     message: 'Internal gateway error.',
   },
+  audit_write_failed: {
+    status: 500,
+    openaiType: 'server_error',
+    anthropicType: 'api_error',
+    message: 'The audit log could not be written.',
+  },
   upstream_error: {
     status: 500,
     openaiType: 'server_error',

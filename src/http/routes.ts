@@ -42,7 +42,11 @@
  *   GET  /api/usage/summary?range=&groupBy=   totals + series   admin → handler
  *   GET  /api/usage/requests?key=&model=&status=&from=&to=&cursor=&limit=   request log   admin → handler
  *   GET  /api/usage/requests/:id   one call + captured bodies   admin → handler
+ *   GET  /api/audit?limit=&before=&action=   who changed what, newest first   admin → handler
  *
+ * Audited (`http/admin/audited.ts`): setup, login, logout, password, key writes, config save and
+ * format, model load/unload/unload-all. Each call that reaches its handler leaves one entry; a
+ * store change commits with its entry, so an entry that cannot be written fails the action (500).
  *   GET  /*            dashboard (web/dist): /assets immutable, SPA fallback for HTML; never /api or /v1
  *
  * Every `/api/*` route must carry the admin chain or be listed in PUBLIC_ADMIN_ROUTES: an
@@ -81,6 +85,10 @@ import type { TapFactory } from '../core/steps.js';
 import { readModel } from '../proxy/read-model.js';
 import { cachedCatalog, type ModelCatalog } from '../auth/model-access.js';
 import { join } from 'node:path';
+import { AuditLog } from '../audit/audit-log.js';
+import { AuditRetention } from '../audit/retention.js';
+import { createAuditHandler } from './admin/audit-handlers.js';
+import { createAudited } from './admin/audited.js';
 import { createConfigHandlers } from './admin/config-handlers.js';
 import { createEndpointsHandler } from './admin/endpoints-handlers.js';
 import { createKeyHandlers } from './admin/keys-handlers.js';
@@ -238,6 +246,15 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
     const open = { onRequest: checks };
     const admin = { onRequest: [...checks, session] };
 
+    const auditLog = new AuditLog(store, { now, logger: deps.logger });
+    const audited = createAudited(auditLog, clientAddress);
+    const auditRetention = new AuditRetention(store.audit, {
+      retentionMs: deps.settings.auditRetentionMs,
+      now,
+      onError: (error) => deps.logger.error({ err: error }, 'pruning old audit entries failed'),
+    });
+    app.addHook('onClose', async () => auditRetention.close());
+
     const account = new AdminAccount(store.meta);
     const s = createSessionHandlers({
       account,
@@ -250,21 +267,25 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
     app.post(
       '/api/setup',
       { onRequest: [...checks, setupPending(account), setupLimit.check], onResponse: setupLimit.settle },
-      s.setup,
+      audited('setup.complete', s.setup),
     );
-    app.post('/api/login', { onRequest: [...checks, loginLimit.check], onResponse: loginLimit.settle }, s.login);
-    app.post('/api/logout', admin, s.logout);
+    app.post(
+      '/api/login',
+      { onRequest: [...checks, loginLimit.check], onResponse: loginLimit.settle },
+      audited('session.sign_in', s.login, { failureAction: 'session.sign_in_failed' }),
+    );
+    app.post('/api/logout', admin, audited('session.sign_out', s.logout));
     app.post(
       '/api/password',
       { onRequest: [...checks, session, loginLimit.check], onResponse: loginLimit.settle },
-      s.changePassword,
+      audited('password.change', s.changePassword),
     );
 
     const keys = createKeyHandlers({ store, index });
     app.get('/api/keys', admin, keys.list);
-    app.post('/api/keys', admin, keys.create);
-    app.patch('/api/keys/:id', admin, keys.update);
-    app.delete('/api/keys/:id', admin, keys.remove);
+    app.post('/api/keys', admin, audited('key.create', keys.create));
+    app.patch('/api/keys/:id', admin, audited('key.update', keys.update));
+    app.delete('/api/keys/:id', admin, audited('key.delete', keys.remove));
     app.get('/api/limits', admin, createLimitsHandler(usage.limits));
     app.get('/api/queue', admin, createQueueHandler(deps.queue, deps.now));
     app.get('/api/queue/stream', admin, createQueueStreamHandler(deps.queue, deps.now));
@@ -274,9 +295,9 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
     const models = createModelHandlers({ upstream: deps.admin.llamaSwap, view, logger: deps.logger });
     app.get('/api/upstream', admin, models.upstreamStatus);
     app.get('/api/models', admin, models.list);
-    app.post('/api/models/unload-all', admin, models.unloadAll);
-    app.post('/api/models/:id/load', admin, models.load);
-    app.post('/api/models/:id/unload', admin, models.unload);
+    app.post('/api/models/unload-all', admin, audited('model.unload_all', models.unloadAll));
+    app.post('/api/models/:id/load', admin, audited('model.load', models.load));
+    app.post('/api/models/:id/unload', admin, audited('model.unload', models.unload));
     app.get(
       '/api/logs/stream',
       admin,
@@ -300,9 +321,9 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
       const config = createConfigHandlers({ editor: deps.configEditor, onConfigChanged: () => void view.refresh() });
       const adminConfigText = { ...admin, bodyLimit: CONFIG_BODY_LIMIT_BYTES };
       app.get('/api/config', admin, config.load);
-      app.put('/api/config', adminConfigText, config.save);
+      app.put('/api/config', adminConfigText, audited('config.save', config.save));
       app.post('/api/config/validate', adminConfigText, config.validate);
-      app.post('/api/config/format', adminConfigText, config.format);
+      app.post('/api/config/format', adminConfigText, audited('config.format', config.format));
       app.get('/api/config/reload-status', admin, config.reloadStatus);
     }
 
@@ -310,6 +331,7 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
     app.get('/api/usage/summary', admin, usageApi.summary);
     app.get('/api/usage/requests', admin, usageApi.requests);
     app.get('/api/usage/requests/:id', admin, usageApi.request);
+    app.get('/api/audit', admin, createAuditHandler(store.audit));
   }
 
   registerDashboard(app, { root: defaultDashboardRoot() });

@@ -5,6 +5,7 @@
  */
 import { sql, type Insertable, type Kysely, type Selectable, type Updateable } from 'kysely';
 import type { AdminSessionsTable, ApiKeysTable, Database } from './schema.js';
+import { createAuditStore } from './audit-queries.js';
 import { createUsageStore, type AppendUsage } from './usage-queries.js';
 import {
   AmbiguousKeyReferenceError,
@@ -26,6 +27,12 @@ export interface DialectHooks {
    * commit through `PRAGMA data_version`).
    */
   writeKeys<T>(db: Kysely<Database>, write: (db: Kysely<Database>) => Promise<T>): Promise<T>;
+  /**
+   * Runs `work` on one connection inside one transaction (`writeKeys` inside it joins it).
+   * SQLite begins IMMEDIATE: a deferred transaction that reads first could not take the write
+   * lock later once another connection (the usage thread, the CLI) had committed.
+   */
+  transaction<T>(db: Kysely<Database>, work: (db: Kysely<Database>) => Promise<T>): Promise<T>;
   watchKeys(onChange: () => void): () => void;
   /** Writes a batch of usage records and its rollups in one transaction. */
   appendUsage: AppendUsage;
@@ -193,6 +200,12 @@ export function createKyselyStore(db: Kysely<Database>, hooks: DialectHooks): St
     meta,
     sessions,
     usage: createUsageStore(db, hooks.appendUsage),
+    audit: createAuditStore(db),
+    transaction: (work) =>
+      hooks.transaction(db, (conn) => {
+        const scoped = createKyselyStore(conn, hooks);
+        return work({ keys: scoped.keys, meta: scoped.meta, sessions: scoped.sessions, audit: scoped.audit });
+      }),
     watchKeys: (onChange) => hooks.watchKeys(onChange),
     close() {
       closing ??= (async () => {

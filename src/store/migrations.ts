@@ -152,6 +152,29 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
       await db.schema.alterTable('usage_requests').addColumn('queue_ms', 'double precision').execute();
     },
   },
+  /** Who changed what in the admin API: newest-first pages, by action too, and the retention prune. */
+  '0008_audit_log': {
+    async up(db: Kysely<unknown>): Promise<void> {
+      await db.schema
+        .createTable('audit_log')
+        .addColumn('id', 'text', (c) => c.notNull())
+        .addColumn('at', 'bigint', (c) => c.notNull())
+        .addColumn('actor_kind', 'text', (c) => c.notNull())
+        .addColumn('actor_id', 'text')
+        .addColumn('actor_name', 'text')
+        .addColumn('client', 'text')
+        .addColumn('action', 'text', (c) => c.notNull())
+        .addColumn('target_kind', 'text')
+        .addColumn('target_id', 'text')
+        .addColumn('target_name', 'text')
+        .addColumn('target_version', 'text')
+        .addColumn('outcome', 'text', (c) => c.notNull().check(sql`outcome in ('success', 'failure')`))
+        .addColumn('reason', 'text')
+        .addPrimaryKeyConstraint('audit_log_pk', ['at', 'id'])
+        .execute();
+      await db.schema.createIndex('audit_log_action_idx').on('audit_log').columns(['action', 'at', 'id']).execute();
+    },
+  },
 };
 
 /**

@@ -63,13 +63,17 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
   return createKyselyStore(db, {
     kind: 'postgres',
     migrationsApplied,
-    writeKeys: (conn, write) =>
-      conn.transaction().execute(async (trx) => {
+    writeKeys: (conn, write) => {
+      const writeAndNotify = async (trx: Kysely<Database>) => {
         const result = await write(trx);
         // Delivered on commit only, so listeners never reload before the change is visible.
         await sql`select pg_notify(${channel}, ${instanceId})`.execute(trx);
         return result;
-      }),
+      };
+      // Inside `store.transaction` the write joins it (and notifies when it commits).
+      return conn.isTransaction ? writeAndNotify(conn) : conn.transaction().execute(writeAndNotify);
+    },
+    transaction: (conn, work) => conn.transaction().execute(work),
     appendUsage: usageAppender(pool, db),
     watchKeys: watcher.watchKeys,
     stop: () => watcher.stop(),

@@ -95,6 +95,24 @@ export interface UsageRollupTable {
   [latencyColumn: `lat_${string}`]: number;
 }
 
+/** One audit-log entry (`AuditRecord`); the target's columns are all null when it has none. */
+export interface AuditLogTable {
+  id: string;
+  at: Int8;
+  actor_kind: string;
+  actor_id: string | null;
+  actor_name: string | null;
+  client: string | null;
+  action: string;
+  target_kind: string | null;
+  target_id: string | null;
+  target_name: string | null;
+  target_version: string | null;
+  /** `success` or `failure` (a CHECK constraint). */
+  outcome: string;
+  reason: string | null;
+}
+
 export interface Database {
   api_keys: ApiKeysTable;
   meta: MetaTable;
@@ -102,4 +120,5 @@ export interface Database {
   usage_requests: UsageRequestsTable;
   usage_minutes: UsageRollupTable;
   usage_hours: UsageRollupTable;
+  audit_log: AuditLogTable;
 }

@@ -9,7 +9,7 @@ import { existsSync, linkSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { dirname, join, resolve } from 'node:path';
 import BetterSqlite3 from 'better-sqlite3';
-import { Kysely, SqliteDialect } from 'kysely';
+import { Kysely, SqliteDialect, sql } from 'kysely';
 import { ChangeListeners, createKyselyStore } from './kysely-store.js';
 import { migrateToLatest } from './migrations.js';
 import { createUsageWriteThread } from './sqlite-usage-thread.js';
@@ -76,6 +76,19 @@ async function openNow(file: string, options: SqliteStoreOptions): Promise<Store
     kind: 'sqlite',
     migrationsApplied,
     writeKeys: (conn, write) => write(conn),
+    // One connection for the whole transaction: Kysely's SQLite driver lends it to nobody else meanwhile.
+    transaction: (conn, work) =>
+      conn.connection().execute(async (one) => {
+        await sql`begin immediate`.execute(one);
+        try {
+          const result = await work(one);
+          await sql`commit`.execute(one);
+          return result;
+        } catch (error) {
+          await sql`rollback`.execute(one).catch(() => {});
+          throw error;
+        }
+      }),
     appendUsage: (records) => usageThread.append(records),
     watchKeys: watcher.watchKeys,
     stop: async () => {

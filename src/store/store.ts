@@ -6,6 +6,7 @@
  * the embedded SQLite file in `dataDir`. Either way the schema is created and migrated during
  * the open, so a fresh data directory or an empty database just works.
  */
+import type { AuditAction, AuditActor, AuditOutcome, AuditTarget } from '../admin-api/types.js';
 
 /** Per-key limits; `null` means "no limit of this kind". */
 export interface KeyLimits {
@@ -273,6 +274,45 @@ export interface UsageStore {
   count(): Promise<number>;
 }
 
+/**
+ * One audit-log entry as stored (`AuditEntry` of the admin API, with epoch-ms time). Built from
+ * names and ids only: the store never sees a secret, a key, a password or config text.
+ */
+export interface AuditRecord {
+  /** Time-ordered (`newUsageId`: it begins with `at`), the tie-breaker of the (at, id) order. */
+  id: string;
+  at: number;
+  actor: AuditActor;
+  client: string | null;
+  action: AuditAction;
+  target: AuditTarget | null;
+  outcome: AuditOutcome;
+  reason: string | null;
+}
+
+export interface AuditListQuery {
+  action?: AuditAction;
+  /** Entries strictly older than this time, or than this entry when `id` is given. */
+  before?: { at: number; id?: string };
+  limit: number;
+}
+
+export interface AuditStore {
+  append(record: AuditRecord): Promise<void>;
+  /** Newest first (by `at`, then `id`), filtered; at most `limit` entries. */
+  list(query: AuditListQuery): Promise<AuditRecord[]>;
+  /** Deletes at most `limit` entries older than `before`; returns how many. The caller repeats until 0. */
+  prune(before: number, limit: number): Promise<number>;
+}
+
+/** The stores one transaction writes through (`Store.transaction`). */
+export interface StoreTransaction {
+  readonly keys: KeyStore;
+  readonly meta: MetaStore;
+  readonly sessions: AdminSessionStore;
+  readonly audit: AuditStore;
+}
+
 export interface Store {
   /** `sqlite` or `postgres`, for logs and diagnostics. */
   readonly kind: 'sqlite' | 'postgres';
@@ -283,6 +323,13 @@ export interface Store {
   readonly sessions: AdminSessionStore;
   /** The request log and its rollups (`usage/`). */
   readonly usage: UsageStore;
+  /** Who changed what in the admin API (`audit/`). */
+  readonly audit: AuditStore;
+  /**
+   * Runs `work` in one transaction: everything it writes through `tx` commits together or not
+   * at all (an action and its audit entry). Keep it short: on SQLite it holds the write lock.
+   */
+  transaction<T>(work: (tx: StoreTransaction) => Promise<T>): Promise<T>;
   /**
    * Calls `onChange` when another connection or process changed the keys (the CLI, another
    * replica). Writes through this store are not reported: their caller knows already.

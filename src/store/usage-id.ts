@@ -1,8 +1,8 @@
 /**
- * Usage record ids: `<time>-<process tag>-<counter>`, the call's time in base36 (9 digits, so
- * ids sort like the time they carry), a random tag per process (replicas share a database) and
- * a counter. The request log is keyed by (at, id), and a call is found by its id alone because
- * the id says which `at` to look in (`usageIdTime`).
+ * Usage record ids (and audit entry ids, which page the same way): `<time>-<process tag>-<counter>`,
+ * the call's time in base36 (9 digits, so ids sort like the time they carry), a random tag per
+ * process (replicas share a database) and a counter. The request log is keyed by (at, id), and a
+ * call is found by its id alone because the id says which `at` to look in (`usageIdTime`).
  */
 import { randomBytes } from 'node:crypto';
 

@@ -11,6 +11,8 @@ import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { hashApiKey } from '../../src/auth/api-keys.js';
 import { authenticateClient } from '../../src/auth/client-auth.js';
 import { KeyIndex } from '../../src/auth/key-index.js';
+import { AuditLog } from '../../src/audit/audit-log.js';
+import { createAudited } from '../../src/http/admin/audited.js';
 import { createKeyHandlers } from '../../src/http/admin/keys-handlers.js';
 import { isGatewayError } from '../../src/core/errors.js';
 import { errorBody } from '../../src/core/render-error.js';
@@ -33,15 +35,17 @@ beforeEach(async () => {
   store = await openSqliteStore({ dataDir: join(root, `t${n++}`) });
   index = await KeyIndex.open(store);
   const handlers = createKeyHandlers({ store, index, now: () => clock });
+  const audited = createAudited(new AuditLog(store, { now: () => clock }), () => '127.0.0.1');
   app = Fastify();
+  app.decorateRequest('adminIdentity', null);
   app.setErrorHandler((error, _request, reply) => {
     if (isGatewayError(error)) return reply.code(error.status).send(errorBody(error, 'admin'));
     return reply.code(500).send({ unexpected: String(error) });
   });
   app.get('/api/keys', handlers.list);
-  app.post('/api/keys', handlers.create);
-  app.patch('/api/keys/:id', handlers.update);
-  app.delete('/api/keys/:id', handlers.remove);
+  app.post('/api/keys', audited('key.create', handlers.create));
+  app.patch('/api/keys/:id', audited('key.update', handlers.update));
+  app.delete('/api/keys/:id', audited('key.delete', handlers.remove));
   await app.ready();
 });
 

@@ -13,7 +13,10 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
 import { ConfigEditor, type ConfigEditorOptions } from '../../src/config-editor/config-editor.js';
+import { AuditLog } from '../../src/audit/audit-log.js';
+import { createAudited } from '../../src/http/admin/audited.js';
 import { createConfigHandlers } from '../../src/http/admin/config-handlers.js';
+import { openSqliteStore } from '../../src/store/sqlite.js';
 import { GatewayError, isGatewayError } from '../../src/core/errors.js';
 import { errorBody } from '../../src/core/render-error.js';
 import { rawRequest, type RawResponse } from '../helpers/http.js';
@@ -72,12 +75,18 @@ export interface EditorServer {
 
 /**
  * The config routes exactly as the route table registers them (minus the admin chain, which
- * has its own tests), with the error handler of `src/app.ts` reduced to the admin shape.
+ * has its own tests), with the error handler of `src/app.ts` reduced to the admin shape. Saves
+ * and formats are audited into a real SQLite store of its own.
  */
 export async function startEditorServer(options: ConfigEditorOptions): Promise<EditorServer> {
   // Never GitHub: a test that forgets to choose a schema URL gets one where nothing listens.
   const editor = new ConfigEditor({ defaultSchemaUrl: 'http://127.0.0.1:9/config-schema.json', ...options });
+  // Apart from the config's directory, whose listing the tests compare.
+  const storeDir = await mkdtemp(join(tmpdir(), 'gatehouse-editor-audit-'));
+  const store = await openSqliteStore({ dataDir: storeDir });
+  const audited = createAudited(new AuditLog(store), () => '127.0.0.1');
   const app = Fastify({ logger: false });
+  app.decorateRequest('adminIdentity', null);
   app.setErrorHandler((error: FastifyError, _request, reply) => {
     let gatewayError: GatewayError;
     if (isGatewayError(error)) gatewayError = error;
@@ -87,9 +96,9 @@ export async function startEditorServer(options: ConfigEditorOptions): Promise<E
   });
   const config = createConfigHandlers({ editor });
   app.get('/api/config', config.load);
-  app.put('/api/config', config.save);
+  app.put('/api/config', audited('config.save', config.save));
   app.post('/api/config/validate', config.validate);
-  app.post('/api/config/format', config.format);
+  app.post('/api/config/format', audited('config.format', config.format));
   app.get('/api/config/reload-status', config.reloadStatus);
   await app.listen({ port: 0, host: '127.0.0.1' });
   const url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
@@ -109,6 +118,8 @@ export async function startEditorServer(options: ConfigEditorOptions): Promise<E
     async close() {
       editor.close();
       await app.close();
+      await store.close();
+      await rm(storeDir, { recursive: true, force: true });
     },
   };
 }

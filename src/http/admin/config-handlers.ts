@@ -2,7 +2,8 @@
  * Admin API for llama-swap's config.yaml: `GET/PUT /api/config`, `POST /api/config/validate`,
  * `POST /api/config/format`, `GET /api/config/reload-status`. Routes and the admin chain are
  * declared in the route table; these are only the handlers. The work is in
- * `src/config-editor/`; here bodies are checked and answers shaped.
+ * `src/config-editor/`; here bodies are checked and answers shaped. Save and format are audited
+ * (`audited.ts`): the entry names the file and the version written, never the text.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type {
@@ -14,9 +15,10 @@ import type {
 } from '../../admin-api/types.js';
 import type { ConfigEditor } from '../../config-editor/config-editor.js';
 import { GatewayError } from '../../core/errors.js';
+import type { AuditedHandler, AuditScope } from './audited.js';
 
 export interface ConfigHandlerDeps {
-  editor: Pick<ConfigEditor, 'load' | 'validate' | 'format' | 'save' | 'reloadStatus'>;
+  editor: Pick<ConfigEditor, 'load' | 'validate' | 'format' | 'save' | 'reloadStatus' | 'target'>;
   /** Told after a save and after a reload was seen, so the dashboards' model list is read again. */
   onConfigChanged?: () => void;
 }
@@ -25,9 +27,9 @@ type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown
 
 export interface ConfigHandlers {
   load: Handler;
-  save: Handler;
+  save: AuditedHandler;
   validate: Handler;
-  format: Handler;
+  format: AuditedHandler;
   reloadStatus: Handler;
 }
 
@@ -35,15 +37,23 @@ export interface ConfigHandlers {
 const RELOAD_STATUS_MAX_WAIT_MS = 25_000;
 
 export function createConfigHandlers({ editor, onConfigChanged }: ConfigHandlerDeps): ConfigHandlers {
+  /** The file as configured (no target when the editor is off and no path is set). */
+  const configTarget = async (audit: AuditScope) => {
+    const target = await editor.target();
+    audit.target = target.path === null ? null : { kind: 'config', id: target.path, name: null, version: null };
+  };
+
   return {
     async load(_request, reply) {
       void reply.header('cache-control', 'no-store');
       return editor.load() satisfies Promise<ConfigLoad>;
     },
 
-    async save(request) {
+    async save(request, _reply, audit) {
+      await configTarget(audit);
       const body = readBody(request.body, ['text', 'version']);
       const saved = await (editor.save(body.text, body.version) satisfies Promise<ConfigSaved>);
+      audit.target = { kind: 'config', id: saved.path, name: null, version: saved.version };
       onConfigChanged?.();
       return saved;
     },
@@ -53,7 +63,8 @@ export function createConfigHandlers({ editor, onConfigChanged }: ConfigHandlerD
       return editor.validate(body.text) satisfies Promise<ConfigValidation>;
     },
 
-    async format(request) {
+    async format(request, _reply, audit) {
+      await configTarget(audit);
       const body = readBody(request.body, ['text']);
       return editor.format(body.text) satisfies Promise<ConfigFormatted>;
     },

@@ -4,15 +4,16 @@
  * oldest first (the store's order); the dashboard shows it newest first.
  *
  * Responses never carry a key's hash; the raw key appears once, in the answer to the POST
- * that created it. After every write the key index reloads before the handler answers, so the
- * next `/v1` request already sees the change.
+ * that created it. Every write commits with its audit entry (`audited.ts`); after it the key
+ * index reloads before the handler answers, so the next `/v1` request already sees the change.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { CreatedKey, DeletedKey, KeyList, UpdatedKey } from '../../admin-api/types.js';
 import { newKeyRecord, parseIsoTimestamp, toKeyView, type NewKeyInput } from '../../auth/api-keys.js';
 import type { KeyIndex } from '../../auth/key-index.js';
-import type { KeyLimits, KeyPatch, Store } from '../../store/store.js';
+import type { KeyLimits, KeyPatch, KeyRecord, Store } from '../../store/store.js';
 import { GatewayError } from '../../core/errors.js';
+import type { AuditedHandler, AuditScope } from './audited.js';
 
 export interface KeysHandlerDeps {
   store: Store;
@@ -24,9 +25,14 @@ type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown
 
 export interface KeysHandlers {
   list: Handler;
-  create: Handler;
-  update: Handler;
-  remove: Handler;
+  create: AuditedHandler;
+  update: AuditedHandler;
+  remove: AuditedHandler;
+}
+
+/** An audit entry's target: the key's id and its name (never its secret or hash). */
+function keyTarget(audit: AuditScope, key: Pick<KeyRecord, 'id' | 'name'>): void {
+  audit.target = { kind: 'key', id: key.id, name: key.name, version: null };
 }
 
 export function createKeyHandlers({ store, index, now = Date.now }: KeysHandlerDeps): KeysHandlers {
@@ -46,31 +52,35 @@ export function createKeyHandlers({ store, index, now = Date.now }: KeysHandlerD
       return { keys: (await store.keys.list()).map((key) => toKeyView(key, at)) } satisfies KeyList;
     },
 
-    async create(request, reply) {
+    async create(request, reply, audit) {
       const at = now();
       const input = parseCreateBody(request.body, at);
       const { record, secret } = newKeyRecord(input, at);
-      await store.keys.create(record);
+      keyTarget(audit, record);
+      await audit.commit((tx) => tx.keys.create(record));
       await index.reload();
       reply.code(201);
       return { key: toKeyView(record, at), secret } satisfies CreatedKey;
     },
 
-    async update(request) {
+    async update(request, _reply, audit) {
       const at = now();
       const { patch, revoke } = parsePatchBody(request.body);
+      if (revoke) audit.action = 'key.revoke';
       const existing = await findOr404(request);
+      keyTarget(audit, { id: existing.id, name: patch.name ?? existing.name });
       // Revoking twice keeps the first revocation time.
       if (revoke) patch.revokedAt = existing.revokedAt ?? at;
-      const updated = await store.keys.update(existing.id, patch);
+      const updated = await audit.commit((tx) => tx.keys.update(existing.id, patch));
       if (!updated)
         throw new GatewayError('not_found', { message: `No API key with id ${JSON.stringify(existing.id)}.` });
       await index.reload();
       return { key: toKeyView(updated, at) } satisfies UpdatedKey;
     },
 
-    async remove(request) {
+    async remove(request, _reply, audit) {
       const key = await findOr404(request);
+      keyTarget(audit, key);
       const count = await store.keys.count();
       if (count <= 1 && !lastKeyConfirmed(request)) {
         throw new GatewayError('conflict', {
@@ -81,7 +91,7 @@ export function createKeyHandlers({ store, index, now = Date.now }: KeysHandlerD
           details: [{ path: '/confirm', message: 'required to delete the last key: "last"' }],
         });
       }
-      await store.keys.delete(key.id);
+      await audit.commit((tx) => tx.keys.delete(key.id));
       await index.reload();
       const remaining = await store.keys.count();
       return (

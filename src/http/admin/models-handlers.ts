@@ -2,7 +2,7 @@
  * Admin API for llama-swap's models: the list and llama-swap's status, answered from the shared
  * live view (so polling dashboards add no request to llama-swap), and load, unload, unload all,
  * after which the view reads the list again. An unreachable llama-swap is reported as such
- * (`reachable: false`), never as an empty list.
+ * (`reachable: false`), never as an empty list. Load and unloads are audited (`audited.ts`).
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
@@ -12,20 +12,22 @@ import { describeUpstreamError } from '../../live/upstream-reason.js';
 import type { LlamaSwapClient } from '../../upstream/llama-swap-client.js';
 import { UpstreamError } from '../../upstream/errors.js';
 import { GatewayError } from '../../core/errors.js';
+import type { AuditedHandler, AuditScope } from './audited.js';
 
 type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
 
 export function createModelHandlers(deps: { upstream: LlamaSwapClient; view: UpstreamView; logger: Logger }): {
   upstreamStatus: Handler;
   list: Handler;
-  load: Handler;
-  unload: Handler;
-  unloadAll: Handler;
+  load: AuditedHandler;
+  unload: AuditedHandler;
+  unloadAll: AuditedHandler;
 } {
   const { upstream, view, logger } = deps;
-  const idParam = (request: FastifyRequest) => {
+  const idParam = (request: FastifyRequest, audit: AuditScope) => {
     const id = (request.params as { id?: string }).id;
     if (!id) throw new GatewayError('bad_request', { message: 'A model id is required.' });
+    audit.target = { kind: 'model', id, name: null, version: null };
     return id;
   };
 
@@ -44,8 +46,8 @@ export function createModelHandlers(deps: { upstream: LlamaSwapClient; view: Ups
       }) satisfies ModelList;
     },
 
-    async load(request, reply) {
-      const id = idParam(request);
+    async load(request, reply, audit) {
+      const id = idParam(request, audit);
       // llama-swap's load blocks until the model is healthy (minutes for big models); the page
       // follows the state by polling, so answer once llama-swap has taken the request.
       const loading = upstream.load(id).catch((error: unknown) => {
@@ -68,8 +70,8 @@ export function createModelHandlers(deps: { upstream: LlamaSwapClient; view: Ups
       return { state: early } satisfies ModelStateChange;
     },
 
-    async unload(request) {
-      const id = idParam(request);
+    async unload(request, _reply, audit) {
+      const id = idParam(request, audit);
       const result = await upstream.unload(id).catch((error: unknown) => {
         throw toGatewayError(error);
       });

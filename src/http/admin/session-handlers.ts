@@ -2,16 +2,21 @@
  * Admin API for the dashboard's session: `GET /api/session`, `POST /api/setup`,
  * `POST /api/login`, `POST /api/logout`, `POST /api/password`. Routes and their chains
  * (same-origin, JSON, rate limit, session) are declared in the route table; these are only the
- * handlers. Passwords and tokens arrive in JSON bodies, which are never logged.
+ * handlers. Passwords and tokens arrive in JSON bodies, which are never logged. Each change is
+ * written with its audit entry in one transaction (`audited.ts`); a slow scrypt hash is made
+ * before the transaction starts.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AuthResult, SessionInfo } from '../../admin-api/types.js';
 import type { AdminAccount } from '../../auth/admin-account.js';
 import { SESSION_COOKIE, type AdminIdentifier } from '../../auth/admin-identity.js';
-import type { AdminSessions } from '../../auth/admin-sessions.js';
+import type { AdminSessions, StartedSession } from '../../auth/admin-sessions.js';
+import { sessionActor } from '../../audit/actor.js';
 import { passwordProblem } from '../../auth/passwords.js';
 import { SETUP_DONE_MESSAGE } from '../../auth/setup-pending.js';
 import { GatewayError } from '../../core/errors.js';
+import type { StoreTransaction } from '../../store/store.js';
+import type { AuditedHandler, AuditScope } from './audited.js';
 import type { SessionCookie } from './session-cookie.js';
 
 export interface SessionHandlerDeps {
@@ -27,17 +32,25 @@ type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown
 
 export interface SessionHandlers {
   session: Handler;
-  setup: Handler;
-  login: Handler;
-  logout: Handler;
-  changePassword: Handler;
+  setup: AuditedHandler;
+  login: AuditedHandler;
+  logout: AuditedHandler;
+  changePassword: AuditedHandler;
 }
 
 export function createSessionHandlers(deps: SessionHandlerDeps): SessionHandlers {
   const { account, sessions, identifier, cookie, passwordFromSettings } = deps;
 
-  const signIn = async (request: FastifyRequest, reply: FastifyReply) => {
-    const { token, session } = await sessions.start();
+  /** Opens a session in the action's transaction; its entry names the new session as the actor. */
+  const startSession = (audit: AuditScope, work: (tx: StoreTransaction) => Promise<void> = async () => {}) =>
+    audit.commit(async (tx) => {
+      await work(tx);
+      const started = await sessions.start(tx.sessions);
+      audit.actor = sessionActor(started.session.id);
+      return started;
+    });
+
+  const signedIn = (request: FastifyRequest, reply: FastifyReply, { token, session }: StartedSession) => {
     cookie.set(request, reply, token, session.expiresAt - session.createdAt);
     return { authenticated: true } satisfies AuthResult;
   };
@@ -56,27 +69,30 @@ export function createSessionHandlers(deps: SessionHandlerDeps): SessionHandlers
       } satisfies SessionInfo;
     },
 
-    async setup(request, reply) {
+    async setup(request, reply, audit) {
       const body = readBody(request.body, ['token', 'password']);
       requireStrong(body.password, '/password');
       if (await account.hasPassword()) {
         throw new GatewayError('conflict', { message: SETUP_DONE_MESSAGE });
       }
-      const claim = await account.claimSetupToken(body.token);
-      if (claim !== 'claimed') {
-        throw new GatewayError('admin_forbidden', {
-          message:
-            claim === 'mismatch'
-              ? 'The setup token is not valid. Use the link the gateway printed in its log at its last start.'
-              : 'No setup token is active (it was used already). Restart the gateway to print a new setup link.',
-        });
-      }
-      await account.setPassword(body.password);
+      const hash = await account.hashPassword(body.password);
+      const started = await startSession(audit, async (tx) => {
+        const claim = await account.claimSetupToken(body.token, tx.meta);
+        if (claim !== 'claimed') {
+          throw new GatewayError('admin_forbidden', {
+            message:
+              claim === 'mismatch'
+                ? 'The setup token is not valid. Use the link the gateway printed in its log at its last start.'
+                : 'No setup token is active (it was used already). Restart the gateway to print a new setup link.',
+          });
+        }
+        await account.storePasswordHash(hash, tx.meta);
+      });
       request.log.warn({ event: 'admin_password_set' }, 'admin password set through the setup link');
-      return signIn(request, reply);
+      return signedIn(request, reply, started);
     },
 
-    async login(request, reply) {
+    async login(request, reply, audit) {
       const body = readBody(request.body, ['password']);
       if (!(await account.hasPassword())) {
         throw new GatewayError('admin_unauthorized', {
@@ -86,17 +102,19 @@ export function createSessionHandlers(deps: SessionHandlerDeps): SessionHandlers
       if (!(await account.verifyPassword(body.password))) {
         throw new GatewayError('admin_unauthorized', { message: 'Wrong password.' });
       }
-      return signIn(request, reply);
+      return signedIn(request, reply, await startSession(audit));
     },
 
-    async logout(request, reply) {
+    async logout(request, reply, audit) {
       const identity = request.adminIdentity;
-      if (identity?.via === 'session') await sessions.end(identity.sessionId);
+      await audit.commit(async (tx) => {
+        if (identity?.via === 'session') await sessions.end(identity.sessionId, tx.sessions);
+      });
       cookie.clear(request, reply);
       return { authenticated: false } satisfies AuthResult;
     },
 
-    async changePassword(request) {
+    async changePassword(request, _reply, audit) {
       if (passwordFromSettings) {
         throw new GatewayError('conflict', {
           message:
@@ -112,9 +130,12 @@ export function createSessionHandlers(deps: SessionHandlerDeps): SessionHandlers
           details: [{ path: '/currentPassword', message: 'does not match' }],
         });
       }
-      await account.setPassword(body.newPassword);
+      const hash = await account.hashPassword(body.newPassword);
       const identity = request.adminIdentity;
-      const ended = await sessions.endAllExcept(identity?.via === 'session' ? identity.sessionId : null);
+      const ended = await audit.commit(async (tx) => {
+        await account.storePasswordHash(hash, tx.meta);
+        return sessions.endAllExcept(identity?.via === 'session' ? identity.sessionId : null, tx.sessions);
+      });
       request.log.warn(
         { event: 'admin_password_changed', sessions_ended: ended },
         'admin password changed; other sessions signed out',

@@ -1,0 +1,30 @@
+/**
+ * Who an audit entry names as the actor, built in one place from what authenticated the
+ * request. Never a credential: a session's id (not its token), or just the kind.
+ */
+import { userInfo } from 'node:os';
+import type { AuditActor } from '../admin-api/types.js';
+import type { AdminIdentity } from '../auth/admin-identity.js';
+
+/** The actor of an admin request; without an identity (sign-in, setup) a browser with no session yet. */
+export function actorOf(identity: AdminIdentity | null | undefined): AuditActor {
+  if (identity?.via === 'session') return sessionActor(identity.sessionId);
+  if (identity?.via === 'token') return { kind: 'admin-token', id: null, name: null };
+  return sessionActor(null);
+}
+
+export function sessionActor(sessionId: string | null): AuditActor {
+  return { kind: 'session', id: sessionId, name: null };
+}
+
+/** `gatehouse keys ...` on the server: named after the operating-system account that ran it. */
+export function cliActor(): AuditActor {
+  let name: string | null;
+  try {
+    name = userInfo().username || null;
+  } catch {
+    // No passwd entry (some containers run under a bare uid).
+    name = null;
+  }
+  return { kind: 'cli', id: null, name };
+}
