@@ -12,6 +12,7 @@ import {
   type KeyRecord,
   type Store,
 } from '../../src/store/store.js';
+import { describeAuditContract } from './audit-contract.js';
 import { describeUsageContract } from './usage-contract.js';
 
 export const T0 = Date.UTC(2030, 0, 1);
@@ -344,6 +345,7 @@ export function describeStoreContract(name: string, open: () => Promise<Store>):
     });
 
     describeUsageContract(() => store, openOther);
+    describeAuditContract(() => store);
 
     describe('watchKeys', () => {
       // SQLite's watcher polls on setInterval and PostgreSQL's resyncs on one: with a fake
