@@ -1,3 +1,4 @@
+export * from './audit.js';
 export * from './config.js';
 export * from './endpoints.js';
 export * from './http.js';

@@ -4,7 +4,17 @@
  */
 
 export type PageName =
-  'models' | 'logs' | 'usage' | 'keys' | 'endpoints' | 'config' | 'settings' | 'sign-in' | 'setup' | 'not-found';
+  | 'models'
+  | 'logs'
+  | 'usage'
+  | 'keys'
+  | 'endpoints'
+  | 'config'
+  | 'audit'
+  | 'settings'
+  | 'sign-in'
+  | 'setup'
+  | 'not-found';
 
 const PATHS: Record<string, PageName> = {
   '/': 'models',
@@ -14,6 +24,7 @@ const PATHS: Record<string, PageName> = {
   '/keys': 'keys',
   '/endpoints': 'endpoints',
   '/config': 'config',
+  '/audit': 'audit',
   '/settings': 'settings',
   '/sign-in': 'sign-in',
   '/setup': 'setup',

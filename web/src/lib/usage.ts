@@ -324,7 +324,7 @@ export function parseStatusFilter(value: string | null): string {
 const LOCAL_INPUT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2})?$/;
 
 /** A `datetime-local` value as ISO (it is local time), or undefined when empty or malformed. */
-function localInputToIso(value: string): string | undefined {
+export function localInputToIso(value: string): string | undefined {
   if (!LOCAL_INPUT.test(value)) return undefined;
   const date = new Date(value);
   return Number.isNaN(date.getTime()) ? undefined : date.toISOString();
