@@ -9,7 +9,7 @@ import { newUsageId } from '../../src/store/usage-id.js';
 
 const T0 = Date.UTC(2031, 5, 1);
 
-export function auditRecord(overrides: Partial<AuditRecord> = {}): AuditRecord {
+function auditRecord(overrides: Partial<AuditRecord> = {}): AuditRecord {
   const at = overrides.at ?? T0;
   return {
     id: newUsageId(at),
