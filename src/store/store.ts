@@ -327,7 +327,9 @@ export interface Store {
   readonly audit: AuditStore;
   /**
    * Runs `work` in one transaction: everything it writes through `tx` commits together or not
-   * at all (an action and its audit entry). Keep it short: on SQLite it holds the write lock.
+   * at all (an action and its audit entry). Keep it short: on SQLite it holds the write lock and
+   * the store's one connection, so `work` must query through `tx` only (a query on the store
+   * itself would wait for the transaction to end).
    */
   transaction<T>(work: (tx: StoreTransaction) => Promise<T>): Promise<T>;
   /**
