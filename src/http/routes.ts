@@ -54,6 +54,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify';
 import type { Logger } from 'pino';
+import { feedLoadedModels } from '../live/loaded-models-feed.js';
 import type { KeyIndex, KeyVerifier } from '../auth/key-index.js';
 import type { KeyUseRecorder } from '../auth/client-auth-steps.js';
 import type { ConfigEditor } from '../config-editor/config-editor.js';
@@ -271,6 +272,10 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
 
     const view = deps.admin.liveView ?? new UpstreamView({ client: deps.admin.llamaSwap, logger: deps.logger });
     if (!deps.admin.liveView) app.addHook('onClose', async () => view.close());
+    if (deps.queue.capped) {
+      const stopFeeding = feedLoadedModels(deps.queue, view);
+      app.addHook('onClose', async () => stopFeeding());
+    }
     const models = createModelHandlers({ upstream: deps.admin.llamaSwap, view, logger: deps.logger });
     app.get('/api/upstream', admin, models.upstreamStatus);
     app.get('/api/models', admin, models.list);
