@@ -432,15 +432,22 @@ export interface QueuedCallView {
   phase: 'queued' | 'loading' | 'generating';
   /** When it arrived (`queued`) or was forwarded. */
   since: Iso;
-  /** 1 = next; null once forwarded. */
+  /** 1 = next; null once forwarded, or while it waits for one of its key's `concurrent` slots. */
   position: number | null;
   priority: number;
+  /** What a queued call waits for: its turn under the caps, or one of its key's `concurrent` slots. */
+  waitingFor?: 'turn' | 'key';
 }
 
 /** `GET /api/queue`. */
 export interface QueueView {
-  /** `replica`: the calls of this Gatehouse process only. */
-  scope: 'replica';
+  /**
+   * Whose calls are listed: `replica`, this Gatehouse process's only (each replica keeps its own
+   * queue in memory, even when the caps are shared), or `everyone`'s.
+   */
+  scope: 'replica' | 'everyone';
+  /** Whose calls the caps count: `shared` by every replica (Redis), or this `replica`'s alone. */
+  caps: 'shared' | 'replica';
   inflight: QueuedCallView[];
   waiting: QueuedCallView[];
 }
