@@ -3,7 +3,7 @@
  * Both pull rows only as fast as their reader takes bytes; an error in the rows (the store
  * failed) destroys the stream, so a reader never mistakes a cut export for a whole one.
  */
-import { pipeline, Readable } from 'node:stream';
+import { pipeline, Readable, Transform } from 'node:stream';
 import { stringify } from 'csv-stringify';
 import type { ExportRow } from './export-rows.js';
 
@@ -30,15 +30,45 @@ export function csvStream(columns: readonly string[], rows: AsyncIterable<Export
     escape_formulas: true,
     cast: { boolean: (value) => (value ? 'true' : 'false') },
   });
-  pipeline(Readable.from(rows), out, () => {
-    // An error reaches `out`'s reader through `out` itself.
-  });
-  return out;
+  return joined(Readable.from(rows), out);
 }
 
 /** `[` + one object per row + `]`: valid JSON once complete, written row by row. */
 export function jsonStream(rows: AsyncIterable<ExportRow>): Readable {
-  return Readable.from(jsonArray(rows), { objectMode: false });
+  return joined(Readable.from(jsonArray(rows), { objectMode: false }));
+}
+
+/** Rows are written one by one; the socket gets them in chunks of about this size. */
+const CHUNK_BYTES = 64 * 1024;
+
+/**
+ * The streams piped into one that gathers their small writes into chunks of CHUNK_BYTES. An error
+ * anywhere destroys the last one, which is the one the reply reads; destroying it (the client
+ * left) stops the rows.
+ */
+function joined(source: Readable, ...through: Transform[]): Readable {
+  let held: Buffer[] = [];
+  let size = 0;
+  const take = (): Buffer => {
+    const chunk = Buffer.concat(held, size);
+    held = [];
+    size = 0;
+    return chunk;
+  };
+  const gather = new Transform({
+    transform(chunk: Buffer, _encoding, done) {
+      held.push(chunk);
+      size += chunk.length;
+      done(null, size >= CHUNK_BYTES ? take() : undefined);
+    },
+    flush(done) {
+      done(null, size > 0 ? take() : undefined);
+    },
+  });
+  pipeline([source, ...through, gather], () => {
+    // An error reaches the reader through `gather` itself.
+  });
+  return gather;
 }
 
 async function* jsonArray(rows: AsyncIterable<ExportRow>): AsyncGenerator<string> {
