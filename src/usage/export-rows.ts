@@ -46,7 +46,7 @@ export function exportColumns(group: ExportGroup): readonly string[] {
 }
 
 /** A UTC calendar day, `YYYY-MM-DD`. */
-export function utcDay(at: number): string {
+function utcDay(at: number): string {
   return new Date(at).toISOString().slice(0, 10);
 }
 
