@@ -247,6 +247,32 @@ describe.each(['sqlite', 'postgres'] as const)('usage export (%s)', (kind) => {
     ]);
   });
 
+  it('answers a store failure before the first byte as a 500 in the admin format, and cuts the file after it', async () => {
+    const usage = gateway.store!.usage;
+    const list = usage.list;
+    const url = `${gateway.url}/api/usage/export?format=json`;
+    const headers = { authorization: 'Bearer usage-tests-admin-token' };
+    try {
+      usage.list = () => Promise.reject(new Error('database went away'));
+      const failed = await adminApi(gateway, 'GET', '/api/usage/export?format=json');
+      expect(failed.status).toBe(500);
+      expect(json(failed.body)).toMatchObject({ error: { code: 'internal_error' } });
+      expect(failed.body.toString()).not.toContain('database went away');
+
+      // A full first page (well over one chunk of the response), then the store fails.
+      const row = (await list({ limit: 1 }))[0]!;
+      const page = Array.from({ length: 1000 }, (_, i) => ({ ...row, id: `${row.id}-${i}`, at: row.at + i }));
+      let pages = 0;
+      usage.list = () => (pages++ === 0 ? Promise.resolve(page) : Promise.reject(new Error('database went away')));
+      const res = await fetch(url, { headers });
+      expect(res.status).toBe(200);
+      await expect(res.text()).rejects.toThrow();
+      expect(pages).toBe(2);
+    } finally {
+      usage.list = list;
+    }
+  });
+
   it('needs an admin session or token', async () => {
     const res = await rawRequest(`${gateway.url}/api/usage/export?format=csv`);
     expect(res.status).toBe(401);
