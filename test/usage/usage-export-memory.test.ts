@@ -121,3 +121,37 @@ it('streams 100k calls to a slow reader page by page, never far ahead of it, in 
   // whole log as rows or text is tens.
   expect(mostRetained).toBeLessThan(16 * MIB);
 }, 120_000);
+
+it('stops reading the store when the client leaves mid-export', async () => {
+  const usage = gateway.store!.usage;
+  const list = usage.list.bind(usage);
+  let pages = 0;
+  usage.list = (query: UsageListQuery) => {
+    pages++;
+    return list(query);
+  };
+  try {
+    await new Promise<void>((resolve, reject) => {
+      const url = new URL('/api/usage/export?format=json', gateway.url);
+      const req = request(url, { headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, agent: false }, (res) => {
+        res.once('data', () => {
+          req.destroy();
+          resolve();
+        });
+      });
+      req.on('error', (error) => {
+        if (!req.destroyed) reject(error);
+      });
+      req.end();
+    });
+    // The server has seen the connection close once no request is left in flight.
+    while (gateway.app.inFlight() > 0) await new Promise((r) => setImmediate(r));
+    const atClose = pages;
+    // A full round trip later, nothing has read on in the background.
+    expect((await fetch(`${gateway.url}/healthz`)).status).toBe(200);
+    expect(pages).toBe(atClose);
+    expect(atClose).toBeLessThan(CALLS / 1000 / 2);
+  } finally {
+    usage.list = list;
+  }
+});
