@@ -273,6 +273,26 @@ describe.each(['sqlite', 'postgres'] as const)('usage export (%s)', (kind) => {
     }
   });
 
+  it('answers HEAD with the headers alone, without reading the log', async () => {
+    const usage = gateway.store!.usage;
+    const list = usage.list;
+    let reads = 0;
+    usage.list = (query) => {
+      reads++;
+      return list(query);
+    };
+    try {
+      const res = await adminApi(gateway, 'HEAD', '/api/usage/export?group=day');
+      expect(res.status).toBe(200);
+      expect(res.headers['content-disposition']).toBe(
+        'attachment; filename="gatehouse-usage-day-until-20300104T000000Z.csv"',
+      );
+      expect(reads).toBe(0);
+    } finally {
+      usage.list = list;
+    }
+  });
+
   it('needs an admin session or token', async () => {
     const res = await rawRequest(`${gateway.url}/api/usage/export?format=csv`);
     expect(res.status).toBe(401);

@@ -36,12 +36,14 @@ export function createUsageExportHandler({ usage, store, now }: UsageExportDeps)
     // the export ends now, not wherever the last page happens to be read.
     await usage.flush();
     const end = to ?? now();
-    const rows = exportRows(store, group, { keyId, model, status, from, to: end });
-    return reply
+    reply
       .header('content-type', EXPORT_CONTENT_TYPES[format])
       .header('content-disposition', `attachment; filename="${fileName(group, from, end)}.${format}"`)
-      .header('cache-control', 'no-store')
-      .send(format === 'csv' ? csvStream(exportColumns(group), rows) : jsonStream(rows));
+      .header('cache-control', 'no-store');
+    // Fastify's HEAD would drain a stream to nowhere: the whole log read for no body.
+    if (request.method === 'HEAD') return reply.send();
+    const rows = exportRows(store, group, { keyId, model, status, from, to: end });
+    return reply.send(format === 'csv' ? csvStream(exportColumns(group), rows) : jsonStream(rows));
   };
 }
 
