@@ -79,7 +79,8 @@ it('streams 100k calls to a slow reader page by page, never far ahead of it, in 
     pages++;
     rowsRead += page.length;
     mostAhead = Math.max(mostAhead, rowsRead - recordsReceived);
-    if (pages % 10 === 0) mostRetained = Math.max(mostRetained, retainedBytes() - baseline);
+    // Sampled after the first page and every tenth: a loader holding the whole log is caught either way.
+    if (pages % 10 === 1) mostRetained = Math.max(mostRetained, retainedBytes() - baseline);
     return page;
   };
 
@@ -111,15 +112,16 @@ it('streams 100k calls to a slow reader page by page, never far ahead of it, in 
   // The header line plus one line per call, each ended by CRLF.
   expect(recordsReceived).toBe(CALLS + 1);
   expect(lastLine).toBe('');
-  expect(pages).toBeGreaterThanOrEqual(CALLS / 1000);
-  expect(chunks).toBeGreaterThan(100);
   // Never more read from the store than socket buffers and one page can hold, far below the
   // whole log (an export that reads everything first is CALLS ahead when its reading ends).
   expect(mostAhead).toBeLessThan(CALLS / 4);
-  expect(chunks).toBeLessThan(CALLS / 10);
   // What the export holds at any time is a page and the streams' buffers: a few MiB, where the
   // whole log as rows or text is tens.
   expect(mostRetained).toBeLessThan(16 * MIB);
+  expect(pages).toBeGreaterThanOrEqual(CALLS / 1000);
+  // Many chunks, each gathering many rows.
+  expect(chunks).toBeGreaterThan(100);
+  expect(chunks).toBeLessThan(CALLS / 10);
 }, 120_000);
 
 it('stops reading the store when the client leaves mid-export', async () => {
