@@ -414,6 +414,10 @@ export interface UsageRequestFilters {
   to?: Iso;
 }
 
+/** `GET /api/usage/export`: the request log (`call`) or its sums per key, model or UTC day. */
+export type UsageExportGroup = 'call' | 'key' | 'model' | 'day';
+export type UsageExportFormat = 'csv' | 'json';
+
 /** `GET /api/limits`: where per-key limits are counted right now. */
 export interface LimitsInfo {
   /** `shared`: in Redis, for every replica together; `replica`: by each gateway process alone. */

@@ -42,6 +42,8 @@
  *   GET  /api/usage/summary?range=&groupBy=   totals + series   admin → handler
  *   GET  /api/usage/requests?key=&model=&status=&from=&to=&cursor=&limit=   request log   admin → handler
  *   GET  /api/usage/requests/:id   one call + captured bodies   admin → handler
+ *   GET  /api/usage/export?from=&to=&format=csv|json&group=call|key|model|day&key=&model=&status=
+ *                       request log or its sums as a download, streamed page by page   admin → handler
  *
  *   GET  /*            dashboard (web/dist): /assets immutable, SPA fallback for HTML; never /api or /v1
  *
@@ -92,6 +94,7 @@ import { createModelHandlers } from './admin/models-handlers.js';
 import { sessionCookie } from './admin/session-cookie.js';
 import { createSessionHandlers } from './admin/session-handlers.js';
 import { createUsageHandlers } from './admin/usage-handlers.js';
+import { createUsageExportHandler } from './admin/usage-export.js';
 import { defaultDashboardRoot, registerDashboard } from './dashboard.js';
 import { corsPolicy, withCors } from './cors.js';
 import { createProxyRoute } from './proxy-route.js';
@@ -315,6 +318,7 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
     app.get('/api/usage/summary', admin, usageApi.summary);
     app.get('/api/usage/requests', admin, usageApi.requests);
     app.get('/api/usage/requests/:id', admin, usageApi.request);
+    app.get('/api/usage/export', admin, createUsageExportHandler({ usage, store: store.usage, now }));
   }
 
   registerDashboard(app, { root: defaultDashboardRoot() });
