@@ -10,6 +10,7 @@ import { trackAnswer } from './http/answering.js';
 import { answerClientError } from './http/client-error.js';
 import { errorBody } from './core/render-error.js';
 import { Scheduler } from './queue/scheduler.js';
+import { sharedQueueCaps } from './usage/shared-queue-caps.js';
 import { ADMIN_BODY_LIMIT_BYTES, registerRoutes, type RouteDeps, type RouteTable } from './http/routes.js';
 import { createAccessLog } from './logging/access-log.js';
 import { isDashboardBackgroundRead } from './logging/dashboard-reads.js';
@@ -86,7 +87,7 @@ export async function buildApp(input: BuildAppInput): Promise<App> {
       idleTimeoutMs: settings.idleTimeoutMs,
       connections: settings.upstreamConnections,
     });
-  const queue =
+  const queue: Scheduler =
     input.queue ??
     new Scheduler({
       maxInflight: settings.maxInflight,
@@ -94,13 +95,15 @@ export async function buildApp(input: BuildAppInput): Promise<App> {
       swapFairnessMs: settings.swapFairnessMs,
       queueTimeoutMs: settings.queueTimeoutMs,
       queueMax: settings.queueMax,
+      // With Redis, the caps hold for every replica together.
+      ...(settings.redisUrl !== undefined ? { shared: sharedQueueCaps(() => usage.limits, settings) } : {}),
     });
-  const usage =
+  const usage: UsageAccounting =
     input.usage ??
     createUsageAccounting({
       ...input.usageOptions,
-      metrics: { ...input.usageOptions?.metrics, queueDepth: () => queue.waitingCount },
-      queueClock: queue.clock,
+      metrics: { ...input.usageOptions?.metrics, queueDepth: (): number => queue.waitingCount },
+      queue,
       settings,
       store: input.admin?.store,
       logger,

@@ -414,6 +414,10 @@ export interface UsageRequestFilters {
   to?: Iso;
 }
 
+/** `GET /api/usage/export`: the request log (`call`) or its sums per key, model or UTC day. */
+export type UsageExportGroup = 'call' | 'key' | 'model' | 'day';
+export type UsageExportFormat = 'csv' | 'json';
+
 /** `GET /api/limits`: where per-key limits are counted right now. */
 export interface LimitsInfo {
   /** `shared`: in Redis, for every replica together; `replica`: by each gateway process alone. */
@@ -432,15 +436,22 @@ export interface QueuedCallView {
   phase: 'queued' | 'loading' | 'generating';
   /** When it arrived (`queued`) or was forwarded. */
   since: Iso;
-  /** 1 = next; null once forwarded. */
+  /** 1 = next; null once forwarded, or while it waits for one of its key's `concurrent` slots. */
   position: number | null;
   priority: number;
+  /** What a queued call waits for: its turn under the caps, or one of its key's `concurrent` slots. */
+  waitingFor?: 'turn' | 'key';
 }
 
 /** `GET /api/queue`. */
 export interface QueueView {
-  /** `replica`: the calls of this Gatehouse process only. */
-  scope: 'replica';
+  /**
+   * Whose calls are listed: `replica`, this Gatehouse process's only (each replica keeps its own
+   * queue in memory, even when the caps are shared), or `everyone`'s.
+   */
+  scope: 'replica' | 'everyone';
+  /** Whose calls the caps count: `shared` by every replica (Redis), or this `replica`'s alone. */
+  caps: 'shared' | 'replica';
   inflight: QueuedCallView[];
   waiting: QueuedCallView[];
 }

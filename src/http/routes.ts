@@ -42,6 +42,8 @@
  *   GET  /api/usage/summary?range=&groupBy=   totals + series   admin → handler
  *   GET  /api/usage/requests?key=&model=&status=&from=&to=&cursor=&limit=   request log   admin → handler
  *   GET  /api/usage/requests/:id   one call + captured bodies   admin → handler
+ *   GET  /api/usage/export?from=&to=&format=csv|json&group=call|key|model|day&key=&model=&status=
+ *                       request log or its sums as a download, streamed page by page   admin → handler
  *   GET  /api/audit?limit=&before=&action=   who changed what, newest first   admin → handler
  *
  * Audited (`http/admin/audited.ts`): setup, login, logout, password, key writes, config save and
@@ -58,6 +60,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyRequest, RouteOptions } from 'fastify';
 import type { Logger } from 'pino';
+import { feedLoadedModels } from '../live/loaded-models-feed.js';
 import type { KeyIndex, KeyVerifier } from '../auth/key-index.js';
 import type { KeyUseRecorder } from '../auth/client-auth-steps.js';
 import type { ConfigEditor } from '../config-editor/config-editor.js';
@@ -99,6 +102,7 @@ import { createModelHandlers } from './admin/models-handlers.js';
 import { sessionCookie } from './admin/session-cookie.js';
 import { createSessionHandlers } from './admin/session-handlers.js';
 import { createUsageHandlers } from './admin/usage-handlers.js';
+import { createUsageExportHandler } from './admin/usage-export.js';
 import { defaultDashboardRoot, registerDashboard } from './dashboard.js';
 import { corsPolicy, withCors } from './cors.js';
 import { createProxyRoute } from './proxy-route.js';
@@ -292,6 +296,10 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
 
     const view = deps.admin.liveView ?? new UpstreamView({ client: deps.admin.llamaSwap, logger: deps.logger });
     if (!deps.admin.liveView) app.addHook('onClose', async () => view.close());
+    if (deps.queue.capped) {
+      const stopFeeding = feedLoadedModels(deps.queue, view);
+      app.addHook('onClose', async () => stopFeeding());
+    }
     const models = createModelHandlers({ upstream: deps.admin.llamaSwap, view, logger: deps.logger });
     app.get('/api/upstream', admin, models.upstreamStatus);
     app.get('/api/models', admin, models.list);
@@ -331,6 +339,7 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
     app.get('/api/usage/summary', admin, usageApi.summary);
     app.get('/api/usage/requests', admin, usageApi.requests);
     app.get('/api/usage/requests/:id', admin, usageApi.request);
+    app.get('/api/usage/export', admin, createUsageExportHandler({ usage, store: store.usage, now }));
     app.get('/api/audit', admin, createAuditHandler(store.audit));
   }
 

@@ -6,6 +6,7 @@
  * arrival. A call waits at most the queue timeout, and no more than `queueMax` wait at once.
  */
 import { GatewayError } from '../core/errors.js';
+import { SHARED_RETRY_MS, type SharedCaps, type SharedRefusal, type SharedSlot } from './shared-caps.js';
 
 export interface SchedulerOptions {
   /** Calls forwarded at once, all models together; 0 = no cap. */
@@ -19,6 +20,8 @@ export interface SchedulerOptions {
   /** Most calls waiting at once; one more gets 503 `queue_full` at once. */
   queueMax: number;
   clock?: QueueClock;
+  /** The caps counted by every replica together (Redis); without it, by this process alone. */
+  shared?: SharedCaps;
 }
 
 /** Time for the queue; tests give a clock they move by hand. */
@@ -54,8 +57,10 @@ export interface QueueEntry extends QueuedCall {
   phase: CallPhase;
   /** How long ago it arrived (waiting) or was forwarded, ms. */
   ageMs: number;
-  /** 1 = next; null once forwarded. */
+  /** 1 = next; null once forwarded, or while it waits for its key's own slots. */
   position: number | null;
+  /** What a queued call waits for: its turn here, or one of its key's `concurrent` slots. */
+  waitingFor?: 'turn' | 'key';
 }
 
 /** A call let through: release it once its exchange has ended, however it ended. */
@@ -86,9 +91,16 @@ export class Scheduler {
   readonly #waiting: Waiter[] = [];
   readonly #running = new Set<Running>();
   readonly #perModel = new Map<string, number>();
-  #loaded: ReadonlySet<string> = new Set();
+  /** Calls waiting for their key's own slots before they reach this queue; shown with it. */
+  readonly #outside = new Map<QueuedCall, number>();
+  /** What llama-swap reports running; undefined until it has been told (then the last model admitted counts). */
+  #loaded: ReadonlySet<string> | undefined;
   readonly #listeners = new Set<() => void>();
   #lastModel: string | undefined;
+  /** A shared-count pass is running (one at a time); `#pumpAgain`: something changed meanwhile. */
+  #claiming = false;
+  #pumpAgain = false;
+  #retryTimer: unknown;
 
   constructor(options: SchedulerOptions) {
     this.#options = options;
@@ -105,10 +117,21 @@ export class Scheduler {
     return () => this.#listeners.delete(listener);
   }
 
-  /** The models llama-swap runs now (its `/running`); the last model admitted counts too. */
+  /** The models llama-swap runs now (its `/running`); until it is known, the last model admitted counts as loaded. */
   setLoaded(models: ReadonlySet<string>): void {
     this.#loaded = models;
+    this.#changed();
     this.#pump();
+  }
+
+  /** Whether any cap is set (without one, no call ever waits). */
+  get capped(): boolean {
+    return this.#options.maxInflight > 0 || this.#options.maxInflightPerModel > 0;
+  }
+
+  /** Whose calls the caps count: every replica's (shared through Redis) or this one's. */
+  get capsScope(): 'shared' | 'replica' {
+    return this.#options.shared?.scope() ?? 'replica';
   }
 
   /** Longest wait in the queue, ms. */
@@ -131,7 +154,7 @@ export class Scheduler {
     onLeave?: (leave: () => void) => void,
     timeoutMs = this.#options.queueTimeoutMs,
   ): Admission | Promise<Admission> {
-    if (this.#waiting.length === 0 && this.#fits(call)) return this.#start(call, 0);
+    if (this.#waiting.length === 0 && this.#fits(call) && !this.#sharesCaps()) return this.#start(call, 0);
     if (this.#waiting.length >= this.#options.queueMax)
       throw new GatewayError('queue_full', { headers: { 'retry-after': String(QUEUE_FULL_RETRY_S) } });
     return new Promise<Admission>((admit, refuse) => {
@@ -161,6 +184,18 @@ export class Scheduler {
     return i < 0 ? undefined : i + 1;
   }
 
+  /**
+   * Shows a call that waits for one of its key's `concurrent` slots (before it reaches this
+   * queue) among the waiting calls; returns the function that takes it off.
+   */
+  holdOutside(call: QueuedCall): () => void {
+    this.#outside.set(call, this.#clock.now());
+    this.#changed();
+    return () => {
+      if (this.#outside.delete(call)) this.#changed();
+    };
+  }
+
   /** The queue's clock, for timers that belong with it. */
   get clock(): QueueClock {
     return this.#clock;
@@ -172,7 +207,7 @@ export class Scheduler {
     const forwarded = [...this.#running].map(({ call, since }): QueueEntry => ({
       ...call,
       phase:
-        call.answering?.() || (call.model !== undefined && this.#loaded.has(call.model)) ? 'generating' : 'loading',
+        call.answering?.() || (call.model !== undefined && this.#loaded?.has(call.model)) ? 'generating' : 'loading',
       ageMs: now - since,
       position: null,
     }));
@@ -181,8 +216,16 @@ export class Scheduler {
       phase: 'queued',
       ageMs: now - w.arrivedAt,
       position: i + 1,
+      waitingFor: 'turn',
     }));
-    return [...forwarded, ...waiting];
+    const forKey = [...this.#outside].map(([call, since]): QueueEntry => ({
+      ...call,
+      phase: 'queued',
+      ageMs: now - since,
+      position: null,
+      waitingFor: 'key',
+    }));
+    return [...forwarded, ...waiting, ...forKey];
   }
 
   #fits(call: QueuedCall): boolean {
@@ -193,7 +236,12 @@ export class Scheduler {
     return true;
   }
 
-  #start(call: QueuedCall, waitedMs: number): Admission {
+  /** Whether a call must also take a slot in the replicas' shared count. */
+  #sharesCaps(): boolean {
+    return this.#options.shared !== undefined && this.capped;
+  }
+
+  #start(call: QueuedCall, waitedMs: number, slot?: SharedSlot): Admission {
     const entry: Running = { call, since: this.#clock.now() };
     this.#running.add(entry);
     this.#changed();
@@ -207,6 +255,7 @@ export class Scheduler {
       release: () => {
         if (released) return;
         released = true;
+        slot?.release();
         this.#running.delete(entry);
         if (call.model !== undefined) {
           const left = (this.#perModel.get(call.model) ?? 1) - 1;
@@ -221,12 +270,58 @@ export class Scheduler {
 
   /** Admits waiting calls, best first, while they fit. */
   #pump(): void {
+    if (this.#sharesCaps()) return void this.#pumpShared(this.#options.shared!);
     while (this.#waiting.length > 0) {
       const next = this.#order().find((w) => this.#fits(w.call));
       if (!next) return;
       this.#remove(next);
       next.admit(this.#start(next.call, this.#clock.now() - next.arrivedAt));
     }
+  }
+
+  /**
+   * Admits waiting calls, best first, while they fit here and take a slot in the shared count.
+   * A call whose model's cap is full everywhere is passed over for calls of other models; when
+   * the cap on all models is full, the pass ends and tries again in `SHARED_RETRY_MS`.
+   */
+  async #pumpShared(shared: SharedCaps): Promise<void> {
+    if (this.#claiming) {
+      this.#pumpAgain = true;
+      return;
+    }
+    this.#claiming = true;
+    try {
+      do {
+        this.#pumpAgain = false;
+        const fullModels = new Set<string | undefined>();
+        for (;;) {
+          const next = this.#order().find((w) => this.#fits(w.call) && !fullModels.has(w.call.model));
+          if (!next) break;
+          const got = await shared.acquire(next.call.model).catch((): SharedRefusal => ({ blocked: 'all' }));
+          if ('blocked' in got) {
+            this.#retryLater();
+            if (got.blocked === 'all') break;
+            fullModels.add(next.call.model);
+            continue;
+          }
+          if (!this.#remove(next)) {
+            got.release();
+            continue;
+          }
+          next.admit(this.#start(next.call, this.#clock.now() - next.arrivedAt, got));
+        }
+      } while (this.#pumpAgain);
+    } finally {
+      this.#claiming = false;
+    }
+  }
+
+  #retryLater(): void {
+    if (this.#retryTimer !== undefined) return;
+    this.#retryTimer = this.#clock.setTimeout(() => {
+      this.#retryTimer = undefined;
+      if (this.#waiting.length > 0) this.#pump();
+    }, SHARED_RETRY_MS);
   }
 
   /** The waiting calls in the order they would be let through. */
@@ -248,7 +343,8 @@ export class Scheduler {
   }
 
   #isLoaded(model: string | undefined): boolean {
-    return model !== undefined && (this.#loaded.has(model) || model === this.#lastModel);
+    if (model === undefined) return false;
+    return this.#loaded ? this.#loaded.has(model) : model === this.#lastModel;
   }
 
   #timeout(waiter: Waiter): void {

@@ -184,7 +184,7 @@ export interface UsageRecord {
 
 export type TokensSource = 'usage' | 'timings' | 'estimate';
 
-/** A position in the request log, newest first: rows strictly older than (at, id). */
+/** A position in the request log: the rows strictly past (at, id) in the list's order. */
 export interface UsageCursor {
   at: number;
   id: string;
@@ -200,6 +200,8 @@ export interface UsageListQuery {
   /** Exclusive upper bound of `at`. */
   to?: number;
   after?: UsageCursor;
+  /** Oldest first (exports) instead of newest first (the dashboard's log). */
+  oldestFirst?: boolean;
   limit: number;
 }
 
@@ -260,7 +262,7 @@ export interface UsageStore {
    * summed in SQL (`count = count + excluded.count`), so replicas sharing a database add up.
    */
   append(records: readonly UsageRecord[]): Promise<void>;
-  /** Newest first (by `at`, then `id`), filtered; at most `limit` rows. */
+  /** Newest first (by `at`, then `id`; oldest first with `oldestFirst`), filtered; at most `limit` rows. */
   list(query: UsageListQuery): Promise<UsageListRow[]>;
   /** One row with its captured bodies. */
   get(id: string): Promise<UsageRecord | undefined>;

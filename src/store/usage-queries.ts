@@ -82,13 +82,15 @@ export function createUsageStore(db: Kysely<Database>, appendUsage: AppendUsage)
         q = q.where('status', '>=', query.status.min).where('status', '<=', query.status.max);
       if (query.from !== undefined) q = q.where('at', '>=', query.from);
       if (query.to !== undefined) q = q.where('at', '<', query.to);
+      const past = query.oldestFirst ? '>' : '<';
+      const order = query.oldestFirst ? 'asc' : 'desc';
       const after = query.after;
       if (after !== undefined) {
         q = q.where((eb) =>
-          eb.or([eb('at', '<', after.at), eb.and([eb('at', '=', after.at), eb('id', '<', after.id)])]),
+          eb.or([eb('at', past, after.at), eb.and([eb('at', '=', after.at), eb('id', past, after.id)])]),
         );
       }
-      const rows = await q.orderBy('at', 'desc').orderBy('id', 'desc').limit(query.limit).execute();
+      const rows = await q.orderBy('at', order).orderBy('id', order).limit(query.limit).execute();
       return rows.map((row): UsageListRow => {
         const { requestBody: _request, responseBody: _response, ...rest } = recordFromRow(row);
         return { ...rest, captured: Number(row.captured) === 1 };

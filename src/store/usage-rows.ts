@@ -53,6 +53,11 @@ void everyColumn;
 /** The captured bodies: only `get` reads them, `list` says whether there are any. */
 export const BODY_COLUMNS: ReadonlyArray<keyof UsageRequestsTable> = ['request_body', 'response_body'];
 
+/** The record fields `list` returns (all but the captured bodies), in column order. */
+export const LISTED_FIELDS = REQUEST_COLUMNS.filter(({ name }) => !BODY_COLUMNS.includes(name)).map(
+  ({ field }) => field,
+) as ReadonlyArray<Exclude<keyof UsageRecord, 'requestBody' | 'responseBody'>>;
+
 export type CellValue = string | number | null;
 
 /** A record's row, as statement parameters in `REQUEST_COLUMNS` order. A plain loop: it runs once per call. */
@@ -176,8 +181,8 @@ const [BUCKET, KEY_ID, MODEL, KEY_NAME, REQUESTS, ERRORS, ABORTED, INPUT, OUTPUT
   number,
 ];
 
-/** Whether a call counts as an error in the rollups. A client leaving is counted apart. */
-function isErrorCall(record: Pick<UsageRecord, 'status' | 'clientAborted' | 'errorClass'>): boolean {
+/** Whether a call counts as an error in the rollups (and exports). A client leaving is counted apart. */
+export function isErrorCall(record: Pick<UsageRecord, 'status' | 'clientAborted' | 'errorClass'>): boolean {
   return !record.clientAborted && (record.status >= 400 || record.errorClass !== null);
 }
 

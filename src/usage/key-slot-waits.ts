@@ -3,7 +3,7 @@
  * the oldest is woken when a slot of its key is given back in this process, and each tries again
  * anyway every `RETRY_MS`, since a slot may be given back by another replica (limits in Redis).
  */
-import type { QueueClock } from '../queue/scheduler.js';
+import type { QueueClock, QueuedCall } from '../queue/scheduler.js';
 
 const RETRY_MS = 1000;
 
@@ -19,12 +19,19 @@ interface Entry {
   wake: (() => void) | undefined;
 }
 
+/** Where the waiting calls are shown (the admission queue's view). */
+export interface WaitingShown {
+  holdOutside(call: QueuedCall): () => void;
+}
+
 export class KeySlotWaits {
   readonly #clock: QueueClock;
+  readonly #shown: WaitingShown | undefined;
   readonly #lines = new Map<string, Entry[]>();
 
-  constructor(clock: QueueClock) {
+  constructor(clock: QueueClock, shown?: WaitingShown) {
     this.#clock = clock;
+    this.#shown = shown;
   }
 
   now(): number {
@@ -36,7 +43,9 @@ export class KeySlotWaits {
     return (this.#lines.get(keyId)?.length ?? 0) > 0;
   }
 
-  enter(keyId: string): SlotTicket {
+  /** Lines `call` up for a slot of `keyId`; it is shown with the queue until it leaves. */
+  enter(keyId: string, call?: QueuedCall): SlotTicket {
+    const unshow = call ? this.#shown?.holdOutside(call) : undefined;
     const line = this.#lines.get(keyId) ?? [];
     this.#lines.set(keyId, line);
     const entry: Entry = { wake: undefined };
@@ -59,6 +68,7 @@ export class KeySlotWaits {
           };
         }),
       leave: (reason) => {
+        unshow?.();
         if (reason) fail?.(reason);
         else entry.wake?.();
         const i = line.indexOf(entry);

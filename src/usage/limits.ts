@@ -346,7 +346,13 @@ async function waitForSlot(
 ): Promise<LimitDecision & { allowed: true }> {
   const { waits, queueTimeoutMs } = slots;
   const start = waits.now();
-  const ticket = waits.enter(keyId);
+  const caller = ctx.decided.caller;
+  const ticket = waits.enter(keyId, {
+    id: ctx.request.requestId,
+    model: undefined,
+    key: { id: keyId, name: caller?.keyName ?? '' },
+    priority: caller?.priority ?? 0,
+  });
   ctx.onClientGone = () =>
     ticket.leave(new GatewayError('service_unavailable', { message: 'The client left while the call waited.' }));
   try {

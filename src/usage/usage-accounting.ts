@@ -17,7 +17,7 @@ import { UsageRetention, type RetentionOptions } from './retention.js';
 import { usageSummary, type SummaryGroupBy, type SummaryRange, type UsageSummary } from './summary.js';
 import { createUsageTap } from './usage-tap.js';
 import { KeySlotWaits } from './key-slot-waits.js';
-import { systemClock, type QueueClock } from '../queue/scheduler.js';
+import { systemClock, type Scheduler } from '../queue/scheduler.js';
 import { UsageWriter, type UsageWriterOptions } from './usage-writer.js';
 
 /** The settings usage reads (`settings.ts` validates them). */
@@ -43,8 +43,11 @@ export interface UsageAccountingOptions {
   retention?: Omit<RetentionOptions, 'retentionMs' | 'onError'>;
   /** Wall clock (record times, summaries). Default `Date.now`. */
   now?: () => number;
-  /** The clock calls wait for a key's concurrency slot on (the admission queue's). Default: the system's. */
-  queueClock?: QueueClock;
+  /**
+   * The admission queue: calls waiting for a key's concurrency slot wait on its clock and are
+   * shown with it. Default: the system clock, shown nowhere.
+   */
+  queue?: Scheduler;
 }
 
 export interface UsageAccounting {
@@ -115,7 +118,7 @@ export function createUsageAccounting(options: UsageAccountingOptions): UsageAcc
     limits,
     recording,
     limitStep: keyLimits(limits, (keyName, limit) => metrics.rateLimited(keyName, limit), {
-      waits: new KeySlotWaits(options.queueClock ?? systemClock),
+      waits: new KeySlotWaits(options.queue?.clock ?? systemClock, options.queue),
       queueTimeoutMs: settings.queueTimeoutMs,
     }),
     reserveStep: tokenReservation(

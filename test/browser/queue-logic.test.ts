@@ -18,6 +18,7 @@ describe('the Queue panel', () => {
   it('groups calls by model, models with waiting calls first, waiting calls by position', () => {
     const view: QueueView = {
       scope: 'replica',
+      caps: 'replica',
       inflight: [call('a', 'alpha', 'generating', null), call('b', 'zeta', 'loading', null)],
       waiting: [call('c', 'zeta', 'queued', 2), call('d', 'zeta', 'queued', 1)],
     };

@@ -75,11 +75,16 @@ async function setUp() {
   return { upstream, gateway };
 }
 
-async function createKey(gateway: TestGateway, name: string, priority: number): Promise<string> {
+async function createKey(
+  gateway: TestGateway,
+  name: string,
+  priority: number,
+  limits: { concurrent?: number } = {},
+): Promise<string> {
   const res = await rawRequest(`${gateway.url}/api/keys`, {
     method: 'POST',
     headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ name, priority }),
+    body: JSON.stringify({ name, priority, ...(limits.concurrent ? { limits } : {}) }),
   });
   expect(res.status, res.body.toString()).toBe(201);
   return (json(res.body) as { secret: string }).secret;
@@ -93,7 +98,7 @@ function chat(gateway: TestGateway, id: string, secret: string) {
   });
 }
 
-const EMPTY: QueueView = { scope: 'replica', inflight: [], waiting: [] };
+const EMPTY: QueueView = { scope: 'replica', caps: 'replica', inflight: [], waiting: [] };
 const summary = (view: QueueView) => ({
   inflight: view.inflight.map((c) => c.id),
   waiting: view.waiting.map((c) => [c.id, c.key?.name, c.priority, c.position]),
@@ -143,5 +148,25 @@ describe('the admission queue, followed live', () => {
       const last = await stream.until((v) => stream.views.indexOf(v) > stream.views.findIndex(busy) && empty(v));
       expect(summary(last)).toEqual({ inflight: [], waiting: [] });
     }
+  });
+
+  it("lists a call waiting for its key's own concurrent slot, after the queue, and takes it off once it runs", async () => {
+    const { upstream, gateway } = await setUp();
+    const solo = await createKey(gateway, 'solo', 2, { concurrent: 1 });
+    const outside = followQueue(gateway, '/api/queue/stream');
+    cleanup.push(outside.close);
+    const first = chat(gateway, 'running', solo);
+    await upstream.arrived(1);
+    const second = chat(gateway, 'needs-a-slot', solo);
+    const view = await outside.until((v) => v.waiting.length === 1);
+    expect(view.waiting).toMatchObject([
+      { id: 'needs-a-slot', key: { name: 'solo' }, priority: 2, position: null, waitingFor: 'key', phase: 'queued' },
+    ]);
+
+    upstream.answer(0);
+    await upstream.arrived(2);
+    await outside.until((v) => v.waiting.length === 0 && v.inflight.some((c) => c.id === 'needs-a-slot'));
+    upstream.answer(1);
+    expect([(await first).status, (await second).status]).toEqual([200, 200]);
   });
 });

@@ -128,6 +128,39 @@ describe('the admission queue', () => {
     expect(order).toEqual(['running', 'llama']);
   });
 
+  it("trusts llama-swap's report over the last model admitted once it has one", async () => {
+    const { queue } = scheduler();
+    const order: string[] = [];
+    const running = await enter(queue, call('running', 'qwen'), order);
+    void enter(queue, call('qwen', 'qwen'), order);
+    void enter(queue, call('llama', 'llama'), order);
+    expect(
+      queue
+        .snapshot()
+        .filter((e) => e.phase === 'queued')
+        .map((e) => e.id),
+    ).toEqual(['qwen', 'llama']);
+    // An operator swapped to llama from the dashboard while qwen's call ran.
+    queue.setLoaded(new Set(['llama']));
+    running.release();
+    await turn();
+    expect(order).toEqual(['running', 'llama']);
+  });
+
+  it('shows calls waiting for their key among the waiting calls, after the queue, until they leave', async () => {
+    const { queue } = scheduler();
+    await enter(queue, call('running', 'qwen'), []);
+    void enter(queue, call('turn', 'qwen'), []);
+    const leave = queue.holdOutside({ ...call('key-slot', undefined), key: { id: 'key_1', name: 'ci' } });
+    const waiting = () => queue.snapshot().filter((e) => e.phase === 'queued');
+    expect(waiting().map((e) => [e.id, e.position, e.waitingFor])).toEqual([
+      ['turn', 1, 'turn'],
+      ['key-slot', null, 'key'],
+    ]);
+    leave();
+    expect(waiting().map((e) => e.id)).toEqual(['turn']);
+  });
+
   it('refuses a call at once with queue_full when as many as allowed are waiting, with Retry-After', async () => {
     const { queue } = scheduler({ queueMax: 1 });
     await enter(queue, call('running', 'qwen'), []);

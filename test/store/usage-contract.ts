@@ -171,6 +171,32 @@ export function describeUsageContract(current: () => Store, openOther: () => Pro
       expect(seen).toEqual(expected);
     });
 
+    it('pages oldest first with the same cursor when asked, filters included', async () => {
+      const records = [T0 + 5, T0 + 1, T0 + 1, T0 + 1, T0 + 2, T0, T0 + 5].map((at, i) =>
+        usageRecord({ at, model: i === 4 ? 'other' : 'qwen' }),
+      );
+      await store.usage.append(records);
+      const expected = records
+        .filter((r) => r.model === 'qwen')
+        .sort((a, b) => a.at - b.at || (a.id < b.id ? -1 : 1))
+        .map((r) => r.id);
+      const seen: string[] = [];
+      let after: { at: number; id: string } | undefined;
+      for (;;) {
+        const page = await store.usage.list({
+          limit: 2,
+          model: 'qwen',
+          oldestFirst: true,
+          ...(after ? { after } : {}),
+        });
+        seen.push(...page.map((r) => r.id));
+        const last = page.at(-1);
+        if (page.length < 2 || !last) break;
+        after = { at: last.at, id: last.id };
+      }
+      expect(seen).toEqual(expected);
+    });
+
     it('filters by key, model, status range and time', async () => {
       const a = usageRecord({ at: T0 + 10, keyId: 'key_a', model: 'm1', status: 200 });
       const b = usageRecord({ at: T0 + 20, keyId: 'key_b', model: 'm1', status: 429 });

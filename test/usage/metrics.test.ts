@@ -235,15 +235,20 @@ describe('usage queue overflow', () => {
     const append = usage.append.bind(usage);
     usage.append = () => Promise.reject(new Error('disk full'));
     for (let i = 0; i < 6; i++) expect((await chat(gateway)).status).toBe(200);
-    await new Promise((r) => setTimeout(r, 200));
-    const m = await scrape(gateway);
+    // The six calls end before their records are queued (the recorder runs after the answer).
+    let m = await scrape(gateway);
+    for (let tries = 0; tries < 200 && valueOf(m, 'gatehouse_usage_records_dropped_total') < 4; tries++) {
+      await new Promise((r) => setTimeout(r, 25));
+      m = await scrape(gateway);
+    }
     expect(valueOf(m, 'gatehouse_usage_records_dropped_total')).toBe(4);
     expect(valueOf(m, 'gatehouse_usage_write_failures_total')).toBeGreaterThan(0);
     expect(valueOf(m, 'gatehouse_usage_queue_length')).toBe(2);
     expect(valueOf(m, 'gatehouse_requests_total', { model: 'qwen', key: 'none', status: '200' })).toBe(6);
 
     usage.append = append;
-    const deadline = Date.now() + 3000;
+    // A bound, not a measure: the first write starts the write thread, slow on a busy machine.
+    const deadline = Date.now() + 20_000;
     while ((await usage.count()) < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
     expect(await usage.count()).toBe(2);
     expect(valueOf(await scrape(gateway), 'gatehouse_usage_queue_length')).toBe(0);

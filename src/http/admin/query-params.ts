@@ -37,6 +37,21 @@ export function optionalString(query: Record<string, unknown>, name: string, iss
   return raw;
 }
 
+/** One of `choices`, or `fallback` when absent. */
+export function oneOf<T extends string>(
+  query: Record<string, unknown>,
+  name: string,
+  choices: readonly T[],
+  fallback: T,
+  issues: Issues,
+): T {
+  const raw = query[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (typeof raw === 'string' && (choices as readonly string[]).includes(raw)) return raw as T;
+  issues.add(`/${name}`, `must be one of ${choices.join(', ')}`);
+  return fallback;
+}
+
 export function checkKnown(query: Record<string, unknown>, known: string[], issues: Issues): void {
   for (const name of Object.keys(query))
     if (!known.includes(name)) issues.add(`/${name}`, `unknown parameter; expected one of ${known.join(', ')}`);

@@ -1,6 +1,7 @@
 /**
  * `GET /api/queue`: the calls llama-swap is serving and the calls waiting their turn, in the order
- * they would go. `scope` says whose calls these are: this replica's (the queue lives in memory).
+ * they would go, then the calls waiting for their key's own slots. `scope` says whose calls these
+ * are: this replica's (the queue lives in memory); `caps` whether the caps count every replica's.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { QueueView, QueuedCallView } from '../../admin-api/types.js';
@@ -17,10 +18,12 @@ export function queueView(queue: Scheduler, now: () => number = Date.now): Queue
     since: new Date(at - entry.ageMs).toISOString(),
     position: entry.position,
     priority: entry.priority,
+    ...(entry.waitingFor ? { waitingFor: entry.waitingFor } : {}),
   });
   const entries = queue.snapshot();
   return {
     scope: 'replica',
+    caps: queue.capsScope,
     inflight: entries.filter((e) => e.phase !== 'queued').map(view),
     waiting: entries.filter((e) => e.phase === 'queued').map(view),
   };

@@ -76,6 +76,14 @@ export interface RequestOptions {
   signOutOn401?: boolean;
 }
 
+/** `path?name=value&...`, leaving out the undefined values. */
+export function withQuery(path: string, query: Record<string, string | undefined>): string {
+  const params = new URLSearchParams();
+  for (const [name, value] of Object.entries(query)) if (value !== undefined) params.set(name, value);
+  const qs = params.toString();
+  return qs ? `${path}?${qs}` : path;
+}
+
 export async function request<T>(
   method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
   path: string,
@@ -86,13 +94,7 @@ export async function request<T>(
   const headers: Record<string, string> = { accept: 'application/json' };
   if (body !== undefined) headers['content-type'] = 'application/json';
 
-  let url = path;
-  if (options.query) {
-    const params = new URLSearchParams();
-    for (const [name, value] of Object.entries(options.query)) if (value !== undefined) params.set(name, value);
-    const qs = params.toString();
-    if (qs) url += `?${qs}`;
-  }
+  const url = options.query ? withQuery(path, options.query) : path;
 
   let response: Response;
   try {

@@ -1,7 +1,9 @@
 /** `GET /api/usage/*` (docs/admin-api.md, "Usage") and `GET /api/limits`. */
-import { request } from './http.js';
+import { request, withQuery } from './http.js';
 import type {
   LimitsInfo,
+  UsageExportFormat,
+  UsageExportGroup,
   UsageGroupBy,
   UsageRange,
   UsageRequestDetail,
@@ -38,6 +40,26 @@ export function listUsageRequests(
       limit: options.limit === undefined ? undefined : String(options.limit),
     },
     signal: options.signal,
+  });
+}
+
+/**
+ * Where the browser downloads an export of the calls these filters select (`Content-Disposition:
+ * attachment`, sent with the session cookie like any same-origin link).
+ */
+export function usageExportUrl(
+  filters: UsageRequestFilters,
+  format: UsageExportFormat,
+  group: UsageExportGroup,
+): string {
+  return withQuery('/api/usage/export', {
+    format,
+    group,
+    key: filters.key || undefined,
+    model: filters.model || undefined,
+    status: filters.status || undefined,
+    from: filters.from || undefined,
+    to: filters.to || undefined,
   });
 }
 

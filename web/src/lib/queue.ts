@@ -6,7 +6,7 @@ export interface ModelQueue {
   model: string | null;
   generating: QueuedCallView[];
   loading: QueuedCallView[];
-  /** In the order they would go (position 1 first). */
+  /** In the order they would go (position 1 first), then the calls waiting for their key's own slots. */
   waiting: QueuedCallView[];
 }
 
@@ -20,7 +20,8 @@ export function groupQueue(view: QueueView): ModelQueue[] {
   };
   for (const call of view.inflight) entry(call.model)[call.phase === 'loading' ? 'loading' : 'generating'].push(call);
   for (const call of view.waiting) entry(call.model).waiting.push(call);
-  for (const group of byModel.values()) group.waiting.sort((a, b) => (a.position ?? 0) - (b.position ?? 0));
+  const place = (call: QueuedCallView) => call.position ?? Number.MAX_SAFE_INTEGER;
+  for (const group of byModel.values()) group.waiting.sort((a, b) => place(a) - place(b));
   return [...byModel.values()].sort(
     (a, b) =>
       Number(b.waiting.length > 0) - Number(a.waiting.length > 0) || (a.model ?? '').localeCompare(b.model ?? ''),

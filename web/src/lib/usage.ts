@@ -4,6 +4,8 @@
  * the Svelte files only lay them out.
  */
 import type {
+  UsageExportFormat,
+  UsageExportGroup,
   UsageGroup,
   UsageGroupBy,
   UsagePoint,
@@ -346,6 +348,35 @@ export function toRequestFilters(state: LogFilterState, now = Date.now()): Usage
     if (ms) filters.from = new Date(now - ms).toISOString();
   }
   return filters;
+}
+
+// ---- Export -----------------------------------------------------------------------------
+
+export const EXPORT_GROUPS: ReadonlyArray<{ value: UsageExportGroup; label: string }> = [
+  { value: 'call', label: 'Each call' },
+  { value: 'key', label: 'Per key' },
+  { value: 'model', label: 'Per model' },
+  { value: 'day', label: 'Per day' },
+];
+
+export const EXPORT_FORMATS: ReadonlyArray<{ value: UsageExportFormat; label: string }> = [
+  { value: 'csv', label: 'CSV' },
+  { value: 'json', label: 'JSON' },
+];
+
+/** The log's filters in words ("key alice · status 5xx · last 24 hours"); empty when none. */
+export function describeFilters(state: LogFilterState, keyName: (id: string) => string): string {
+  const parts: string[] = [];
+  if (state.key) parts.push(`key ${keyName(state.key)}`);
+  if (state.model.trim()) parts.push(`model ${state.model.trim()}`);
+  if (state.status) parts.push(`status ${state.status}`);
+  if (state.since === 'custom') {
+    if (state.from) parts.push(`from ${state.from.replace('T', ' ')}`);
+    if (state.to) parts.push(`before ${state.to.replace('T', ' ')}`);
+  } else if (state.since !== 'any') {
+    parts.push((SINCE_CHOICES.find((c) => c.value === state.since)?.label ?? state.since).toLowerCase());
+  }
+  return parts.join(' · ');
 }
 
 export function filtersActive(state: LogFilterState): boolean {
