@@ -7,6 +7,7 @@ import { readFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
+import { ActivityLog } from './activity.js';
 import { isAuthorized, UNAUTHORIZED_MESSAGE, WWW_AUTHENTICATE } from './auth.js';
 import { loadConfig, realModelName, type SimConfig } from './config.js';
 import type { RequestContext, RouteHandler, SimServices } from './context.js';
@@ -37,6 +38,7 @@ export class LlamaSwapSimulator implements Simulator, SimServices {
   readonly proxyLog = new LogMonitor();
   readonly upstreamLog = new LogMonitor();
   readonly muxLog = new LogMonitor();
+  readonly activity = new ActivityLog();
   private readonly changes = new ChangeNotifier();
   private readonly recorder: Recorder;
   private readonly mux: GoMux<RouteHandler> = buildRoutes();

@@ -21,9 +21,10 @@ export interface Knobs {
   /** Cut the stream after this many SSE frames (no `[DONE]`); `null` = never. */
   failAfterChunks: number | null;
   /**
-   * How a stream is cut (by `failAfterChunks`, an unload or a reload): `destroy` drops the socket
-   * like a crashed upstream (the default); `end` finishes the chunked body cleanly without
-   * `[DONE]`, which is what llama-swap itself does after recovering the ReverseProxy panic.
+   * How a stream is cut (by `failAfterChunks`, an unload or a reload): `end` (the default)
+   * finishes the chunked body cleanly without `[DONE]`, which is what llama-swap does when its
+   * model server crashes (it recovers the ReverseProxy panic); `destroy` drops the socket, as a
+   * gateway sees a crashed llama-swap itself.
    */
   failMode: 'destroy' | 'end';
   /** Delay before response headers on inference routes (after the model is ready). */
