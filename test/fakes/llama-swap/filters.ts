@@ -14,7 +14,7 @@ const PROTECTED = new Set(['model']);
 
 export const NO_FILTERS: Filters = Object.freeze({ stripParams: [], setParams: {}, setParamsByID: {} });
 
-/** Reads `filters` of a model or peer; anything malformed counts as absent, as the YAML decoder would fail elsewhere. */
+/** Reads `filters` of a model or peer; a malformed part counts as absent. */
 export function readFilters(raw: unknown): Filters {
   if (!isRecord(raw)) return NO_FILTERS;
   const strip = typeof raw.stripParams === 'string' ? raw.stripParams.split(',').map((p) => p.trim()) : [];

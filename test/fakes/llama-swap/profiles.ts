@@ -8,16 +8,16 @@ export interface ProfileConfig {
   pins: Record<string, string>;
 }
 
+const LEGACY_PROFILE =
+  'profile must be a mapping with description and pins; the legacy list syntax is no longer supported';
+
 export function readProfiles(raw: unknown, fail: (message: string) => never): Map<string, ProfileConfig> {
   const out = new Map<string, ProfileConfig>();
   if (raw === undefined || raw === null) return out;
   if (!isRecord(raw)) fail('profiles must be a mapping');
   for (const id of Object.keys(raw).sort()) {
     const p = raw[id];
-    if (!isRecord(p))
-      fail(
-        `profile ${id}: profile must be a mapping with description and pins; the legacy list syntax is no longer supported`,
-      );
+    if (!isRecord(p)) fail(`profile ${id}: ${LEGACY_PROFILE}`);
     const pins: Record<string, string> = {};
     if (isRecord(p.pins)) for (const [k, v] of Object.entries(p.pins)) pins[k] = v === null ? '' : String(v);
     out.set(id, { description: typeof p.description === 'string' ? p.description : '', pins });
