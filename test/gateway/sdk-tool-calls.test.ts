@@ -95,7 +95,8 @@ describe('OpenAI chat tool calls through the gateway', () => {
     const stream = await openai().chat.completions.create({ model: 'thinker', messages: ASK, stream: true });
     const kinds: string[] = [];
     for await (const chunk of stream) {
-      const delta = chunk.choices[0]?.delta;
+      // llama-server's extra field, which the SDK passes through untyped.
+      const delta: { content?: string | null; reasoning_content?: string } | undefined = chunk.choices[0]?.delta;
       if (delta?.reasoning_content) kinds.push('reasoning');
       if (delta?.content) kinds.push('content');
     }
