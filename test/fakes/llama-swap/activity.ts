@@ -5,25 +5,7 @@
  * never sent (llama-swap#1040, `swaputil.MarkClientClosed`); a stream that had started keeps the
  * status it really had. It outlives config reloads, like llama-swap's store.
  */
-export interface ActivityEntry {
-  id: number;
-  timestamp: string;
-  model: string;
-  req_path: string;
-  resp_content_type: string;
-  resp_status_code: number;
-  tokens: {
-    cache_tokens: number;
-    draft_tokens: number;
-    draft_acc_tokens: number;
-    input_tokens: number;
-    output_tokens: number;
-    prompt_per_second: number;
-    tokens_per_second: number;
-  };
-  duration_ms: number;
-  has_capture: boolean;
-}
+import type { ActivityEntry } from './types.js';
 
 export interface ActivityInput {
   model: string;
@@ -37,6 +19,8 @@ export interface ActivityInput {
 
 export class ActivityLog {
   private readonly entries: ActivityEntry[] = [];
+
+  constructor(private readonly onRecord: () => void = () => undefined) {}
 
   record(a: ActivityInput): ActivityEntry {
     const entry: ActivityEntry = {
@@ -59,6 +43,7 @@ export class ActivityLog {
       has_capture: false,
     };
     this.entries.push(entry);
+    this.onRecord();
     return entry;
   }
 

@@ -160,7 +160,7 @@ export function handleCancelInflight(ctx: RequestContext): void {
 }
 
 export function handleActivity(ctx: RequestContext): void {
-  sendGoJson(ctx.res, 200, ctx.sim.activity.page(ctx.query));
+  sendGoJson(ctx.res, 200, ctx.sim.activityLog.page(ctx.query));
 }
 
 export function handleActivityStats(ctx: RequestContext): void {

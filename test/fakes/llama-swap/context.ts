@@ -14,7 +14,7 @@ export interface SimServices {
   /** The `/logs` log: what llama-swap would print to stdout (`logToStdout`). */
   readonly muxLog: LogMonitor;
   /** llama-swap's activity store; survives reloads. */
-  readonly activity: ActivityLog;
+  readonly activityLog: ActivityLog;
   logProxy(level: 'INFO' | 'WARN', message: string): void;
 }
 

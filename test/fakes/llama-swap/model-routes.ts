@@ -135,7 +135,7 @@ async function forward(
 function recordActivity(ctx: RequestContext, rctx: ResponderContext, target: ResolvedModel, started: number): void {
   const { res } = ctx;
   const status = !res.headersSent && ctx.clientGone.aborted ? 499 : res.statusCode;
-  const entry = ctx.sim.activity.record({
+  const entry = ctx.sim.activityLog.record({
     model: target.kind === 'local' ? target.id : target.fqn,
     path: ctx.path,
     contentType: String(res.getHeader('content-type') ?? ''),

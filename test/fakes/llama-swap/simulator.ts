@@ -19,6 +19,7 @@ import { ChangeNotifier, Recorder } from './recorder.js';
 import { sendLlamaSwapError, type SendErrorOptions } from './responses.js';
 import { buildRoutes, isLegacyHidden } from './routes.js';
 import type {
+  ActivityEntry,
   Knobs,
   LogSourceId,
   ModelState,
@@ -38,7 +39,7 @@ export class LlamaSwapSimulator implements Simulator, SimServices {
   readonly proxyLog = new LogMonitor();
   readonly upstreamLog = new LogMonitor();
   readonly muxLog = new LogMonitor();
-  readonly activity = new ActivityLog();
+  readonly activityLog = new ActivityLog(() => this.changes.notify());
   private readonly changes = new ChangeNotifier();
   private readonly recorder: Recorder;
   private readonly mux: GoMux<RouteHandler> = buildRoutes();
@@ -217,6 +218,10 @@ export class LlamaSwapSimulator implements Simulator, SimServices {
 
   state(model: string): ModelState | undefined {
     return this.instance.state(model);
+  }
+
+  activity(): readonly ActivityEntry[] {
+    return this.activityLog.all;
   }
 
   running(): RunningEntry[] {
