@@ -29,7 +29,7 @@ export function readFilters(raw: unknown): Filters {
   };
 }
 
-export function hasFilters(f: Filters): boolean {
+function hasFilters(f: Filters): boolean {
   return f.stripParams.length > 0 || Object.keys(f.setParams).length > 0 || Object.keys(f.setParamsByID).length > 0;
 }
 

@@ -32,7 +32,7 @@ export const JSON_HEADERS: Readonly<Record<string, string>> = Object.freeze({
   Server: 'llama.cpp',
 });
 
-export const dataFrame = (value: unknown): string => `data: ${JSON.stringify(value)}\n\n`;
+const dataFrame = (value: unknown): string => `data: ${JSON.stringify(value)}\n\n`;
 export const namedFrame = (event: string, value: unknown): string =>
   `event: ${event}\ndata: ${JSON.stringify(value)}\n\n`;
 const DONE_FRAME = 'data: [DONE]\n\n';

@@ -21,7 +21,7 @@ export interface ToolCallPlan {
 }
 
 /** Reasoning tokens a reasoning model "thinks" before answering. */
-export const REASONING_TOKENS = 4;
+const REASONING_TOKENS = 4;
 /** Characters per streamed arguments piece. */
 const ARGUMENT_PIECE_CHARS = 6;
 
