@@ -198,6 +198,13 @@ export interface ConfigSchemaInfo {
   fromCache: boolean;
   /** Set when the schema in use is not the one asked for, or may be out of date. */
   warning: string | null;
+  /**
+   * Which llama-swap schema validated: `llama-swap <commit> (<date>)` for a known release (plus the
+   * later keys Gatehouse added, for the bundled copy), else `sha256 <first 12 hex>`; null when unavailable.
+   */
+  version: string | null;
+  /** The copy bundled with Gatehouse was used (nothing downloaded or cached). */
+  bundled: boolean;
   /** Why there is no schema and how to provide one; null when available. */
   reason: string | null;
 }

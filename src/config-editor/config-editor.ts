@@ -369,6 +369,8 @@ function schemaView(lookup: SchemaLookup): SchemaView {
     fetchedAt: null,
     fromCache: false,
     warning: null,
+    version: null,
+    bundled: false,
     reason: lookup.reason,
   };
 }

@@ -3,8 +3,10 @@
  * or URL), else the file's `# yaml-language-server: $schema=...` modeline, else llama-swap's
  * published schema. A downloaded schema is kept in `<dataDir>/cache/config-schema.json` (with
  * `config-schema.meta.json`: source, fetchedAt) so the editor keeps validating offline, and is
- * refreshed in the background. When no schema can be had, the lookup says so and why; the
- * editor then refuses to save (it never saves unvalidated).
+ * refreshed in the background. Without a download or a cached copy, llama-swap's published schema
+ * falls back to the copy bundled with Gatehouse (`bundled-schema.ts`). When no schema can be had
+ * (a setting or modeline that fails, nothing cached), the lookup says so and why; the editor then
+ * refuses to save (it never saves unvalidated).
  */
 import { readFile, mkdir, rename, stat, writeFile } from 'node:fs/promises';
 import { randomBytes } from 'node:crypto';
@@ -12,6 +14,7 @@ import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createRequire } from 'node:module';
 import type { Ajv as AjvClass, ValidateFunction } from 'ajv';
+import { BUNDLED_VERSION, bundledSchema, schemaVersion } from './bundled-schema.js';
 import { describeError, sha256Hex } from './config-file.js';
 
 /** llama-swap's own schema, as its example config's modeline names it. */
@@ -31,6 +34,10 @@ export interface SchemaInfo {
   fromCache: boolean;
   /** Set when the schema in use is not the one asked for, or may be out of date. */
   warning: string | null;
+  /** Which llama-swap schema this is: `llama-swap <commit> (<date>)` when known, else `sha256 <prefix>`. */
+  version: string;
+  /** The copy bundled with Gatehouse (no download, nothing cached). */
+  bundled: boolean;
 }
 
 export type SchemaLookup =
@@ -63,9 +70,14 @@ interface LoadedSchema {
   document: Record<string, unknown>;
   validate: ValidateFunction;
   fetchedAt: string;
+  version: string;
 }
 
 const MAX_SCHEMA_BYTES = 5 * 1024 * 1024;
+type BundledSchema = Omit<LoadedSchema, 'fetchedAt'> & { fetchedAt: null; bundled: true };
+
+/** `source` of the bundled schema. */
+const BUNDLED_SOURCE = 'gatehouse:bundled/llama-swap-schema.json';
 const CACHE_FILE = 'config-schema.json';
 const CACHE_META = 'config-schema.meta.json';
 
@@ -115,6 +127,7 @@ export class SchemaProvider {
   private readonly inflight = new Map<string, Promise<LoadedSchema>>();
   private readonly compiled = new Map<string, ValidateFunction>();
   private disk: LoadedSchema | null | undefined;
+  private bundled: BundledSchema | undefined;
   private timer: NodeJS.Timeout | undefined;
 
   constructor(options: SchemaProviderOptions) {
@@ -173,7 +186,7 @@ export class SchemaProvider {
       }
       return {
         available: true,
-        info: { source: path, origin: wanted.origin, fetchedAt: loaded.fetchedAt, fromCache: false, warning: null },
+        info: { ...infoOf(loaded), origin: wanted.origin, fromCache: false, warning: null },
         document: loaded.document,
         validate: loaded.validate,
       };
@@ -201,13 +214,7 @@ export class SchemaProvider {
           : null;
       return {
         available: true,
-        info: {
-          source: url,
-          origin: wanted.origin,
-          fetchedAt: entry.fetchedAt,
-          fromCache: entry.fromCache,
-          warning: stale,
-        },
+        info: { ...infoOf(entry), origin: wanted.origin, fromCache: entry.fromCache, warning: stale },
         document: entry.document,
         validate: entry.validate,
       };
@@ -219,7 +226,7 @@ export class SchemaProvider {
       const loaded = await this.download(url);
       return {
         available: true,
-        info: { source: url, origin: wanted.origin, fetchedAt: loaded.fetchedAt, fromCache: false, warning: null },
+        info: { ...infoOf(loaded), origin: wanted.origin, fromCache: false, warning: null },
         document: loaded.document,
         validate: loaded.validate,
       };
@@ -235,9 +242,8 @@ export class SchemaProvider {
       return {
         available: true,
         info: {
-          source: disk.source,
+          ...infoOf(disk),
           origin: wanted.origin,
-          fetchedAt: disk.fetchedAt,
           fromCache: true,
           warning:
             `The schema asked for (${wanted.source}) is unavailable: ${problem}. Using the cached copy of ` +
@@ -245,6 +251,22 @@ export class SchemaProvider {
         },
         document: disk.document,
         validate: disk.validate,
+      };
+    }
+    if (wanted.origin === 'default') {
+      const bundled = await this.loadBundled();
+      return {
+        available: true,
+        info: {
+          ...infoOf(bundled),
+          origin: wanted.origin,
+          fromCache: false,
+          warning:
+            `llama-swap's published schema is unavailable: ${problem}. Using the copy bundled with Gatehouse ` +
+            `(${bundled.version}).`,
+        },
+        document: bundled.document,
+        validate: bundled.validate,
       };
     }
     const how =
@@ -322,7 +344,23 @@ export class SchemaProvider {
       }
       this.compiled.set(key, validate);
     }
-    return { source, document: document as Record<string, unknown>, validate, fetchedAt };
+    return { source, document: document as Record<string, unknown>, validate, fetchedAt, version: schemaVersion(text) };
+  }
+
+  /** Compiled once, on first need. */
+  private async loadBundled(): Promise<BundledSchema> {
+    if (!this.bundled) {
+      const document = await bundledSchema();
+      this.bundled = {
+        source: BUNDLED_SOURCE,
+        document,
+        validate: compileConfigSchema(document),
+        fetchedAt: null,
+        version: BUNDLED_VERSION,
+        bundled: true,
+      };
+    }
+    return this.bundled;
   }
 
   private async loadDisk(): Promise<LoadedSchema | null> {
@@ -351,6 +389,18 @@ export class SchemaProvider {
     await writeAtomically(join(this.cacheDir, CACHE_META), `${JSON.stringify(meta, null, 2)}\n`);
     this.disk = loaded;
   }
+}
+
+/** What a schema in use says about itself; the lookup adds origin, cache and warning. */
+function infoOf(
+  loaded: LoadedSchema | BundledSchema,
+): Pick<SchemaInfo, 'source' | 'fetchedAt' | 'version' | 'bundled'> {
+  return {
+    source: loaded.source,
+    fetchedAt: loaded.fetchedAt,
+    version: loaded.version,
+    bundled: 'bundled' in loaded,
+  };
 }
 
 /** `file:` URLs become paths; relative paths (modelines) resolve against `baseDir`. */

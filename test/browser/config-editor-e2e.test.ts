@@ -135,13 +135,14 @@ describe('the config editor', () => {
     }
   });
 
-  it('loads the file, names the schema used, and completes and documents keys from it', async () => {
+  it('loads the file, names the schema used and its llama-swap version, and completes and documents keys from it', async () => {
     const t = await configPage();
     try {
       await editorReady(t);
       expect(await editorText(t)).toBe(INITIAL.replace(/\n$/, '\n'));
       await t.page.getByLabel('Schema used for validation').getByText(schemaPath).waitFor();
       await t.page.getByText('from INFERENCE_CONFIG_SCHEMA').waitFor();
+      await t.page.getByLabel('Schema used for validation').getByText('llama-swap 0bdb3720 (2026-08-22)').waitFor();
 
       // Hover docs come from the schema.
       const schema = JSON.parse(readFileSync(schemaPath, 'utf8')) as {
@@ -202,6 +203,10 @@ describe('the config editor', () => {
       expect(await t.page.locator('.cm-lintRange-error, .cm-lintRange-warning').count()).toBe(0);
 
       await save(t, { dontAskAgain: true });
+      await t.page
+        .getByLabel('Schema that validated the last save')
+        .getByText('llama-swap 0bdb3720 (2026-08-22)')
+        .waitFor();
       await reloadState(t, 'reloaded').waitFor({ timeout: 8000 });
       expect(await readFile(file, 'utf8')).toBe(expected);
       expect(await editorText(t)).toBe(expected);

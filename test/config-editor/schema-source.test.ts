@@ -120,13 +120,15 @@ describe('schema source', () => {
     expect(schemaServer.hits).toBe(1);
   });
 
-  it('refuses to save when no schema can be had at all, saying how to provide one', async () => {
-    const s = await start({ defaultSchemaUrl: await deadUrl() });
+  it('refuses to save when the configured schema cannot be had at all, saying how to provide one', async () => {
+    // The bundled copy stands in for llama-swap's published schema only, not for one asked for.
+    const s = await start({ schemaSource: await deadUrl() });
     const loaded = (await s.request('GET', '/api/config')).body;
     expect(loaded.schema).toMatchObject({
       available: false,
       document: null,
-      reason: expect.stringContaining('Set INFERENCE_CONFIG_SCHEMA to a local copy'),
+      version: null,
+      reason: expect.stringContaining('Fix INFERENCE_CONFIG_SCHEMA, or point it at a local copy'),
     });
     const validation = await s.request('POST', '/api/config/validate', { text: V2 });
     expect(validation.body.valid).toBe(false);
@@ -142,7 +144,7 @@ describe('schema source', () => {
   it('does not retry a failed download on every validation', async () => {
     schemaServer = await startSchemaServer(SCHEMA_TEXT());
     schemaServer.status = 500;
-    const s = await start({ defaultSchemaUrl: schemaServer.url });
+    const s = await start({ schemaSource: schemaServer.url });
     for (let i = 0; i < 3; i++)
       expect((await s.request('POST', '/api/config/validate', { text: V1 })).body.schema.available).toBe(false);
     expect(schemaServer.hits).toBe(1);
@@ -153,7 +155,7 @@ describe('schema source', () => {
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
     try {
       const s = await start({
-        defaultSchemaUrl: `http://127.0.0.1:${(silent.address() as AddressInfo).port}/s.json`,
+        schemaSource: `http://127.0.0.1:${(silent.address() as AddressInfo).port}/s.json`,
         schemaFetchTimeoutMs: 200,
       });
       // Without the timeout this request would hang on the silent server.

@@ -93,7 +93,7 @@ describe('inference responses', () => {
     expect(chunks.at(-1).choices[0].finish_reason).toBe('stop');
   });
 
-  it('answers the Responses API as JSON and as created → output_text.delta → completed events', async () => {
+  it('answers the Responses API as JSON and as item-framed created → output_text.delta → completed events', async () => {
     const full = await json(await postJson(`${sim.url}/v1/responses`, { model: 'chat', input: 'Hello there' }));
     expect(full).toMatchObject({
       object: 'response',
@@ -106,12 +106,18 @@ describe('inference responses', () => {
     );
     expect(frames.map((f) => f.event)).toEqual([
       'response.created',
+      'response.in_progress',
+      'response.output_item.added',
+      'response.content_part.added',
       ...Array(8).fill('response.output_text.delta'),
+      'response.output_text.done',
+      'response.content_part.done',
+      'response.output_item.done',
       'response.completed',
     ]);
     expect(
       frames
-        .slice(1, 9)
+        .slice(4, 12)
         .map((f) => JSON.parse(f.data).delta)
         .join(''),
     ).toBe(completionText('chat', 8));
@@ -123,6 +129,7 @@ describe('inference responses', () => {
     const frames = parseSse(await (await postJson(`${sim.url}/v1/messages`, body)).text());
     expect(frames.map((f) => f.event)).toEqual([
       'message_start',
+      'ping',
       'content_block_start',
       ...Array(8).fill('content_block_delta'),
       'content_block_stop',
@@ -236,8 +243,9 @@ describe('timing and failure knobs', () => {
     Object.assign(sim.knobs, { ...DEFAULT_KNOBS, version: sim.knobs.version });
   });
 
-  it('failAfterChunks drops the connection after N frames without [DONE]', async () => {
+  it('failAfterChunks with failMode destroy drops the connection after N frames without [DONE]', async () => {
     sim.knobs.failAfterChunks = 3;
+    sim.knobs.failMode = 'destroy';
     const reader = new BodyReader(
       await postJson(`${sim.url}/v1/chat/completions?fail`, chatBody('chat', { stream: true })),
     );
@@ -249,9 +257,8 @@ describe('timing and failure knobs', () => {
     expect(rec.aborted).toBe(false);
   });
 
-  it('failMode end finishes the body cleanly but still without [DONE]', async () => {
+  it('by default a model server crash (failAfterChunks) ends the body cleanly, still without [DONE]', async () => {
     sim.knobs.failAfterChunks = 2;
-    sim.knobs.failMode = 'end';
     const text = await (await postJson(`${sim.url}/v1/chat/completions`, chatBody('chat', { stream: true }))).text();
     expect(parseSse(text)).toHaveLength(2);
     expect(text).not.toContain('[DONE]');

@@ -132,19 +132,25 @@ export function handleVersion(ctx: RequestContext): void {
 }
 
 export function handleProfiles(ctx: RequestContext): void {
-  sendGoJson(ctx.res, 200, { active: null, profiles: [] });
+  const profiles = [...ctx.inst.cfg.profiles].map(([id, p]) => ({ id, description: p.description, pins: p.pins }));
+  sendGoJson(ctx.res, 200, { active: ctx.inst.activeProfile, profiles });
 }
 
-/** The simulator has no profiles: `null` is accepted, any name is unknown. */
+/** `null` or `""` clears the profile; a configured name activates it; any other is unknown. */
 export function handleSetActiveProfile(ctx: RequestContext): void {
   const body = parseJsonLoose(ctx.body);
   if (typeof body !== 'object' || body === null || Array.isArray(body))
     return ctx.sendError(400, 'invalid profile request');
   if (!('name' in body)) return ctx.sendError(400, 'profile name is required');
   const name = body.name;
-  if (name === null || name === '') return sendGoJson(ctx.res, 200, { active: null });
-  if (typeof name !== 'string') return ctx.sendError(400, 'profile name must be a string or null');
-  ctx.sendError(404, `profile not found: ${name}`);
+  if (name !== null && typeof name !== 'string') return ctx.sendError(400, 'profile name must be a string or null');
+  if (name === null || name === '') {
+    ctx.inst.setActiveProfile(null);
+    return sendGoJson(ctx.res, 200, { active: null });
+  }
+  if (!ctx.inst.cfg.profiles.has(name)) return ctx.sendError(404, `profile not found: ${name}`);
+  ctx.inst.setActiveProfile(name);
+  sendGoJson(ctx.res, 200, { active: name });
 }
 
 export function handleCancelInflight(ctx: RequestContext): void {
@@ -154,7 +160,7 @@ export function handleCancelInflight(ctx: RequestContext): void {
 }
 
 export function handleActivity(ctx: RequestContext): void {
-  sendGoJson(ctx.res, 200, { data: [], page: 1, limit: 25, total: 0, total_pages: 0 });
+  sendGoJson(ctx.res, 200, ctx.sim.activityLog.page(ctx.query));
 }
 
 export function handleActivityStats(ctx: RequestContext): void {

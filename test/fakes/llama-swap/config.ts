@@ -4,6 +4,8 @@
  * on reload. Unknown keys are ignored, as llama-swap's non-strict YAML decoding does.
  */
 import { parse as parseYaml } from 'yaml';
+import { readFilters, type Filters } from './filters.js';
+import { readProfiles, readStartupProfile, type ProfileConfig } from './profiles.js';
 
 export interface ModelCapabilities {
   in?: string[];
@@ -28,6 +30,9 @@ export interface ModelConfig {
   metadata: Record<string, unknown>;
   capabilities: ModelCapabilities | undefined;
   groupId: string;
+  /** `sendLoadingState` (model value, else the top-level one). */
+  sendLoadingState: boolean;
+  filters: Filters;
 }
 
 export interface PeerConfig {
@@ -35,6 +40,7 @@ export interface PeerConfig {
   proxy: string;
   models: string[];
   apiKey: string | undefined;
+  filters: Filters;
 }
 
 export interface GroupConfig {
@@ -57,6 +63,9 @@ export interface SimConfig {
   aliases: Map<string, string>;
   /** Calls admitted at once over every model (`globalConcurrencyLimit`); 0 = no limit. */
   globalConcurrencyLimit: number;
+  profiles: Map<string, ProfileConfig>;
+  /** `hooks.on_startup.profile`: active after start and after every reload. */
+  startupProfile: string | undefined;
 }
 
 export const DEFAULT_GROUP = '(default)';
@@ -153,6 +162,8 @@ function buildConfig(raw: Record<string, unknown>): SimConfig {
       metadata: isRecord(m.metadata) ? m.metadata : {},
       capabilities: isRecord(m.capabilities) ? m.capabilities : undefined,
       groupId: DEFAULT_GROUP,
+      sendLoadingState: typeof m.sendLoadingState === 'boolean' ? m.sendLoadingState : raw.sendLoadingState === true,
+      filters: readFilters(m.filters),
     });
   }
 
@@ -181,10 +192,16 @@ function buildConfig(raw: Record<string, unknown>): SimConfig {
     }
   }
 
+  const fail = (message: string): never => {
+    throw new ConfigError(message);
+  };
+  const profiles = readProfiles(raw.profiles, fail);
   return {
     models,
     peers,
     groups,
+    profiles,
+    startupProfile: readStartupProfile(raw.hooks, profiles, fail),
     includeAliasesInList: raw.includeAliasesInList === true,
     globalConcurrencyLimit:
       raw.globalConcurrencyLimit === undefined ? 0 : num(raw.globalConcurrencyLimit, 'globalConcurrencyLimit'),
@@ -271,6 +288,7 @@ function readPeers(
       proxy,
       models: peerModels,
       apiKey: typeof p.apiKey === 'string' ? p.apiKey : undefined,
+      filters: readFilters(p.filters),
     });
   }
   return peers;

@@ -1,5 +1,6 @@
 /** What every route handler receives. Built once per request by `server.ts`. */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ActivityLog } from './activity.js';
 import type { Instance } from './instance.js';
 import type { LogMonitor } from './logs.js';
 import type { RequestRecord } from './recorder.js';
@@ -12,6 +13,8 @@ export interface SimServices {
   readonly upstreamLog: LogMonitor;
   /** The `/logs` log: what llama-swap would print to stdout (`logToStdout`). */
   readonly muxLog: LogMonitor;
+  /** llama-swap's activity store; survives reloads. */
+  readonly activityLog: ActivityLog;
   logProxy(level: 'INFO' | 'WARN', message: string): void;
 }
 

@@ -53,6 +53,8 @@ export class Instance {
   private readonly listeners = new Set<EventListener>();
   private readonly inflight = new Map<string, InflightEntry>();
   private inflightSeq = 0;
+  /** The active profile; a reload starts over from `hooks.on_startup.profile`. */
+  activeProfile: string | null;
 
   constructor(
     readonly cfg: SimConfig,
@@ -60,6 +62,7 @@ export class Instance {
   ) {
     // Every open log/event stream listens for the shutdown.
     setMaxListeners(0, this.shutdownSignal);
+    this.activeProfile = cfg.startupProfile ?? null;
     for (const id of cfg.models.keys()) this.modelLogs.set(id, new LogMonitor());
     this.processes = new ProcessManager(cfg, {
       knobs: hooks.knobs,
@@ -166,6 +169,11 @@ export class Instance {
         if (this.inflight.delete(id)) this.emit('inflight', { operation: 'remove', id });
       },
     };
+  }
+
+  setActiveProfile(name: string | null): void {
+    this.activeProfile = name;
+    this.emit('profileChanged', { active: name });
   }
 
   cancelInflight(id: string): boolean {

@@ -7,7 +7,7 @@ export const DEFAULT_KNOBS: Readonly<Knobs> = Object.freeze({
   tokensPerSecond: 0,
   tokens: 8,
   failAfterChunks: null,
-  failMode: 'destroy',
+  failMode: 'end',
   headersDelayMs: 0,
   stallAfterChunks: null,
   stallMs: 0,

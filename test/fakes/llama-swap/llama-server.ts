@@ -5,14 +5,8 @@
 import { countTokens, messages } from './anthropic-api.js';
 import { embeddings, images, llamaServerError, rerank, sdapi, speech, transcription, voices } from './media-api.js';
 import { parseJsonLoose } from './model-request.js';
-import {
-  chatCompletions,
-  completions,
-  JSON_HEADERS,
-  nativeCompletion,
-  responses,
-  type GenerationRequest,
-} from './openai-api.js';
+import { chatCompletions, completions, JSON_HEADERS, nativeCompletion, type GenerationRequest } from './openai-api.js';
+import { responses } from './responses-api.js';
 import { respondBody, type ResponderContext } from './stream.js';
 
 export interface InferenceCall {
@@ -27,6 +21,8 @@ export interface InferenceCall {
   contentType: string;
   /** Started with `--embedding(s)`: llama-server then refuses every completion endpoint. */
   embeddingsOnly: boolean;
+  /** Started with reasoning extraction on (`turn.ts` `usesReasoning`). */
+  reasoning: boolean;
 }
 
 /** The endpoints llama-server answers through its completion handler, refused in embeddings mode. */
@@ -72,6 +68,7 @@ export async function serveInference(call: InferenceCall): Promise<void> {
     modelId: call.modelId,
     responseModel: call.modelOverride ?? (typeof body.model === 'string' ? body.model : call.modelId),
     body,
+    reasoning: call.reasoning,
   });
 
   if (call.method === 'POST') {

@@ -25,12 +25,28 @@ export async function embeddings(g: GenerationRequest): Promise<void> {
   const texts = Array.isArray(input) ? input.map(String) : typeof input === 'string' ? [input] : undefined;
   if (!texts) return llamaServerError(g.ctx, 400, '"input" must be a string or an array of strings');
   const promptTokens = countPromptTokens({ input: texts });
+  g.ctx.tokens = { input: promptTokens, output: 0 };
+  const base64 = g.body.encoding_format === 'base64';
   return json(g.ctx, 200, {
     model: g.responseModel,
     object: 'list',
     usage: { prompt_tokens: promptTokens, total_tokens: promptTokens },
-    data: texts.map((t, index) => ({ embedding: embedding(g.modelId, t), index, object: 'embedding' })),
+    data: texts.map((t, index) => {
+      const vector = embedding(g.modelId, t);
+      return { embedding: base64 ? float32Base64(vector) : vector, index, object: 'embedding' };
+    }),
   });
+}
+
+/**
+ * `encoding_format: "base64"`: the raw little-endian float32 bytes, base64 encoded, as
+ * llama-server's `format_embeddings_response_oaicompat` (`tools/server/server-common.cpp`) sends
+ * them and the OpenAI SDK decodes them.
+ */
+function float32Base64(vector: number[]): string {
+  const bytes = Buffer.alloc(vector.length * 4);
+  vector.forEach((x, i) => bytes.writeFloatLE(x, i * 4));
+  return bytes.toString('base64');
 }
 
 export async function rerank(g: GenerationRequest): Promise<void> {

@@ -3,15 +3,19 @@
  * local process or a peer, wait for the process (swap/queue/429), then let the fake llama-server
  * answer. Peers are answered in-process by the same fake (no network).
  */
+import { performance } from 'node:perf_hooks';
 import { resolveModel, type ResolvedModel, type SimConfig } from './config.js';
 import type { RequestContext } from './context.js';
+import { applyFilters, NO_FILTERS } from './filters.js';
 import { goRedirect } from './go-mux.js';
 import { isEmbeddingsOnly, serveInference } from './llama-server.js';
+import { LoadingState } from './loading-state.js';
 import { extractModel } from './model-request.js';
 import type { Lease } from './processes.js';
-import { SimHttpError } from './responses.js';
+import { errorBody, goJson, SimHttpError } from './responses.js';
 import { cutResponse, type ResponderContext } from './stream.js';
 import { sleep } from './timing.js';
+import { usesReasoning } from './turn.js';
 
 const NEVER = new AbortController().signal;
 
@@ -28,7 +32,7 @@ export async function handleModelRoute(ctx: RequestContext): Promise<void> {
   ctx.rec.model = extracted.model;
   const target = resolveModel(ctx.inst.cfg, extracted.model);
   if (!target) return ctx.sendError(404, 'no router for requested model');
-  await forward(ctx, target, upstreamPathFor(ctx.path), true);
+  await forward(ctx, target, upstreamPathFor(ctx.path), { requested: extracted.model, stream: extracted.stream });
 }
 
 /** `/v/...` loses its `/v`, `/audioapi/...` its `/audioapi` (server.go:211-248). */
@@ -55,7 +59,7 @@ export async function handleUpstream(ctx: RequestContext): Promise<void> {
       return ctx.sendError(409, `model ${found.searchName} is not loaded; path matches upstream.ignorePaths`);
     }
   }
-  await forward(ctx, found.target, remaining, false);
+  await forward(ctx, found.target, remaining);
 }
 
 /** `/comfyui[/...]`: fixed model `comfyui_auto`; only `/comfyui/` may start it. */
@@ -65,7 +69,7 @@ export async function handleComfy(ctx: RequestContext): Promise<void> {
   ctx.rec.model = id;
   const rest = ctx.path.slice('/comfyui'.length) || '/';
   if (rest !== '/' && ctx.inst.processes.state(id) !== 'ready') return ctx.sendError(409, `model ${id} is not loaded`);
-  await forward(ctx, { kind: 'local', id }, rest, false);
+  await forward(ctx, { kind: 'local', id }, rest);
 }
 
 interface PathMatch {
@@ -99,16 +103,67 @@ function findModelInPath(cfg: SimConfig, escaped: string): PathMatch | undefined
   return best;
 }
 
+/** A model route's call (absent for `/upstream` and `/comfyui`): the name asked for and `stream`. */
+interface ModelCall {
+  requested: string;
+  stream: boolean;
+}
+
+/** Answer a call and file it in llama-swap's activity log (model routes only). */
 async function forward(
   ctx: RequestContext,
   target: ResolvedModel,
   upstreamPath: string,
-  modelRoute: boolean,
+  modelCall?: ModelCall,
+): Promise<void> {
+  const started = performance.now();
+  const rctx: ResponderContext = {
+    req: ctx.req,
+    res: ctx.res,
+    rec: ctx.rec,
+    knobs: ctx.sim.knobs,
+    clientGone: ctx.clientGone,
+    cut: NEVER,
+  };
+  try {
+    await serveTarget(ctx, rctx, target, upstreamPath, modelCall);
+  } finally {
+    if (modelCall) recordActivity(ctx, rctx, target, started);
+  }
+}
+
+function recordActivity(ctx: RequestContext, rctx: ResponderContext, target: ResolvedModel, started: number): void {
+  const { res } = ctx;
+  const status = !res.headersSent && ctx.clientGone.aborted ? 499 : res.statusCode;
+  const entry = ctx.sim.activityLog.record({
+    model: target.kind === 'local' ? target.id : target.fqn,
+    path: ctx.path,
+    contentType: String(res.getHeader('content-type') ?? ''),
+    status,
+    input: rctx.tokens?.input ?? 0,
+    output: rctx.tokens?.output ?? 0,
+    durationMs: performance.now() - started,
+  });
+  ctx.inst.emit('activity', entry);
+}
+
+async function serveTarget(
+  ctx: RequestContext,
+  rctx: ResponderContext,
+  target: ResolvedModel,
+  upstreamPath: string,
+  modelCall: ModelCall | undefined,
 ): Promise<void> {
   const { sim, req, res } = ctx;
   const method = req.method ?? 'GET';
-  const call = (modelId: string, modelOverride: string | undefined, cut: AbortSignal, embeddingsOnly = false) => {
-    const rctx: ResponderContext = { req, res, rec: ctx.rec, knobs: sim.knobs, clientGone: ctx.clientGone, cut };
+  const cfg = ctx.inst.cfg;
+  const filters =
+    target.kind === 'local'
+      ? cfg.models.get(target.id)!.filters
+      : (cfg.peers.get(target.peerId)?.filters ?? NO_FILTERS);
+  const body = modelCall ? applyFilters(ctx.body, modelCall.requested, filters) : ctx.body;
+  const call = (modelId: string, modelOverride: string | undefined, cut: AbortSignal, cmd = '') => {
+    rctx.cut = cut;
     return serveThroughKnobs(rctx, () =>
       serveInference({
         ctx: rctx,
@@ -116,37 +171,47 @@ async function forward(
         path: upstreamPath,
         modelId,
         modelOverride,
-        rawBody: ctx.body,
+        rawBody: body,
         contentType: req.headers['content-type'] ?? '',
-        embeddingsOnly,
+        embeddingsOnly: isEmbeddingsOnly(cmd),
+        reasoning: usesReasoning(cmd),
       }),
     );
   };
 
   if (target.kind === 'peer') {
     if (sim.knobs.peerUnreachable) {
-      const peer = ctx.inst.cfg.peers.get(target.peerId);
+      const peer = cfg.peers.get(target.peerId);
       const host = peer ? new URL(peer.proxy).host : target.peerId;
       return ctx.sendError(502, `peer proxy error: dial tcp ${host}: connect: connection refused`);
     }
     // llama-swap rewrites the FQN to the peer's own model ID in JSON bodies (router/peer.go).
-    return call(target.modelId, modelRoute ? target.modelId : undefined, NEVER);
+    return call(target.modelId, modelCall ? target.modelId : undefined, NEVER);
   }
 
-  const model = ctx.inst.cfg.models.get(target.id)!;
-  const inflight = modelRoute ? ctx.inst.trackInflight(req, target.id, ctx.path, ctx.remoteIp) : undefined;
+  const model = cfg.models.get(target.id)!;
+  const inflight = modelCall ? ctx.inst.trackInflight(req, target.id, ctx.path, ctx.remoteIp) : undefined;
+  const loading =
+    modelCall?.stream &&
+    model.sendLoadingState &&
+    ctx.path.startsWith('/v1/chat/completions') &&
+    ctx.inst.processes.state(target.id) !== 'ready'
+      ? new LoadingState(res, target.id)
+      : undefined;
   let lease: Lease;
   try {
     lease = await ctx.inst.processes.acquire(target.id, ctx.clientGone);
   } catch (err) {
     inflight?.done();
     if (!(err instanceof SimHttpError)) throw err;
-    if (err.status === 499) return; // the client left while queued; nothing to answer
+    if (err.status === 499) return loading?.finish(true); // the client left while queued; nothing to answer
+    if (loading) return loading.fail(goJson(errorBody(sim.knobs.errorShape, err.status, err.message, err.opts.code)));
     return ctx.sendError(err.status, err.message, err.opts);
   }
+  loading?.finish(ctx.clientGone.aborted);
   try {
     const cut = inflight ? AbortSignal.any([lease.cut, inflight.cancelled]) : lease.cut;
-    await call(target.id, model.useModelName || undefined, cut, isEmbeddingsOnly(model.cmd));
+    await call(target.id, model.useModelName || undefined, cut, model.cmd);
     ctx.inst.modelLog(
       target.id,
       `srv  log_server_r: request: ${method} ${upstreamPath} ${ctx.remoteIp} ${res.statusCode}\n`,
@@ -162,6 +227,7 @@ async function serveThroughKnobs(rctx: ResponderContext, serve: () => Promise<vo
   const { knobs, res } = rctx;
   if (knobs.emptyBody502) {
     // Go's ReverseProxy default error handler: status only, no body.
+    if (res.headersSent) return void res.end();
     res.writeHead(502, { 'Content-Length': '0' });
     res.end();
     return;

@@ -1,11 +1,12 @@
 /**
- * The OpenAI-compatible endpoints of the fake llama-server: chat completions, completions and a
- * minimal Responses API. Wire details follow llama-server: a role chunk first, one chunk per
+ * The OpenAI-compatible endpoints of the fake llama-server: chat completions and completions
+ * (the Responses API is `responses-api.ts`). Wire details follow llama-server: a role chunk first, one chunk per
  * token, a finish chunk, an optional usage chunk (`stream_options.include_usage`, with
  * `choices: []`), `timings` on the last chunk, then `data: [DONE]`.
  */
 import { completionPieces, completionText, completionTokens, countPromptTokens, timings } from './generate.js';
 import { respondBody, respondFrames, type ResponderContext } from './stream.js';
+import { planToolCall, reasoningPieces, type Api } from './turn.js';
 
 export interface GenerationRequest {
   ctx: ResponderContext;
@@ -14,6 +15,8 @@ export interface GenerationRequest {
   /** The `model` value echoed in responses (what the client sent, or `useModelName`). */
   responseModel: string;
   body: Record<string, unknown>;
+  /** The model's `cmd` asks for reasoning (see `turn.ts`). */
+  reasoning: boolean;
 }
 
 export const SSE_HEADERS: Readonly<Record<string, string>> = Object.freeze({
@@ -36,26 +39,51 @@ const DONE_FRAME = 'data: [DONE]\n\n';
 
 const FINGERPRINT = 'b6000-simulated';
 
-function nowSeconds(): number {
+export function nowSeconds(): number {
   return Math.floor(Date.now() / 1000);
 }
 
-function plan(g: GenerationRequest) {
+/** Generated tokens and text of one turn: reasoning first, then either the answer or a tool call. */
+export function planTurn(g: GenerationRequest, api: Api) {
   const promptTokens = countPromptTokens(g.body);
   const { n, truncated } = completionTokens(g.body, g.ctx.knobs.tokens);
-  const usage = { completion_tokens: n, prompt_tokens: promptTokens, total_tokens: n + promptTokens };
+  const toolCall = planToolCall(api, g.body, g.ctx.rec.seq);
+  const reasoning = g.reasoning ? reasoningPieces(g.modelId) : [];
+  // A tool call costs one token for its name and one per arguments piece.
+  const answerTokens = toolCall ? toolCall.pieces.length + 1 : n;
+  const outputTokens = reasoning.length + answerTokens;
+  g.ctx.tokens = { input: promptTokens, output: outputTokens };
   return {
     promptTokens,
     n,
-    finishReason: truncated ? 'length' : 'stop',
-    usage,
-    timings: timings(promptTokens, n, g.ctx.knobs.tokensPerSecond),
+    outputTokens,
+    truncated: truncated && !toolCall,
+    toolCall,
+    reasoning,
+    usage: { completion_tokens: outputTokens, prompt_tokens: promptTokens, total_tokens: outputTokens + promptTokens },
+    timings: timings(promptTokens, outputTokens, g.ctx.knobs.tokensPerSecond),
     pieces: completionPieces(g.modelId, n),
     text: completionText(g.modelId, n),
     includeUsage: isRecord(g.body.stream_options) && g.body.stream_options.include_usage === true,
   };
 }
 
+function plan(g: GenerationRequest) {
+  const p = planTurn(g, 'chat');
+  return { ...p, finishReason: p.toolCall ? 'tool_calls' : p.truncated ? 'length' : 'stop' };
+}
+
+/** Text completion endpoints: no chat template, so neither tool calls nor extracted reasoning. */
+function textPlan(g: GenerationRequest) {
+  return plan({ ...g, reasoning: false, body: { ...g.body, tools: undefined } });
+}
+
+/**
+ * llama-server's chat deltas (`tools/server/server-task.cpp`, `to_json_oaicompat_chat_stream`):
+ * `reasoning_content` pieces, then `content` pieces, or a tool call whose first delta carries
+ * `index`, `id`, `type` and the function name with empty arguments, and whose later deltas carry
+ * only `index` and the next piece of `function.arguments`.
+ */
 export async function chatCompletions(g: GenerationRequest): Promise<void> {
   const p = plan(g);
   const id = `chatcmpl-sim${g.ctx.rec.seq}`;
@@ -67,9 +95,16 @@ export async function chatCompletions(g: GenerationRequest): Promise<void> {
     system_fingerprint: FINGERPRINT,
     object: 'chat.completion.chunk',
   };
+  const call = p.toolCall;
   if (g.body.stream !== true) {
+    const message: Record<string, unknown> = { role: 'assistant', content: call ? null : p.text };
+    if (p.reasoning.length > 0) message.reasoning_content = p.reasoning.join('');
+    if (call)
+      message.tool_calls = [
+        { type: 'function', function: { name: call.name, arguments: call.arguments }, id: call.id },
+      ];
     const body = {
-      choices: [{ finish_reason: p.finishReason, index: 0, message: { role: 'assistant', content: p.text } }],
+      choices: [{ finish_reason: p.finishReason, index: 0, message }],
       created,
       model: g.responseModel,
       system_fingerprint: FINGERPRINT,
@@ -78,11 +113,21 @@ export async function chatCompletions(g: GenerationRequest): Promise<void> {
       id,
       timings: p.timings,
     };
-    return respondBody(g.ctx, 200, JSON_HEADERS, JSON.stringify(body), p.n);
+    return respondBody(g.ctx, 200, JSON_HEADERS, JSON.stringify(body), p.outputTokens);
   }
+  const delta = (d: Record<string, unknown>) => ({ choices: [{ finish_reason: null, index: 0, delta: d }], ...base });
+  const answer = call
+    ? [
+        delta({
+          tool_calls: [{ index: 0, id: call.id, type: 'function', function: { name: call.name, arguments: '' } }],
+        }),
+        ...call.pieces.map((piece) => delta({ tool_calls: [{ index: 0, function: { arguments: piece } }] })),
+      ]
+    : p.pieces.map((piece) => delta({ content: piece }));
   const chunks: Record<string, unknown>[] = [
-    { choices: [{ finish_reason: null, index: 0, delta: { role: 'assistant', content: null } }], ...base },
-    ...p.pieces.map((piece) => ({ choices: [{ finish_reason: null, index: 0, delta: { content: piece } }], ...base })),
+    delta({ role: 'assistant', content: null }),
+    ...p.reasoning.map((piece) => delta({ reasoning_content: piece })),
+    ...answer,
     { choices: [{ finish_reason: p.finishReason, index: 0, delta: {} }], ...base },
   ];
   if (p.includeUsage) chunks.push({ choices: [], ...base, usage: p.usage });
@@ -91,7 +136,7 @@ export async function chatCompletions(g: GenerationRequest): Promise<void> {
 }
 
 export async function completions(g: GenerationRequest): Promise<void> {
-  const p = plan(g);
+  const p = textPlan(g);
   const id = `cmpl-sim${g.ctx.rec.seq}`;
   const created = nowSeconds();
   const base = { created, model: g.responseModel, system_fingerprint: FINGERPRINT, object: 'text_completion', id };
@@ -116,66 +161,9 @@ export async function completions(g: GenerationRequest): Promise<void> {
   return respondFrames(g.ctx, { ...SSE_HEADERS }, [...chunks.map(dataFrame), DONE_FRAME]);
 }
 
-/** Minimal Responses API: one message output item; SSE created → output_text.delta… → completed. */
-export async function responses(g: GenerationRequest): Promise<void> {
-  const p = plan(g);
-  const seq = g.ctx.rec.seq;
-  const respId = `resp_sim${seq}`;
-  const msgId = `msg_sim${seq}`;
-  const createdAt = nowSeconds();
-  const usage = { input_tokens: p.promptTokens, output_tokens: p.n, total_tokens: p.promptTokens + p.n };
-  const response = (status: string, text: string | undefined) => ({
-    id: respId,
-    object: 'response',
-    created_at: createdAt,
-    status,
-    model: g.responseModel,
-    output:
-      text === undefined
-        ? []
-        : [
-            {
-              type: 'message',
-              id: msgId,
-              status: 'completed',
-              role: 'assistant',
-              content: [{ type: 'output_text', text, annotations: [] }],
-            },
-          ],
-    usage: text === undefined ? null : usage,
-  });
-  if (g.body.stream !== true) {
-    return respondBody(g.ctx, 200, JSON_HEADERS, JSON.stringify(response('completed', p.text)), p.n);
-  }
-  let n = 0;
-  const frames = [
-    namedFrame('response.created', {
-      type: 'response.created',
-      sequence_number: n++,
-      response: response('in_progress', undefined),
-    }),
-    ...p.pieces.map((delta) =>
-      namedFrame('response.output_text.delta', {
-        type: 'response.output_text.delta',
-        sequence_number: n++,
-        item_id: msgId,
-        output_index: 0,
-        content_index: 0,
-        delta,
-      }),
-    ),
-    namedFrame('response.completed', {
-      type: 'response.completed',
-      sequence_number: n++,
-      response: response('completed', p.text),
-    }),
-  ];
-  return respondFrames(g.ctx, { ...SSE_HEADERS }, frames);
-}
-
 /** llama.cpp's native `/completion` and `/infill`: `content` pieces, `stop: true` last. */
 export async function nativeCompletion(g: GenerationRequest): Promise<void> {
-  const p = plan(g);
+  const p = textPlan(g);
   const stopType = p.finishReason === 'length' ? 'limit' : 'eos';
   const final = {
     content: '',

@@ -63,7 +63,7 @@ function errorTypeForStatus(status: number): { type: string; code: string } {
   }
 }
 
-function errorBody(
+export function errorBody(
   shape: Knobs['errorShape'],
   status: number,
   message: string,

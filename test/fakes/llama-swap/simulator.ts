@@ -7,6 +7,7 @@ import { readFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
+import { ActivityLog } from './activity.js';
 import { isAuthorized, UNAUTHORIZED_MESSAGE, WWW_AUTHENTICATE } from './auth.js';
 import { loadConfig, realModelName, type SimConfig } from './config.js';
 import type { RequestContext, RouteHandler, SimServices } from './context.js';
@@ -18,6 +19,7 @@ import { ChangeNotifier, Recorder } from './recorder.js';
 import { sendLlamaSwapError, type SendErrorOptions } from './responses.js';
 import { buildRoutes, isLegacyHidden } from './routes.js';
 import type {
+  ActivityEntry,
   Knobs,
   LogSourceId,
   ModelState,
@@ -37,6 +39,7 @@ export class LlamaSwapSimulator implements Simulator, SimServices {
   readonly proxyLog = new LogMonitor();
   readonly upstreamLog = new LogMonitor();
   readonly muxLog = new LogMonitor();
+  readonly activityLog = new ActivityLog(() => this.changes.notify());
   private readonly changes = new ChangeNotifier();
   private readonly recorder: Recorder;
   private readonly mux: GoMux<RouteHandler> = buildRoutes();
@@ -215,6 +218,10 @@ export class LlamaSwapSimulator implements Simulator, SimServices {
 
   state(model: string): ModelState | undefined {
     return this.instance.state(model);
+  }
+
+  activity(): readonly ActivityEntry[] {
+    return this.activityLog.all;
   }
 
   running(): RunningEntry[] {

@@ -73,7 +73,7 @@ export function handleEvents(ctx: RequestContext): Promise<void> {
   send('logData', { source: 'upstream', data: sim.upstreamLog.history().toString('utf8') });
   send('modelStatus', inst.modelStatus());
   send('uiConfig', { activity: { session_id: ['X-Session-ID', 'X-Litellm-Session-Id'] } });
-  send('profileChanged', { active: null });
+  send('profileChanged', { active: inst.activeProfile });
   send('inflight', { operation: 'snapshot', requests: inst.inflightSnapshot() });
   return untilClosed(ctx, () => unsubscribers.forEach((u) => u()));
 }

@@ -16,6 +16,19 @@ export interface ResponderContext {
   clientGone: AbortSignal;
   /** Aborts when the serving process is stopped under the request or the request is cancelled. */
   cut: AbortSignal;
+  /** Token counts of the generation, for llama-swap's activity log; set by the endpoint. */
+  tokens?: { input: number; output: number };
+}
+
+/**
+ * Status and headers as llama-server writes them: every response carries
+ * `Access-Control-Allow-Origin` set to the request's `Origin`, empty when there is none
+ * (`tools/server/server-http.cpp`, pre-routing handler). After llama-swap's `sendLoadingState`
+ * text the status line is gone already; the body simply continues.
+ */
+function writeHead(ctx: ResponderContext, status: number, headers: Record<string, string>): void {
+  if (ctx.res.headersSent) return;
+  ctx.res.writeHead(status, { ...headers, 'Access-Control-Allow-Origin': ctx.req.headers.origin ?? '' });
 }
 
 /**
@@ -72,7 +85,7 @@ export async function respondFrames(
 ): Promise<void> {
   const { res, knobs } = ctx;
   const cancelled = AbortSignal.any([ctx.clientGone, ctx.cut]);
-  res.writeHead(200, headers);
+  writeHead(ctx, 200, headers);
   res.flushHeaders();
   if (!(await sleep(knobs.firstTokenDelayMs, cancelled))) return onCancel(ctx);
   for (let i = 0; i < frames.length; i++) {
@@ -107,7 +120,7 @@ export async function respondBody(
   if (!(await sleep(knobs.firstTokenDelayMs + generationMs, cancelled))) return onCancel(ctx);
   if (stopped(ctx)) return;
   const buf = typeof body === 'string' ? Buffer.from(body) : body;
-  ctx.res.writeHead(status, { ...headers, 'Content-Length': String(buf.length) });
+  writeHead(ctx, status, { ...headers, 'Content-Length': String(buf.length) });
   ctx.res.end(buf);
 }
 

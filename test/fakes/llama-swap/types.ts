@@ -21,9 +21,10 @@ export interface Knobs {
   /** Cut the stream after this many SSE frames (no `[DONE]`); `null` = never. */
   failAfterChunks: number | null;
   /**
-   * How a stream is cut (by `failAfterChunks`, an unload or a reload): `destroy` drops the socket
-   * like a crashed upstream (the default); `end` finishes the chunked body cleanly without
-   * `[DONE]`, which is what llama-swap itself does after recovering the ReverseProxy panic.
+   * How a stream is cut (by `failAfterChunks`, an unload or a reload): `end` (the default)
+   * finishes the chunked body cleanly without `[DONE]`, which is what llama-swap does when its
+   * model server crashes (it recovers the ReverseProxy panic); `destroy` drops the socket, as a
+   * gateway sees a crashed llama-swap itself.
    */
   failMode: 'destroy' | 'end';
   /** Delay before response headers on inference routes (after the model is ready). */
@@ -97,6 +98,27 @@ export interface RecordedRequest {
   readonly sentBytes: Buffer;
 }
 
+/** One row of llama-swap's activity log (`GET /api/metrics/activity`). */
+export interface ActivityEntry {
+  id: number;
+  timestamp: string;
+  model: string;
+  req_path: string;
+  resp_content_type: string;
+  resp_status_code: number;
+  tokens: {
+    cache_tokens: number;
+    draft_tokens: number;
+    draft_acc_tokens: number;
+    input_tokens: number;
+    output_tokens: number;
+    prompt_per_second: number;
+    tokens_per_second: number;
+  };
+  duration_ms: number;
+  has_capture: boolean;
+}
+
 export interface RunningEntry {
   model: string;
   state: ModelState;
@@ -127,6 +149,8 @@ export interface Simulator {
   state(model: string): ModelState | undefined;
   /** Same content as `GET /running`. */
   running(): RunningEntry[];
+  /** llama-swap's activity log, oldest first (499 = the client left before any status). */
+  activity(): readonly ActivityEntry[];
   /** Model loads since start; with one model at a time, every load after the first is a swap. */
   readonly loads: number;
   /** Load a model the way a request would (queueing, swapping); resolves when it is ready. */
