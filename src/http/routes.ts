@@ -63,7 +63,7 @@ import type { Forwarder } from '../proxy/forward.js';
 import type { ListModels } from '../proxy/models-list.js';
 import type { Settings } from '../settings.js';
 import type { Store } from '../store/store.js';
-import type { LlamaSwapClient } from '../upstream/llama-swap-client.js';
+import type { Upstream } from '../upstream/upstream.js';
 import { UpstreamView } from '../live/upstream-view.js';
 import type { UsageAccounting } from '../usage/usage-accounting.js';
 import { AdminAccount } from '../auth/admin-account.js';
@@ -132,8 +132,8 @@ export interface RouteDeps {
   admin?: {
     store: Store;
     index: KeyIndex;
-    /** llama-swap's own API, for the Models and Logs pages. */
-    llamaSwap: LlamaSwapClient;
+    /** The upstream's own API (llama-swap or llama-server), for the Models and Logs pages. */
+    llamaSwap: Upstream;
     /** Gatehouse's recent log lines, for the Logs page. */
     gatewayLog: LineBuffer;
     /** The one shared view of llama-swap every dashboard reads; made from `llamaSwap` when absent. */

@@ -9,13 +9,13 @@ import type { Logger } from 'pino';
 import type { ModelList, ModelStateChange, UpstreamInfo } from '../../admin-api/types.js';
 import type { UpstreamView } from '../../live/upstream-view.js';
 import { describeUpstreamError } from '../../live/upstream-reason.js';
-import type { LlamaSwapClient } from '../../upstream/llama-swap-client.js';
+import type { Upstream } from '../../upstream/upstream.js';
 import { UpstreamError } from '../../upstream/errors.js';
 import { GatewayError } from '../../core/errors.js';
 
 type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
 
-export function createModelHandlers(deps: { upstream: LlamaSwapClient; view: UpstreamView; logger: Logger }): {
+export function createModelHandlers(deps: { upstream: Upstream; view: UpstreamView; logger: Logger }): {
   upstreamStatus: Handler;
   list: Handler;
   load: Handler;
@@ -31,8 +31,8 @@ export function createModelHandlers(deps: { upstream: LlamaSwapClient; view: Ups
 
   return {
     async upstreamStatus() {
-      const { reachable, url, version, error } = (await view.current()).upstream;
-      return { reachable, url, version, error } satisfies UpstreamInfo;
+      const { reachable, url, kind, version, error } = (await view.current()).upstream;
+      return { reachable, url, kind, version, error } satisfies UpstreamInfo;
     },
 
     async list() {
