@@ -38,6 +38,8 @@ export interface ApiKey {
   limits: KeyLimits;
   /** Place in the admission queue, -10..10 (default 0): higher goes first. */
   priority: number;
+  /** The `manage` scope: may list, load and unload models through `/models*` (default false). */
+  manage: boolean;
 }
 
 export interface NewKeyInput {
@@ -47,6 +49,7 @@ export interface NewKeyInput {
   note?: string;
   limits?: Partial<KeyLimits>;
   priority?: number;
+  manage?: boolean;
 }
 
 export interface KeyPatch {
@@ -56,6 +59,7 @@ export interface KeyPatch {
   note?: string;
   limits?: Partial<KeyLimits>;
   priority?: number;
+  manage?: boolean;
   revoked?: true;
 }
 

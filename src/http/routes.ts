@@ -10,6 +10,9 @@
  *   GET  /healthz      the process is alive
  *   GET  /readyz       llama-swap's /health answers within GATEHOUSE_READY_TIMEOUT
  *   GET  /metrics      Prometheus text format        metricsToken (when GATEHOUSE_METRICS_TOKEN is set) → handler
+ *   GET  /models       models with llama-server's status (a browser without a key: the dashboard page)
+ *   POST /models/load | /models/unload   llama-server router-mode compatible   authorizeManage (key with
+ *                      the manage scope; its model list applies) → handler      (docs/llama-server.md)
  *
  * Admin API (`/api/*`): `open` = sameOrigin → jsonContentType; `admin` = open → adminSession.
  * sameOrigin acts on every method but GET/HEAD/OPTIONS; jsonContentType on requests with a body
@@ -92,6 +95,7 @@ import { sessionCookie } from './admin/session-cookie.js';
 import { createSessionHandlers } from './admin/session-handlers.js';
 import { createUsageHandlers } from './admin/usage-handlers.js';
 import { defaultDashboardRoot, registerDashboard } from './dashboard.js';
+import { createManageModelHandlers } from './manage-models.js';
 import { corsPolicy, withCors } from './cors.js';
 import { createProxyRoute } from './proxy-route.js';
 import { createProxyTrust } from '../auth/proxy-trust.js';
@@ -209,6 +213,8 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
     return reply.header('content-type', contentType).header('cache-control', 'no-store').send(body);
   });
 
+  const dashboard = registerDashboard(app, { root: defaultDashboardRoot() });
+
   if (deps.admin) {
     const { store, index } = deps.admin;
     const now = deps.now ?? Date.now;
@@ -274,6 +280,17 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
     const models = createModelHandlers({ upstream: deps.admin.llamaSwap, view, logger: deps.logger });
     app.get('/api/upstream', admin, models.upstreamStatus);
     app.get('/api/models', admin, models.list);
+    const manage = createManageModelHandlers({
+      upstream: deps.admin.llamaSwap,
+      keys: deps.keys,
+      dashboard,
+      logger: deps.logger,
+      changed: () => void view.refresh(),
+      now: deps.now,
+    });
+    app.get('/models', manage.list);
+    app.post('/models/load', manage.load);
+    app.post('/models/unload', manage.unload);
     app.post('/api/models/unload-all', admin, models.unloadAll);
     app.post('/api/models/:id/load', admin, models.load);
     app.post('/api/models/:id/unload', admin, models.unload);
@@ -311,8 +328,6 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
     app.get('/api/usage/requests', admin, usageApi.requests);
     app.get('/api/usage/requests/:id', admin, usageApi.request);
   }
-
-  registerDashboard(app, { root: defaultDashboardRoot() });
 
   return {
     raw(url) {

@@ -8,10 +8,9 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { ModelList, ModelStateChange, UpstreamInfo } from '../../admin-api/types.js';
 import type { UpstreamView } from '../../live/upstream-view.js';
-import { describeUpstreamError } from '../../live/upstream-reason.js';
 import type { Upstream } from '../../upstream/upstream.js';
-import { UpstreamError } from '../../upstream/errors.js';
 import { GatewayError } from '../../core/errors.js';
+import { startLoad, upstreamActionError } from '../model-actions.js';
 
 type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
 
@@ -47,22 +46,8 @@ export function createModelHandlers(deps: { upstream: Upstream; view: UpstreamVi
     async load(request, reply) {
       const id = idParam(request);
       // llama-swap's load blocks until the model is healthy (minutes for big models); the page
-      // follows the state by polling, so answer once llama-swap has taken the request.
-      const loading = upstream.load(id).catch((error: unknown) => {
-        logger.warn({ model: id, err: describeUpstreamError(error) }, 'model load failed');
-        throw error;
-      });
-      const early = await Promise.race([
-        loading.then(() => 'ready' as const),
-        new Promise<'starting'>((r) => setTimeout(() => r('starting'), 300)),
-      ]).catch((error: unknown) => {
-        throw toGatewayError(error);
-      });
-      loading.catch(() => undefined);
-      void loading.then(
-        () => view.refresh(),
-        () => view.refresh(),
-      );
+      // follows the state live, so answer once the upstream has taken the request.
+      const early = await startLoad(upstream, id, logger, () => void view.refresh());
       await view.refresh();
       reply.code(202);
       return { state: early } satisfies ModelStateChange;
@@ -71,7 +56,7 @@ export function createModelHandlers(deps: { upstream: Upstream; view: UpstreamVi
     async unload(request) {
       const id = idParam(request);
       const result = await upstream.unload(id).catch((error: unknown) => {
-        throw toGatewayError(error);
+        throw upstreamActionError(error);
       });
       if (!result.unloaded) throw new GatewayError('conflict', { message: result.message });
       await view.refresh();
@@ -80,25 +65,10 @@ export function createModelHandlers(deps: { upstream: Upstream; view: UpstreamVi
 
     async unloadAll() {
       await upstream.unloadAll().catch((error: unknown) => {
-        throw toGatewayError(error);
+        throw upstreamActionError(error);
       });
       await view.refresh();
       return {};
     },
   };
-}
-
-function toGatewayError(error: unknown): GatewayError {
-  if (error instanceof UpstreamError) {
-    if (error.kind === 'http' && error.status === 404)
-      return new GatewayError('not_found', {
-        message: error.upstreamMessage ?? 'llama-swap does not know this model.',
-      });
-    if (error.kind === 'timeout')
-      return new GatewayError('upstream_timeout', { message: 'llama-swap did not answer in time.' });
-    if (error.kind === 'unreachable')
-      return new GatewayError('upstream_unreachable', { message: describeUpstreamError(error) });
-    return new GatewayError('upstream_error', { status: error.status ?? 502, message: describeUpstreamError(error) });
-  }
-  return new GatewayError('internal_error', { cause: error });
 }
