@@ -37,7 +37,7 @@ export interface RouterProps {
 export type RouterModelStatus = 'unloaded' | 'loading' | 'loaded' | 'sleeping' | 'downloading' | (string & {});
 
 /** A child keeps its memory while `loaded` or `sleeping` (weights offloaded, woken by a request). */
-export function routerStatusRunning(status: RouterModelStatus | undefined): boolean {
+function routerStatusRunning(status: RouterModelStatus | undefined): boolean {
   return status === 'loaded' || status === 'sleeping' || status === 'loading';
 }
 
@@ -167,9 +167,6 @@ export function createLlamaServerClient(options: LlamaServerClientOptions): Llam
   };
   return client;
 }
-
-/** Why the dashboard shows no llama-server logs. */
-export const LLAMA_SERVER_NO_LOGS = NO_STREAM;
 
 function pause(ms: number, signal: AbortSignal | undefined): Promise<void> {
   return new Promise((resolve, reject) => {

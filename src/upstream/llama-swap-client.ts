@@ -24,7 +24,7 @@ export interface LlamaSwapClient extends Upstream {
 /** Unloads block while processes stop (per-model `unloadTimeout`, default 10 s). */
 const UNLOAD_TIMEOUT_FLOOR_MS = 30_000;
 /** A load blocks until the health check passes (`healthCheckTimeout`, default 120 s). */
-export const LOAD_TIMEOUT_FLOOR_MS = 130_000;
+const LOAD_TIMEOUT_FLOOR_MS = 130_000;
 
 /** Percent-encode each segment of a model ID but keep its slashes (IDs like `org/model`). */
 export function encodeModelPath(modelId: string): string {

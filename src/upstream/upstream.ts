@@ -21,8 +21,6 @@ export type { CallOptions } from './transport.js';
 
 export type UpstreamKind = 'llama-swap' | 'llama-server';
 
-export const UPSTREAM_KINDS: readonly UpstreamKind[] = ['llama-swap', 'llama-server'];
-
 export interface LogStreamOptions extends StreamOptions {
   /** Skip the history burst (`?no-history`; any value counts). */
   noHistory?: boolean;

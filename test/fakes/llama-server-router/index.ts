@@ -15,7 +15,6 @@ import { RouterModels, type RouterModel, type RouterModelConfig } from './models
 import { routeRouterRequest } from './routes.js';
 
 export type { RouterModelConfig } from './models.js';
-export { ROUTER_BUILD_INFO } from './routes.js';
 
 export interface RouterSimulatorOptions {
   models: RouterModelConfig[];

@@ -32,8 +32,6 @@ export interface RouterModel {
   settling: Promise<void> | undefined;
 }
 
-export class RouterModelNotFound extends Error {}
-
 export interface RouterTimings {
   loadDelayMs: number;
   unloadDelayMs: number;

@@ -12,7 +12,7 @@ import { JSON_HEADERS } from '../llama-swap/openai-api.js';
 import { respondBody, type ResponderContext } from '../llama-swap/stream.js';
 import type { RouterModel, RouterModels } from './models.js';
 
-export const ROUTER_BUILD_INFO = 'b7100-router-sim';
+const ROUTER_BUILD_INFO = 'b7100-router-sim';
 
 export interface RouterRequest {
   ctx: ResponderContext;
