@@ -8,9 +8,11 @@ export interface DemoAddresses {
   gateway: string;
   simulator: string;
   setupLink: string | undefined;
+  /** What the simulator plays (default llama-swap). */
+  upstream?: 'llama-swap' | 'llama-server';
 }
 
-export function demoBanner({ gateway, simulator, setupLink }: DemoAddresses): string {
+export function demoBanner({ gateway, simulator, setupLink, upstream = 'llama-swap' }: DemoAddresses): string {
   const setup = setupLink
     ? [
         `    First-run setup (once)        ${setupLink}`,
@@ -21,13 +23,13 @@ export function demoBanner({ gateway, simulator, setupLink }: DemoAddresses): st
     : [''];
   return [
     '',
-    '  Gatehouse demo is running (no GPU needed: llama-swap is simulated).',
+    `  Gatehouse demo is running (no GPU needed: ${upstream} is simulated).`,
     '',
     `    Dashboard                     ${gateway}/`,
     ...setup,
     `    Gateway (OpenAI base URL)     ${gateway}/v1`,
     `    Gateway (Anthropic base URL)  ${gateway}`,
-    `    llama-swap simulator          ${simulator}`,
+    `    ${`${upstream} simulator`.padEnd(30)}${simulator}`,
     '',
     '  Try:',
     `    curl ${gateway}/v1/models`,

@@ -175,6 +175,9 @@ export async function buildApp(input: BuildAppInput): Promise<App> {
       request.log.error({ err: error }, 'unexpected error');
       gatewayError = new GatewayError('internal_error');
     }
+    // As on /v1: a client told its key is refused should not retry (`/models*` answer API clients too).
+    if (format !== 'admin' && (gatewayError.status === 401 || gatewayError.status === 403))
+      reply.header('x-should-retry', 'false');
     void reply.code(gatewayError.status).headers(gatewayError.headers).send(errorBody(gatewayError, format));
   });
   fastify.setNotFoundHandler((request, reply) => {

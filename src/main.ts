@@ -11,7 +11,7 @@ import { ConfigEditor } from './config-editor/config-editor.js';
 import { createLogger } from './logger.js';
 import { LineBuffer } from './logging/line-buffer.js';
 import { describeStoreLocation, openStore } from './store/store.js';
-import { createLlamaSwapClient } from './upstream/llama-swap-client.js';
+import { openUpstream, type DetectionReport } from './upstream/open-upstream.js';
 import type { Settings } from './settings.js';
 
 export interface RunningGateway {
@@ -38,10 +38,12 @@ export async function startGateway(settings: Readonly<Settings>): Promise<Runnin
   const index = await KeyIndex.open(store, {
     onError: (error, during) => logger.error({ err: error }, `key index ${during} failed`),
   });
-  const upstream = createLlamaSwapClient({
+  const upstream = openUpstream({
+    kind: settings.upstreamKind,
     baseUrl: settings.upstreamUrl,
     apiKey: settings.upstreamApiKey,
     timeoutMs: 10_000,
+    onDetection: (report) => logDetection(logger, report),
   });
   const configEditor = new ConfigEditor({
     configFile: settings.inferenceConfigFile,
@@ -72,8 +74,9 @@ export async function startGateway(settings: Readonly<Settings>): Promise<Runnin
   });
   const url = await app.listen(settings.port, settings.host);
   logger.info(
-    { url, upstream: settings.upstreamUrl.origin, store: store.kind },
-    `Gatehouse listening on ${url}, forwarding /v1 to ${settings.upstreamUrl.origin}`,
+    { url, upstream: settings.upstreamUrl.origin, upstream_kind: settings.upstreamKind, store: store.kind },
+    `Gatehouse listening on ${url}, forwarding /v1 to ${settings.upstreamUrl.origin}` +
+      (settings.upstreamKind === 'auto' ? '' : ` (${settings.upstreamKind})`),
   );
   logAuthMode(logger, index, settings.host);
   logUsageMode(logger, app, index, settings);
@@ -86,6 +89,20 @@ export async function startGateway(settings: Readonly<Settings>): Promise<Runnin
     setupLink: setupToken ? setupLink(url, setupToken) : undefined,
     stop: () => app.shutdown(settings.shutdownGraceMs),
   };
+}
+
+/** `GATEHOUSE_UPSTREAM_KIND=auto`: what the upstream turned out to be, or why it is not known yet. */
+function logDetection(logger: Logger, report: DetectionReport): void {
+  if ('detected' in report) {
+    const { kind, via } = report.detected;
+    logger.info({ upstream_kind: kind, via }, `upstream: ${kind} (told by ${via})`);
+    return;
+  }
+  logger.warn(
+    { err: report.failed.message, attempt: report.attempt, retry_in_ms: report.retryInMs },
+    `upstream: cannot tell yet whether it is llama-swap or llama-server: ${report.failed.message}; ` +
+      `asking again in ${Math.round(report.retryInMs / 1000)} s`,
+  );
 }
 
 function logAuthMode(logger: Logger, index: KeyIndex, host: string): void {

@@ -7,11 +7,14 @@ import { readFileSync } from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { countCharacters, isTooLong, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from './auth/passwords.js';
 import { parseTrustedProxies } from './auth/proxy-trust.js';
+import type { UpstreamKindSetting } from './upstream/open-upstream.js';
 
 export interface Settings {
   host: string;
   port: number;
   upstreamUrl: URL;
+  /** What serves the models; `auto` asks the upstream (docs/llama-server.md, "Detection"). */
+  upstreamKind: UpstreamKindSetting;
   upstreamApiKey: string | undefined;
   connectTimeoutMs: number;
   headersTimeoutMs: number;
@@ -324,6 +327,14 @@ const parseCorsOrigins: Parser<'*' | readonly string[]> = (raw, name) => {
   return Object.freeze(origins);
 };
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+const UPSTREAM_KIND_VALUES: readonly UpstreamKindSetting[] = ['auto', 'llama-swap', 'llama-server'];
+
+const parseUpstreamKind: Parser<UpstreamKindSetting> = (raw, name) => {
+  const value = raw.trim();
+  if ((UPSTREAM_KIND_VALUES as readonly string[]).includes(value)) return value as UpstreamKindSetting;
+  throw new SettingsError(`${name}: "${raw}" is not one of ${UPSTREAM_KIND_VALUES.join(', ')}`);
+};
+
 const parseLogLevel: Parser<Settings['logLevel']> = (raw, name) => {
   const level = raw.toLowerCase() as Settings['logLevel'];
   if (!LOG_LEVELS.includes(level)) throw new SettingsError(`${name}: "${raw}" is not one of ${LOG_LEVELS.join(', ')}`);
@@ -354,6 +365,15 @@ export const SETTINGS: ReadonlyArray<SettingSpec<keyof Settings>> = [
     default: 'http://127.0.0.1:8080',
     parse: parseUrl,
     description: "llama-swap's base URL.",
+  },
+  {
+    key: 'upstreamKind',
+    env: 'GATEHOUSE_UPSTREAM_KIND',
+    default: 'auto',
+    parse: parseUpstreamKind,
+    description:
+      'What serves the models: `llama-swap`, `llama-server` (llama.cpp in router mode), or `auto` to ask the ' +
+      'upstream at start and keep asking until it answers.',
   },
   {
     key: 'upstreamApiKey',

@@ -38,6 +38,8 @@ export interface ApiKey {
   limits: KeyLimits;
   /** Place in the admission queue, -10..10 (default 0): higher goes first. */
   priority: number;
+  /** The `manage` scope: may list, load and unload models through `/models*` (default false). */
+  manage: boolean;
 }
 
 export interface NewKeyInput {
@@ -47,6 +49,7 @@ export interface NewKeyInput {
   note?: string;
   limits?: Partial<KeyLimits>;
   priority?: number;
+  manage?: boolean;
 }
 
 export interface KeyPatch {
@@ -56,6 +59,7 @@ export interface KeyPatch {
   note?: string;
   limits?: Partial<KeyLimits>;
   priority?: number;
+  manage?: boolean;
   revoked?: true;
 }
 
@@ -87,9 +91,14 @@ export interface UpstreamVersion {
   build_date: string;
 }
 
+/** What serves the models: llama-swap, or llama.cpp's llama-server in router mode (docs/llama-server.md). */
+export type UpstreamKindName = 'llama-swap' | 'llama-server';
+
 export interface UpstreamInfo {
   reachable: boolean;
   url: string;
+  /** Null until Gatehouse has found out (`GATEHOUSE_UPSTREAM_KIND=auto`). */
+  kind: UpstreamKindName | null;
   version: UpstreamVersion | null;
   error: string | null;
 }
@@ -146,8 +155,10 @@ export type UpstreamLinkState = 'connecting' | 'live' | 'reconnecting' | 'unavai
 
 export interface LiveUpstream extends UpstreamInfo {
   state: UpstreamLinkState;
-  /** `events`: llama-swap's `/api/events`; `polling`: an older llama-swap without it. */
+  /** `events`: llama-swap's `/api/events`; `polling`: an older llama-swap without it, or llama-server. */
   mode: 'events' | 'polling' | null;
+  /** Why the upstream's own logs cannot be shown (llama-server has no log stream); null when they can. */
+  logsUnavailable: string | null;
 }
 
 /** The logs `GET /api/live` carries; a model's own log has its own stream (`/api/logs/stream`). */

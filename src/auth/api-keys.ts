@@ -91,6 +91,8 @@ export interface KeyView {
   limits: KeyLimits;
   /** Place in the admission queue, -10..10: higher goes first. */
   priority: number;
+  /** May list, load and unload models (`/models*`). */
+  manage: boolean;
   status: KeyStatus;
 }
 
@@ -107,6 +109,7 @@ export function toKeyView(key: KeyRecord, nowMs: number): KeyView {
     note: key.note,
     limits: { ...key.limits },
     priority: key.priority,
+    manage: key.manage,
     status: keyStatus(key, nowMs),
   };
 }
@@ -122,6 +125,7 @@ export interface NewKeyInput {
   note?: string;
   limits?: Partial<KeyLimits>;
   priority?: number;
+  manage?: boolean;
 }
 
 /**
@@ -149,6 +153,7 @@ export function newKeyRecord(input: NewKeyInput, nowMs: number): { record: KeyRe
         concurrent: input.limits?.concurrent ?? null,
       },
       priority: input.priority ?? 0,
+      manage: input.manage ?? false,
     },
   };
 }

@@ -13,7 +13,7 @@ export interface KeyUseRecorder {
 }
 
 /** Clients read the scheme from here to know a Bearer key is expected. */
-const CHALLENGE = { 'www-authenticate': 'Bearer' };
+export const CHALLENGE = { 'www-authenticate': 'Bearer' };
 
 /** `clientAuth`: a valid key, or open mode (no key records at all). */
 export function clientAuth(keys: KeyVerifier & KeyUseRecorder, now: () => number = Date.now): ProxyStep {

@@ -11,11 +11,14 @@
  * While a profile is active, a call's name is first rewritten by the profile's pins, as
  * llama-swap does (`CreateProfileMiddleware`), and the rewritten name is what must be allowed.
  */
+import { entryAliases } from '../upstream/model-entry.js';
 
 /** What the catalog reads of an entry of llama-swap's `GET /v1/models`. */
 export interface ListedModel {
   id: string;
   meta?: unknown;
+  /** llama-server's router lists aliases here. */
+  aliases?: unknown;
 }
 
 export interface ModelCatalog {
@@ -89,8 +92,7 @@ export function catalogFromList(
       continue;
     }
     kinds.set(m.id, type);
-    if (Array.isArray(info.aliases))
-      for (const a of info.aliases) if (typeof a === 'string') aliasOf.set(a.trim(), m.id);
+    for (const alias of entryAliases(m)) aliasOf.set(alias, m.id);
     if (type === 'peer' && typeof info.peerID === 'string' && m.id.startsWith(`${info.peerID}/`)) {
       const bare = m.id.slice(info.peerID.length + 1);
       peersByModel.set(bare, [...(peersByModel.get(bare) ?? []), m.id]);
@@ -114,7 +116,7 @@ export function catalogFromList(
   };
 }
 
-function llamaswapMeta(m: ListedModel): { type?: unknown; aliases?: unknown; modelID?: unknown; peerID?: unknown } {
+function llamaswapMeta(m: ListedModel): { type?: unknown; modelID?: unknown; peerID?: unknown } {
   const meta = m.meta as { llamaswap?: Record<string, unknown> } | undefined;
   return meta?.llamaswap ?? {};
 }

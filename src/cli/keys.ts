@@ -61,6 +61,8 @@ Commands:
                                  Limits: requests/minute, tokens/minute, requests in flight
       --priority N               Place in the admission queue, -10..10 (default 0; higher first;
                                  a negative one as --priority=-3)
+      --manage                   May list, load and unload models (GET /models, POST /models/load,
+                                 POST /models/unload; default: no)
       --quiet                    Print only the key (for scripts)
   list [--json]                  List keys (never their secrets)
   limits ID|PREFIX [--rpm N|none] [--tpm N|none] [--concurrent N|none]
@@ -84,6 +86,7 @@ const COMMAND_OPTIONS = {
     tpm: { type: 'string' },
     concurrent: { type: 'string' },
     priority: { type: 'string' },
+    manage: { type: 'boolean' },
     quiet: { type: 'boolean', short: 'q' },
     help: { type: 'boolean', short: 'h' },
   },
@@ -210,6 +213,7 @@ function createInput(values: Parsed['values'], nowMs: number): NewKeyInput {
     input.limits![limit] = parseLimit(limit, raw, false)!;
   }
   if (typeof values.priority === 'string') input.priority = parsePriority(values.priority);
+  if (values.manage === true) input.manage = true;
   return input;
 }
 
@@ -303,6 +307,7 @@ function limitsLines(view: KeyView): string[] {
   return [
     ...(parts.length ? [`  limits   ${parts.join(', ')}`] : []),
     ...(view.priority !== 0 ? [`  priority ${view.priority}`] : []),
+    ...(view.manage ? ['  manage   may list, load and unload models'] : []),
   ];
 }
 

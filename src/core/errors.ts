@@ -69,6 +69,14 @@ export const CATALOGUE = {
     message:
       'This API key may only use some models, and the model this call asks for could not be read with certainty.',
   },
+  manage_scope_required: {
+    status: 403,
+    openaiType: 'permission_error',
+    anthropicType: 'permission_error',
+    message:
+      'This API key may not manage models: GET /models, POST /models/load and POST /models/unload need a key ' +
+      'with the manage scope.',
+  },
   admin_unauthorized: {
     status: 401,
     openaiType: 'authentication_error',

@@ -88,20 +88,24 @@ export function defaultDashboardRoot(): string {
   return path.resolve('web', 'dist');
 }
 
-export function registerDashboard(app: FastifyInstance, options: DashboardOptions): void {
+export interface Dashboard {
+  /** Answers with the page (index.html), for a route that shares its path with an API (`GET /models`). */
+  sendIndex(reply: FastifyReply): Promise<FastifyReply>;
+}
+
+export function registerDashboard(app: FastifyInstance, options: DashboardOptions): Dashboard {
   const root = path.resolve(options.root);
   const index = indexLoader(path.join(root, 'index.html'));
+  const sendIndex = async (reply: FastifyReply) => {
+    const html = await index();
+    if (html === undefined)
+      return reply.code(503).headers(HTML_HEADERS).header('cache-control', 'no-store').send(NOT_BUILT_PAGE);
+    return reply.code(200).headers(HTML_HEADERS).header('cache-control', 'no-cache').send(html);
+  };
 
   // Encapsulated: the app's not-found handler (admin/OpenAI error shapes) still answers what
   // the dashboard does not serve.
   void app.register(async (scope) => {
-    const sendIndex = async (reply: FastifyReply) => {
-      const html = await index();
-      if (html === undefined)
-        return reply.code(503).headers(HTML_HEADERS).header('cache-control', 'no-store').send(NOT_BUILT_PAGE);
-      return reply.code(200).headers(HTML_HEADERS).header('cache-control', 'no-cache').send(html);
-    };
-
     scope.get(DASHBOARD_ROUTE_URL, async (request: FastifyRequest, reply: FastifyReply) => {
       const pathname = requestPath(request.url);
       if (pathname === undefined || isApiPath(pathname)) return notFound(reply);
@@ -121,6 +125,7 @@ export function registerDashboard(app: FastifyInstance, options: DashboardOption
       return notFound(reply);
     });
   });
+  return { sendIndex };
 }
 
 type Send = typeof import('@fastify/send');
@@ -162,7 +167,7 @@ function isApiPath(pathname: string): boolean {
   return pathname === '/api' || pathname.startsWith('/api/') || pathname === '/v1' || pathname.startsWith('/v1/');
 }
 
-function acceptsHtml(request: FastifyRequest): boolean {
+export function acceptsHtml(request: FastifyRequest): boolean {
   const accept = request.headers.accept;
   return typeof accept === 'string' && accept.toLowerCase().includes('text/html');
 }

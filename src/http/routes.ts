@@ -10,6 +10,9 @@
  *   GET  /healthz      the process is alive
  *   GET  /readyz       llama-swap's /health answers within GATEHOUSE_READY_TIMEOUT
  *   GET  /metrics      Prometheus text format        metricsToken (when GATEHOUSE_METRICS_TOKEN is set) → handler
+ *   GET  /models       models with llama-server's status (a browser without a key: the dashboard page)
+ *   POST /models/load | /models/unload   llama-server router-mode compatible   authorizeManage (key with
+ *                      the manage scope; its model list applies) → handler      (docs/llama-server.md)
  *
  * Admin API (`/api/*`): `open` = sameOrigin → jsonContentType; `admin` = open → adminSession.
  * sameOrigin acts on every method but GET/HEAD/OPTIONS; jsonContentType on requests with a body
@@ -70,7 +73,7 @@ import type { Forwarder } from '../proxy/forward.js';
 import type { ListModels } from '../proxy/models-list.js';
 import type { Settings } from '../settings.js';
 import type { Store } from '../store/store.js';
-import type { LlamaSwapClient } from '../upstream/llama-swap-client.js';
+import type { Upstream } from '../upstream/upstream.js';
 import { UpstreamView } from '../live/upstream-view.js';
 import type { UsageAccounting } from '../usage/usage-accounting.js';
 import { AdminAccount } from '../auth/admin-account.js';
@@ -104,6 +107,7 @@ import { createSessionHandlers } from './admin/session-handlers.js';
 import { createUsageHandlers } from './admin/usage-handlers.js';
 import { createUsageExportHandler } from './admin/usage-export.js';
 import { defaultDashboardRoot, registerDashboard } from './dashboard.js';
+import { createManageModelHandlers } from './manage-models.js';
 import { corsPolicy, withCors } from './cors.js';
 import { createProxyRoute } from './proxy-route.js';
 import { createProxyTrust } from '../auth/proxy-trust.js';
@@ -144,8 +148,8 @@ export interface RouteDeps {
   admin?: {
     store: Store;
     index: KeyIndex;
-    /** llama-swap's own API, for the Models and Logs pages. */
-    llamaSwap: LlamaSwapClient;
+    /** The upstream's own API (llama-swap or llama-server), for the Models and Logs pages. */
+    llamaSwap: Upstream;
     /** Gatehouse's recent log lines, for the Logs page. */
     gatewayLog: LineBuffer;
     /** The one shared view of llama-swap every dashboard reads; made from `llamaSwap` when absent. */
@@ -220,6 +224,8 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
     const { contentType, body } = await usage.metrics.exposition();
     return reply.header('content-type', contentType).header('cache-control', 'no-store').send(body);
   });
+
+  const dashboard = registerDashboard(app, { root: defaultDashboardRoot() });
 
   if (deps.admin) {
     const { store, index } = deps.admin;
@@ -303,6 +309,17 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
     const models = createModelHandlers({ upstream: deps.admin.llamaSwap, view, logger: deps.logger });
     app.get('/api/upstream', admin, models.upstreamStatus);
     app.get('/api/models', admin, models.list);
+    const manage = createManageModelHandlers({
+      upstream: deps.admin.llamaSwap,
+      keys: deps.keys,
+      dashboard,
+      logger: deps.logger,
+      changed: () => void view.refresh(),
+      now: deps.now,
+    });
+    app.get('/models', manage.list);
+    app.post('/models/load', manage.load);
+    app.post('/models/unload', manage.unload);
     app.post('/api/models/unload-all', admin, audited('model.unload_all', models.unloadAll));
     app.post('/api/models/:id/load', admin, audited('model.load', models.load));
     app.post('/api/models/:id/unload', admin, audited('model.unload', models.unload));
@@ -342,8 +359,6 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
     app.get('/api/usage/export', admin, createUsageExportHandler({ usage, store: store.usage, now }));
     app.get('/api/audit', admin, createAuditHandler(store.audit));
   }
-
-  registerDashboard(app, { root: defaultDashboardRoot() });
 
   return {
     raw(url) {

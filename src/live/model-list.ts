@@ -1,10 +1,12 @@
 /**
- * The dashboard's model list from what llama-swap reports: the catalogue (`/v1/models`: kinds,
+ * The dashboard's model list from what the upstream reports: the catalogue (`/v1/models`: kinds,
  * names, aliases, peers), the local processes (`/running`: state, TTL) and, between two reads,
- * the states of `/api/events`' `modelStatus` (docs/llama-swap.md, "Model list").
+ * the states of llama-swap's `/api/events` `modelStatus` (docs/llama-swap.md, "Model list").
+ * llama-server's client answers the same two questions from its `/models`.
  */
 import type { Model, ModelState } from '../admin-api/types.js';
 import type { ModelEntry, ModelStatusEntry, RunningModel } from '../upstream/types.js';
+import { entryAliases } from '../upstream/model-entry.js';
 import { declaredCapabilities, declaredContextLength } from './model-capabilities.js';
 
 /** Merges the catalogue with the running processes; unlisted models appear while they run. */
@@ -24,7 +26,7 @@ export function mergeModels(models: ModelEntry[], running: RunningModel[]): Mode
       name: m.name ?? null,
       description: m.description ?? null,
       kind: type === 'peer' ? 'peer' : type === 'alias' ? 'alias' : 'model',
-      aliases: Array.isArray(meta.aliases) ? meta.aliases : [],
+      aliases: entryAliases(m),
       peerId: typeof meta.peerID === 'string' ? meta.peerID : null,
       unlisted: false,
       state: run ? normaliseState(run.state) : 'stopped',

@@ -4,7 +4,7 @@
  * costs one more `/running`. Says each change to its listener, never the same list twice.
  */
 import type { Model, ModelList } from '../admin-api/types.js';
-import type { LlamaSwapClient } from '../upstream/llama-swap-client.js';
+import type { Upstream } from '../upstream/upstream.js';
 import type { ModelStatusEntry, VersionInfo } from '../upstream/types.js';
 import { aliasTargetsOf, applyStatus, mergeModels } from './model-list.js';
 
@@ -19,7 +19,7 @@ export class ModelTracker {
   #ttlRead: Promise<void> | null = null;
 
   constructor(
-    private readonly client: LlamaSwapClient,
+    private readonly client: Upstream,
     private readonly onChange: (list: ModelList) => void,
   ) {}
 

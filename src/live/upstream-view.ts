@@ -8,7 +8,7 @@
 import type { Logger } from 'pino';
 import type { LiveEventMap, LiveGapKind, LiveUpstream, ModelList, UpstreamLinkState } from '../admin-api/types.js';
 import { UpstreamError } from '../upstream/errors.js';
-import type { LlamaSwapClient } from '../upstream/llama-swap-client.js';
+import type { Upstream } from '../upstream/upstream.js';
 import type { LlamaSwapEvent } from '../upstream/types.js';
 import { abortableWait } from './abortable-wait.js';
 import { ModelTracker } from './model-tracker.js';
@@ -33,7 +33,7 @@ export interface ViewSnapshot {
 }
 
 export interface UpstreamViewOptions {
-  client: LlamaSwapClient;
+  client: Upstream;
   logger?: Logger;
   /** How often the model list is read when llama-swap has no `/api/events` (default 10 s). */
   pollMs?: number;
@@ -56,7 +56,7 @@ const RESTART_REASON = 'llama-swap restarted its event stream (a config reload d
 const BACK_REASON = 'llama-swap is reachable again.';
 
 export class UpstreamView {
-  readonly #client: LlamaSwapClient;
+  readonly #client: Upstream;
   readonly #logger: Logger | undefined;
   readonly #opts: Required<Omit<UpstreamViewOptions, 'client' | 'logger'>>;
   readonly #listeners = new Set<(event: ViewEvent) => void>();
@@ -94,8 +94,10 @@ export class UpstreamView {
       mode: null,
       reachable: false,
       url: options.client.baseUrl.origin,
+      kind: options.client.kind,
       version: null,
       error: null,
+      logsUnavailable: null,
     };
     this.#resetSettled();
   }
@@ -188,7 +190,11 @@ export class UpstreamView {
         stream = await this.#client.events({ signal, timeoutMs: this.#opts.connectTimeoutMs });
       } catch (error) {
         if (signal.aborted) return;
-        if (error instanceof UpstreamError && error.kind === 'http' && error.routeMissing) {
+        // An older llama-swap (no route) or llama-server (no event stream at all): read by polling.
+        if (
+          error instanceof UpstreamError &&
+          (error.kind === 'unsupported' || (error.kind === 'http' && error.routeMissing))
+        ) {
           await this.#pollInstead(signal);
           return;
         }
@@ -204,7 +210,7 @@ export class UpstreamView {
       if (everLive) this.#gap(null, wasLost ? 'back' : 'restart', wasLost ? BACK_REASON : RESTART_REASON);
       failures = 0;
       everLive = true;
-      this.#setUpstream({ state: 'live', mode: 'events', reachable: true, error: null });
+      this.#setUpstream({ state: 'live', mode: 'events', kind: this.#client.kind, reachable: true, error: null });
       // llama-swap sends each log's whole history first: it is joined to what is held.
       const fresh = new Set<UpstreamLogSource>(['proxy', 'upstream']);
       this.#expect('list', 'proxy', 'upstream');
@@ -225,9 +231,12 @@ export class UpstreamView {
     }
   }
 
-  /** Older llama-swap (no `/api/events`): the model list every `pollMs`, the logs as text streams. */
+  /**
+   * Older llama-swap (no `/api/events`): the model list every `pollMs`, the logs as text streams.
+   * llama-server: the model list only.
+   */
   async #pollInstead(signal: AbortSignal): Promise<void> {
-    this.#setUpstream({ mode: 'polling' });
+    this.#setUpstream({ mode: 'polling', kind: this.#client.kind });
     this.#expect('list');
     void this.#followLog('proxy', signal);
     void this.#followLog('upstream', signal);
@@ -267,7 +276,12 @@ export class UpstreamView {
           history = false;
         }
         first = false;
-      } catch {
+      } catch (error) {
+        if (error instanceof UpstreamError && error.kind === 'unsupported') {
+          this.#setUpstream({ logsUnavailable: error.message });
+          this.#arrived(source);
+          return;
+        }
         // The model poll reports llama-swap's state; the log stream just tries again.
       }
       await this.#wait(this.#opts.retryMaxMs, signal);

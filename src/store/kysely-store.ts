@@ -233,6 +233,7 @@ function toRow(record: KeyRecord): Insertable<ApiKeysTable> {
     tpm: record.limits.tpm,
     max_concurrent: record.limits.concurrent,
     priority: record.priority,
+    manage: record.manage ? 1 : 0,
   };
 }
 
@@ -247,6 +248,7 @@ function toUpdate(patch: KeyPatch): Updateable<ApiKeysTable> {
   if (patch.limits?.tpm !== undefined) values.tpm = patch.limits.tpm;
   if (patch.limits?.concurrent !== undefined) values.max_concurrent = patch.limits.concurrent;
   if (patch.priority !== undefined) values.priority = patch.priority;
+  if (patch.manage !== undefined) values.manage = patch.manage ? 1 : 0;
   return values;
 }
 
@@ -268,6 +270,7 @@ function toRecord(row: Selectable<ApiKeysTable>): KeyRecord {
       concurrent: nullableNumber(row.max_concurrent),
     },
     priority: Number(row.priority),
+    manage: Number(row.manage) === 1,
   };
 }
 

@@ -175,6 +175,15 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
       await db.schema.createIndex('audit_log_action_idx').on('audit_log').columns(['action', 'at', 'id']).execute();
     },
   },
+  /** The `manage` scope: the key may list, load and unload models (`/models*`); off for every existing key. */
+  '0010_api_key_manage': {
+    async up(db: Kysely<unknown>): Promise<void> {
+      await db.schema
+        .alterTable('api_keys')
+        .addColumn('manage', 'integer', (c) => c.notNull().defaultTo(0))
+        .execute();
+    },
+  },
 };
 
 /**

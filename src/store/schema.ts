@@ -29,6 +29,8 @@ export interface ApiKeysTable {
   tpm: number | null;
   max_concurrent: number | null;
   priority: Generated<number>;
+  /** 1: the key may manage models (`/models`, `/models/load`, `/models/unload`). */
+  manage: Generated<number>;
 }
 
 export interface MetaTable {

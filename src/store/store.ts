@@ -39,6 +39,8 @@ export interface KeyRecord {
   limits: KeyLimits;
   /** Place in the admission queue, -10..10: higher goes first. */
   priority: number;
+  /** The `manage` scope: may list, load and unload models (`/models*`). */
+  manage: boolean;
 }
 
 /** What may change on an existing key. Absent fields stay as they are. */
@@ -50,6 +52,7 @@ export interface KeyPatch {
   note?: string;
   limits?: Partial<KeyLimits>;
   priority?: number;
+  manage?: boolean;
 }
 
 /** Thrown by `keys.findByIdOrPrefix` when the reference matches more than one key. */

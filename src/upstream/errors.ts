@@ -5,7 +5,8 @@
  * plain `404 page not found` for a route that does not exist, and a bare 502 with no body.
  */
 
-export type UpstreamErrorKind = 'unreachable' | 'timeout' | 'http';
+/** `unsupported`: this kind of upstream has no such route at all (llama-server's router has no log stream). */
+export type UpstreamErrorKind = 'unreachable' | 'timeout' | 'http' | 'unsupported';
 
 export interface ParsedUpstreamError {
   /** Best human-readable message. */
@@ -97,9 +98,15 @@ export function parseUpstreamErrorBody(
   return { message: text.length > 500 ? `${text.slice(0, 500)}…` : text, fromLlamaSwap: false, routeMissing: false };
 }
 
-export function httpError(status: number, body: string, contentType: string | undefined, what: string): UpstreamError {
+export function httpError(
+  status: number,
+  body: string,
+  contentType: string | undefined,
+  what: string,
+  who = 'llama-swap',
+): UpstreamError {
   const parsed = parseUpstreamErrorBody(status, body, contentType);
-  return new UpstreamError('http', `llama-swap ${what} failed with HTTP ${status}: ${parsed.message}`, {
+  return new UpstreamError('http', `${who} ${what} failed with HTTP ${status}: ${parsed.message}`, {
     status,
     parsed,
     body: body.slice(0, 4096),
@@ -114,13 +121,13 @@ const TIMEOUT_CODES = new Set([
 ]);
 
 /** Map a transport failure (undici / socket error) to `timeout` or `unreachable`. */
-export function transportError(err: unknown, what: string, timedOut: boolean): UpstreamError {
+export function transportError(err: unknown, what: string, timedOut: boolean, who = 'llama-swap'): UpstreamError {
   const code = errorCode(err);
   if (timedOut || (code !== undefined && TIMEOUT_CODES.has(code))) {
-    return new UpstreamError('timeout', `llama-swap ${what} timed out`, { cause: err });
+    return new UpstreamError('timeout', `${who} ${what} timed out`, { cause: err });
   }
   const detail = code ?? (err instanceof Error ? err.message : String(err));
-  return new UpstreamError('unreachable', `llama-swap ${what} failed: ${detail}`, { cause: err });
+  return new UpstreamError('unreachable', `${who} ${what} failed: ${detail}`, { cause: err });
 }
 
 function errorCode(err: unknown): string | undefined {

@@ -89,6 +89,7 @@ describe('POST /api/keys', () => {
       note: 'mine',
       limits: { rpm: 60, tpm: null, concurrent: 2 },
       priority: 0,
+      manage: false,
       status: 'active',
     });
     expect(res.body).not.toContain(hashApiKey(body.secret));
@@ -121,7 +122,7 @@ describe('POST /api/keys', () => {
         details: [
           {
             path: '/colour',
-            message: 'unknown field; expected one of name, models, expiresAt, note, limits, priority',
+            message: 'unknown field; expected one of name, models, expiresAt, note, limits, priority, manage',
           },
           { path: '/name', message: 'required' },
           { path: '/models/1', message: 'must be a non-empty string' },
@@ -229,6 +230,19 @@ describe('PATCH /api/keys/:id', () => {
     expect(refused.json().error.details).toEqual([
       { path: '/priority', message: 'must be a whole number from -10 to 10 (higher goes first)' },
     ]);
+  });
+
+  it('gives a key the manage scope only when asked, changes it, and refuses anything but a boolean', async () => {
+    const { key: plain } = await createKey({ name: 'plain' });
+    expect((plain as unknown as { manage: boolean }).manage).toBe(false);
+    const { key } = await createKey({ name: 'manager', manage: true });
+    expect((await store.keys.get(key.id))?.manage).toBe(true);
+    const res = await app.inject({ method: 'PATCH', url: `/api/keys/${key.id}`, payload: { manage: false } });
+    expect(res.json().key.manage).toBe(false);
+    expect((await store.keys.get(key.id))?.manage).toBe(false);
+    const refused = await app.inject({ method: 'PATCH', url: `/api/keys/${key.id}`, payload: { manage: 'yes' } });
+    expect(refused.statusCode).toBe(422);
+    expect(refused.json().error.details).toEqual([{ path: '/manage', message: 'must be true or false' }]);
   });
 
   it('revokes a key at once for clients, and keeps the first revocation time', async () => {

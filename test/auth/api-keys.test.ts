@@ -73,6 +73,7 @@ describe('API key format', () => {
       note: '',
       limits: { rpm: 5, tpm: null, concurrent: null },
       priority: 0,
+      manage: false,
     });
     expect(JSON.stringify(record)).not.toContain(secret.slice(3));
   });
@@ -102,6 +103,7 @@ describe('key status', () => {
       note: '',
       limits: { rpm: null, tpm: null, concurrent: null },
       priority: 0,
+      manage: false,
       status: 'active',
     });
     expect(JSON.stringify(view)).not.toContain(record.hash);

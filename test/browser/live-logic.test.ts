@@ -9,8 +9,10 @@ const upstream = (state: LiveUpstream['state'], error: string | null = null): Li
   mode: 'events',
   reachable: state === 'live',
   url: 'http://127.0.0.1:8080',
+  kind: 'llama-swap',
   version: null,
   error,
+  logsUnavailable: null,
 });
 
 describe('joining a log history sent again', () => {

@@ -116,6 +116,16 @@ describe('gatehouse keys create', () => {
     expect((await storedKeys()).some((k) => k.name === 'too-eager')).toBe(false);
   });
 
+  it('gives a key the manage scope with --manage, and none without it', async () => {
+    const run = await keys(['create', '--name', 'open-webui', '--manage']);
+    expect(run.code).toBe(0);
+    expect((await keys(['create', '--name', 'ci-agent'])).code).toBe(0);
+    expect(run.stdout).toContain('manage   may list, load and unload models');
+    const stored = await storedKeys();
+    expect(stored.find((k) => k.name === 'open-webui')?.manage).toBe(true);
+    expect(stored.find((k) => k.name === 'ci-agent')?.manage).toBe(false);
+  });
+
   it('prints only the key and a newline with --quiet', async () => {
     const run = await keys(['create', '--name', 'ci', '--quiet']);
     expect(run.code).toBe(0);
@@ -205,6 +215,7 @@ describe('gatehouse keys list', () => {
       'id',
       'lastUsedAt',
       'limits',
+      'manage',
       'models',
       'name',
       'note',

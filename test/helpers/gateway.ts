@@ -13,7 +13,8 @@ import { announceSetupLink, prepareAdminAccess } from '../../src/auth/admin-boot
 import { KeyIndex } from '../../src/auth/key-index.js';
 import { createLogger } from '../../src/logger.js';
 import { LineBuffer } from '../../src/logging/line-buffer.js';
-import { createLlamaSwapClient, type LlamaSwapClient } from '../../src/upstream/llama-swap-client.js';
+import { openUpstream, type UpstreamKindSetting } from '../../src/upstream/open-upstream.js';
+import type { Upstream } from '../../src/upstream/upstream.js';
 import { UpstreamView } from '../../src/live/upstream-view.js';
 import { settingsFor, type Settings } from '../../src/settings.js';
 import { openStore, type Store } from '../../src/store/store.js';
@@ -38,6 +39,8 @@ export interface TestGateway {
 export interface TestGatewayOptions {
   withStore?: boolean;
   dataDir?: string;
+  /** What the admin API's upstream client takes the upstream for (default llama-swap). */
+  upstreamKind?: UpstreamKindSetting;
 }
 
 export async function startTestGateway(
@@ -73,14 +76,14 @@ export async function startTestGateway(
   const logger = createLogger(settings.logLevel, sink, gatewayLog);
   let store: Store | undefined;
   let index: KeyIndex | undefined;
-  let llamaSwap: LlamaSwapClient | undefined;
+  let llamaSwap: Upstream | undefined;
   let liveView: UpstreamView | undefined;
   let setupToken: string | undefined;
   if (options.withStore) {
     store = await openStore(settings);
     ({ setupToken } = await prepareAdminAccess({ store, adminPassword: settings.adminPassword, logger }));
     index = await KeyIndex.open(store, { flushIntervalMs: 200 });
-    llamaSwap = createLlamaSwapClient({ baseUrl: new URL(upstreamUrl) });
+    llamaSwap = openUpstream({ kind: options.upstreamKind ?? 'llama-swap', baseUrl: new URL(upstreamUrl) });
     liveView = new UpstreamView({ client: llamaSwap, logger });
   }
   const app = await buildApp({

@@ -9,7 +9,7 @@ import type { Settings } from '../../src/settings.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { json, rawRequest, type RawResponse } from '../helpers/http.js';
 
-const ADMIN_TOKEN = 'usage-tests-admin-token';
+export const ADMIN_TOKEN = 'usage-tests-admin-token';
 
 export function startUsageGateway(
   upstreamUrl: string,

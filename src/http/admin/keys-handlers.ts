@@ -155,7 +155,7 @@ function asObject(body: unknown, allowed: readonly string[], issues: Issues): Re
 
 function parseCreateBody(body: unknown, nowMs: number): NewKeyInput {
   const issues = new Issues();
-  const object = asObject(body, ['name', 'models', 'expiresAt', 'note', 'limits', 'priority'], issues);
+  const object = asObject(body, ['name', 'models', 'expiresAt', 'note', 'limits', 'priority', 'manage'], issues);
   const input: NewKeyInput = { name: '' };
   if (object.name === undefined) issues.add('/name', 'required');
   else input.name = parseName(object.name, issues) ?? '';
@@ -168,13 +168,18 @@ function parseCreateBody(body: unknown, nowMs: number): NewKeyInput {
   if (object.note !== undefined) input.note = parseNote(object.note, issues);
   if (object.limits !== undefined) input.limits = parseLimits(object.limits, issues);
   if (object.priority !== undefined) input.priority = parsePriority(object.priority, issues);
+  if (object.manage !== undefined) input.manage = parseManage(object.manage, issues);
   issues.throwIfAny();
   return input;
 }
 
 function parsePatchBody(body: unknown): { patch: KeyPatch; revoke: boolean } {
   const issues = new Issues();
-  const object = asObject(body, ['name', 'models', 'expiresAt', 'note', 'limits', 'priority', 'revoked'], issues);
+  const object = asObject(
+    body,
+    ['name', 'models', 'expiresAt', 'note', 'limits', 'priority', 'manage', 'revoked'],
+    issues,
+  );
   const patch: KeyPatch = {};
   if (object.name !== undefined) patch.name = parseName(object.name, issues);
   if (object.models !== undefined) patch.models = parseModels(object.models, issues);
@@ -182,6 +187,7 @@ function parsePatchBody(body: unknown): { patch: KeyPatch; revoke: boolean } {
   if (object.note !== undefined) patch.note = parseNote(object.note, issues);
   if (object.limits !== undefined) patch.limits = parseLimits(object.limits, issues);
   if (object.priority !== undefined) patch.priority = parsePriority(object.priority, issues);
+  if (object.manage !== undefined) patch.manage = parseManage(object.manage, issues);
   const revoke = object.revoked === true;
   if (object.revoked !== undefined && object.revoked !== true) {
     issues.add('/revoked', 'only true is accepted: a revoked key cannot be reinstated; create a new one');
@@ -245,6 +251,11 @@ function parseLimits(value: unknown, issues: Issues): Partial<KeyLimits> | undef
     }
   }
   return limits;
+}
+
+function parseManage(value: unknown, issues: Issues): boolean | undefined {
+  if (typeof value !== 'boolean') return issues.add('/manage', 'must be true or false');
+  return value;
 }
 
 function parsePriority(value: unknown, issues: Issues): number | undefined {

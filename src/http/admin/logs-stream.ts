@@ -11,19 +11,16 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { LineBuffer } from '../../logging/line-buffer.js';
 import type { UpstreamView } from '../../live/upstream-view.js';
-import type { LlamaSwapClient } from '../../upstream/llama-swap-client.js';
+import type { Upstream } from '../../upstream/upstream.js';
 import type { LogSource } from '../../upstream/types.js';
 import { GatewayError } from '../../core/errors.js';
+import { UpstreamError } from '../../upstream/errors.js';
 
 const PING_MS = 15_000;
 const RETRY_MIN_MS = 250;
 const RETRY_MAX_MS = 5_000;
 
-export function createLogStreamHandler(deps: {
-  upstream: LlamaSwapClient;
-  view: UpstreamView;
-  gatewayLog: LineBuffer;
-}) {
+export function createLogStreamHandler(deps: { upstream: Upstream; view: UpstreamView; gatewayLog: LineBuffer }) {
   return async function logStream(request: FastifyRequest, reply: FastifyReply): Promise<void> {
     const query = request.query as { source?: string; history?: string };
     const source = parseSource(query.source);
@@ -88,6 +85,11 @@ export function createLogStreamHandler(deps: {
         send('gap', { reason: 'llama-swap closed the log stream (a config reload does this); reconnected.' });
       } catch (error) {
         if (closed.signal.aborted) break;
+        if (error instanceof UpstreamError && error.kind === 'unsupported') {
+          // llama-server has no log stream at all: say so once, not "retrying" forever.
+          send('unavailable', { reason: error.message });
+          break;
+        }
         send('gap', { reason: `llama-swap log stream unavailable: ${(error as Error).message}; retrying.` });
         retryMs = Math.min(retryMs * 2, RETRY_MAX_MS);
       }

@@ -8,15 +8,14 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { ModelList, ModelStateChange, UpstreamInfo } from '../../admin-api/types.js';
 import type { UpstreamView } from '../../live/upstream-view.js';
-import { describeUpstreamError } from '../../live/upstream-reason.js';
-import type { LlamaSwapClient } from '../../upstream/llama-swap-client.js';
-import { UpstreamError } from '../../upstream/errors.js';
+import type { Upstream } from '../../upstream/upstream.js';
 import { GatewayError } from '../../core/errors.js';
+import { startLoad, upstreamActionError } from '../model-actions.js';
 import type { AuditedHandler, AuditScope } from './audited.js';
 
 type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
 
-export function createModelHandlers(deps: { upstream: LlamaSwapClient; view: UpstreamView; logger: Logger }): {
+export function createModelHandlers(deps: { upstream: Upstream; view: UpstreamView; logger: Logger }): {
   upstreamStatus: Handler;
   list: Handler;
   load: AuditedHandler;
@@ -33,8 +32,8 @@ export function createModelHandlers(deps: { upstream: LlamaSwapClient; view: Ups
 
   return {
     async upstreamStatus() {
-      const { reachable, url, version, error } = (await view.current()).upstream;
-      return { reachable, url, version, error } satisfies UpstreamInfo;
+      const { reachable, url, kind, version, error } = (await view.current()).upstream;
+      return { reachable, url, kind, version, error } satisfies UpstreamInfo;
     },
 
     async list() {
@@ -49,22 +48,8 @@ export function createModelHandlers(deps: { upstream: LlamaSwapClient; view: Ups
     async load(request, reply, audit) {
       const id = idParam(request, audit);
       // llama-swap's load blocks until the model is healthy (minutes for big models); the page
-      // follows the state by polling, so answer once llama-swap has taken the request.
-      const loading = upstream.load(id).catch((error: unknown) => {
-        logger.warn({ model: id, err: describeUpstreamError(error) }, 'model load failed');
-        throw error;
-      });
-      const early = await Promise.race([
-        loading.then(() => 'ready' as const),
-        new Promise<'starting'>((r) => setTimeout(() => r('starting'), 300)),
-      ]).catch((error: unknown) => {
-        throw toGatewayError(error);
-      });
-      loading.catch(() => undefined);
-      void loading.then(
-        () => view.refresh(),
-        () => view.refresh(),
-      );
+      // follows the state live, so answer once the upstream has taken the request.
+      const early = await startLoad(upstream, id, logger, () => void view.refresh());
       await view.refresh();
       reply.code(202);
       return { state: early } satisfies ModelStateChange;
@@ -73,7 +58,7 @@ export function createModelHandlers(deps: { upstream: LlamaSwapClient; view: Ups
     async unload(request, _reply, audit) {
       const id = idParam(request, audit);
       const result = await upstream.unload(id).catch((error: unknown) => {
-        throw toGatewayError(error);
+        throw upstreamActionError(error);
       });
       if (!result.unloaded) throw new GatewayError('conflict', { message: result.message });
       await view.refresh();
@@ -82,25 +67,10 @@ export function createModelHandlers(deps: { upstream: LlamaSwapClient; view: Ups
 
     async unloadAll() {
       await upstream.unloadAll().catch((error: unknown) => {
-        throw toGatewayError(error);
+        throw upstreamActionError(error);
       });
       await view.refresh();
       return {};
     },
   };
-}
-
-function toGatewayError(error: unknown): GatewayError {
-  if (error instanceof UpstreamError) {
-    if (error.kind === 'http' && error.status === 404)
-      return new GatewayError('not_found', {
-        message: error.upstreamMessage ?? 'llama-swap does not know this model.',
-      });
-    if (error.kind === 'timeout')
-      return new GatewayError('upstream_timeout', { message: 'llama-swap did not answer in time.' });
-    if (error.kind === 'unreachable')
-      return new GatewayError('upstream_unreachable', { message: describeUpstreamError(error) });
-    return new GatewayError('upstream_error', { status: error.status ?? 502, message: describeUpstreamError(error) });
-  }
-  return new GatewayError('internal_error', { cause: error });
 }

@@ -18,6 +18,8 @@ export function liveLogStatus(link: LinkStatus, upstream: LiveUpstream | null, s
   if (link === 'reconnecting') return { status: 'reconnecting', reason: 'Gatehouse is not answering.' };
   if (link === 'paused') return { status: 'paused', reason: 'No dashboard tab is visible.' };
   if (source === 'gateway') return { status: 'live', reason: null };
+  // llama-server has no log stream: the page says so instead of retrying.
+  if (upstream?.logsUnavailable) return { status: 'unavailable', reason: upstream.logsUnavailable };
   if (upstream === null || upstream.state === 'connecting') return { status: 'connecting', reason: null };
   if (upstream.state === 'live') return { status: 'live', reason: null };
   return { status: upstream.state, reason: upstream.error };

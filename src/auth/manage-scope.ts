@@ -1,0 +1,28 @@
+/**
+ * Who may manage models through `/models*` (docs/llama-server.md, "Model management for
+ * clients"): a valid key with the `manage` scope, or anyone in open mode (no key records: the
+ * operator left the gateway open, and any caller can already load a model by calling it).
+ * A key restricted to some models manages only those; the caller gets the list to apply.
+ */
+import { GatewayError } from '../core/errors.js';
+import { CHALLENGE, type KeyUseRecorder } from './client-auth-steps.js';
+import { authenticateClient, type IncomingHeaders } from './client-auth.js';
+import type { KeyVerifier } from './key-index.js';
+
+export interface ManageCaller {
+  /** Empty: every model. */
+  allowedModels: readonly string[];
+}
+
+export function authorizeManage(
+  headers: IncomingHeaders,
+  keys: KeyVerifier & KeyUseRecorder,
+  nowMs: number,
+): ManageCaller {
+  const result = authenticateClient(headers, keys, nowMs);
+  if ('error' in result) throw new GatewayError(result.error, { headers: CHALLENGE });
+  if (result.mode === 'open') return { allowedModels: [] };
+  if (!result.key.manage) throw new GatewayError('manage_scope_required');
+  keys.markUsed(result.key.id);
+  return { allowedModels: result.key.models };
+}
