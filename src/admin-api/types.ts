@@ -23,6 +23,38 @@ export interface KeyLimits {
   concurrent: number | null;
 }
 
+export type BudgetPeriod = 'day' | 'week' | 'month';
+
+/** A key's budget per calendar period (`GATEHOUSE_TIMEZONE`); null: no budget of that kind. */
+export interface KeyBudget {
+  tokens: number | null;
+  requests: number | null;
+  gpuSeconds: number | null;
+  period: BudgetPeriod;
+}
+
+/** One budget's use in the current period; reservations of calls in flight count as used. */
+export interface BudgetUse {
+  kind: 'tokens' | 'requests' | 'gpuSeconds';
+  limit: number;
+  used: number;
+}
+
+/** A key's use of each of its budgets in the current period. */
+export interface KeyBudgetUse {
+  id: string;
+  period: BudgetPeriod;
+  /** Start and end (the reset) of the current period. */
+  periodStart: Iso;
+  resetsAt: Iso;
+  budgets: BudgetUse[];
+}
+
+/** `GET /api/budgets`: every active key with a budget. */
+export interface BudgetList {
+  keys: KeyBudgetUse[];
+}
+
 export interface ApiKey {
   id: string;
   name: string;
@@ -38,6 +70,7 @@ export interface ApiKey {
   limits: KeyLimits;
   /** Place in the admission queue, -10..10 (default 0): higher goes first. */
   priority: number;
+  budget: KeyBudget;
 }
 
 export interface NewKeyInput {
@@ -47,6 +80,7 @@ export interface NewKeyInput {
   note?: string;
   limits?: Partial<KeyLimits>;
   priority?: number;
+  budget?: Partial<KeyBudget>;
 }
 
 export interface KeyPatch {
@@ -56,6 +90,7 @@ export interface KeyPatch {
   note?: string;
   limits?: Partial<KeyLimits>;
   priority?: number;
+  budget?: Partial<KeyBudget>;
   revoked?: true;
 }
 

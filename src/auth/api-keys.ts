@@ -5,7 +5,7 @@
  * once, and never again.
  */
 import { hash, randomBytes } from 'node:crypto';
-import type { KeyLimits, KeyRecord } from '../store/store.js';
+import type { KeyBudget, KeyLimits, KeyRecord } from '../store/store.js';
 
 export const API_KEY_PREFIX = 'sk-';
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
@@ -91,6 +91,7 @@ export interface KeyView {
   limits: KeyLimits;
   /** Place in the admission queue, -10..10: higher goes first. */
   priority: number;
+  budget: KeyBudget;
   status: KeyStatus;
 }
 
@@ -107,6 +108,7 @@ export function toKeyView(key: KeyRecord, nowMs: number): KeyView {
     note: key.note,
     limits: { ...key.limits },
     priority: key.priority,
+    budget: { ...key.budget },
     status: keyStatus(key, nowMs),
   };
 }
@@ -122,6 +124,7 @@ export interface NewKeyInput {
   note?: string;
   limits?: Partial<KeyLimits>;
   priority?: number;
+  budget?: Partial<KeyBudget>;
 }
 
 /**
@@ -149,6 +152,12 @@ export function newKeyRecord(input: NewKeyInput, nowMs: number): { record: KeyRe
         concurrent: input.limits?.concurrent ?? null,
       },
       priority: input.priority ?? 0,
+      budget: {
+        tokens: input.budget?.tokens ?? null,
+        requests: input.budget?.requests ?? null,
+        gpuSeconds: input.budget?.gpuSeconds ?? null,
+        period: input.budget?.period ?? 'day',
+      },
     },
   };
 }

@@ -29,6 +29,10 @@ export interface ApiKeysTable {
   tpm: number | null;
   max_concurrent: number | null;
   priority: Generated<number>;
+  budget_tokens: NullableInt8;
+  budget_requests: NullableInt8;
+  budget_gpu_seconds: NullableInt8;
+  budget_period: Generated<string>;
 }
 
 export interface MetaTable {
@@ -71,6 +75,7 @@ export interface UsageRequestsTable {
   client_aborted: number;
   error_class: string | null;
   queue_ms: number | null;
+  gpu_ms: number | null;
   request_body: string | null;
   response_body: string | null;
 }

@@ -30,11 +30,13 @@ import {
   LIMIT_WINDOW_MS,
   MemoryLimitStore,
   type LimitDecision,
+  type LimitSnapshot,
   type LimitStore,
   type LimitsStatus,
   type ReservationDecision,
   type TokenReservation,
 } from './limits.js';
+import type { BudgetAmounts, BudgetCheck, BudgetDecision, BudgetReservation } from './budget-ledger.js';
 import {
   ACQUIRE_LUA,
   ADD_TOKENS_LUA,
@@ -294,6 +296,22 @@ export class RedisLimitStore implements LimitStore {
     } catch (error) {
       this.#trip(error);
     }
+  }
+
+  peek(keyId: string, limits: KeyLimits): LimitSnapshot | Promise<LimitSnapshot> {
+    return this.#fallback.peek(keyId, limits);
+  }
+
+  reserveBudget(keyId: string, check: BudgetCheck): BudgetDecision | Promise<BudgetDecision> {
+    return this.#fallback.reserveBudget(keyId, check);
+  }
+
+  settleBudget(keyId: string, reservation: BudgetReservation, used: BudgetAmounts): void | Promise<void> {
+    return this.#fallback.settleBudget(keyId, reservation, used);
+  }
+
+  budgetUsed(keyId: string, check: Omit<BudgetCheck, 'need' | 'limits'>): Promise<BudgetAmounts> {
+    return this.#fallback.budgetUsed(keyId, check);
   }
 
   status(): LimitsStatus {

@@ -200,6 +200,7 @@ describe('gatehouse keys list', () => {
     const { keys: listed } = JSON.parse(run.stdout) as { keys: Array<Record<string, unknown>> };
     expect(listed).toHaveLength(1);
     expect(Object.keys(listed[0]!).sort()).toEqual([
+      'budget',
       'createdAt',
       'expiresAt',
       'id',
