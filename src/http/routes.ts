@@ -2,8 +2,9 @@
  * The route table: every path the gateway serves, with its middleware chain, on one screen.
  *
  *   /v1/*              client API → llama-swap   cors → clientAuth → keyLimits → readModel →
- *                                                [captureRequestBody] → modelsListing → modelAllowList →
- *                                                tokenReservation → budgetReservation → rateLimitHeaders →
+ *                                                [captureRequestBody] → rateLimitHeaders (GET/HEAD) →
+ *                                                modelsListing → modelAllowList → tokenReservation →
+ *                                                budgetReservation → rateLimitHeaders (others) →
  *                                                admissionQueue → forward (+ usage tap)
  *                      cors answers OPTIONS preflights (204, no key) and marks browsers' calls readable
  *                      every call, whichever way it ends, is recorded once (usage/call-recorder.ts)
@@ -178,6 +179,7 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
         spoolDir: join(deps.settings.dataDir, 'spool'),
       }),
       ...(usage.captureStep ? [usage.captureStep] : []),
+      usage.readHeadersStep,
       modelsListing(deps.listModels),
       modelAllowList(catalog),
       usage.reserveStep,

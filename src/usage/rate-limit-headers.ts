@@ -111,9 +111,16 @@ export function refuseWithHeaders(
   throw refusal;
 }
 
-/** The step form: sets the headers for every call that reaches it (after the reservations). */
-export function rateLimitHeadersStep(headers: RateLimitHeaders): ProxyStep {
+/**
+ * The step form, for the calls of one kind: reads (GET, HEAD: model lists, which a step may
+ * answer itself, and which reserve nothing) right after the body is read; the others after
+ * their reservations, so the headers count the call itself.
+ */
+export function rateLimitHeadersStep(headers: RateLimitHeaders, calls: 'reads' | 'writes'): ProxyStep {
+  const reads = calls === 'reads';
   return function rateLimitHeadersStep(ctx) {
+    const method = ctx.request.method;
+    if ((method === 'GET' || method === 'HEAD') !== reads) return;
     const pending = headers(ctx);
     if (pending instanceof Promise) return pending;
   };

@@ -64,7 +64,9 @@ export interface UsageAccounting {
   readonly reserveStep: ProxyStep;
   /** `budgetReservation`, right after `tokenReservation`. */
   readonly budgetStep: ProxyStep;
-  /** Sets the rate-limit headers of keys with limits or a budget; after the reservations. */
+  /** Sets the rate-limit headers of keys with limits or a budget: GET/HEAD calls, before `modelsListing`. */
+  readonly readHeadersStep: ProxyStep;
+  /** The same for every other call, after the reservations. */
   readonly headersStep: ProxyStep;
   /** A key's use of its budget in the period holding now (the dashboard). */
   budgetUse(keyId: string, period: BudgetPeriod): Promise<{ window: PeriodWindow; used: BudgetAmounts }>;
@@ -151,7 +153,8 @@ export function createUsageAccounting(options: UsageAccountingOptions): UsageAcc
       onLimited: (keyName) => metrics.rateLimited(keyName, 'budget'),
       onError: (error) => report(error, 'counting a call against its key budget failed'),
     }),
-    headersStep: rateLimitHeadersStep(headers),
+    readHeadersStep: rateLimitHeadersStep(headers, 'reads'),
+    headersStep: rateLimitHeadersStep(headers, 'writes'),
     async budgetUse(keyId, period) {
       const window = periodWindow(now(), period, settings.timeZone);
       const used = await limits.budgetUsed(keyId, { ...window, seed: () => seed(keyId, window.start, window.end) });
