@@ -1,3 +1,4 @@
+export * from './budgets.js';
 export * from './config.js';
 export * from './endpoints.js';
 export * from './http.js';
