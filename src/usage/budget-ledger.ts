@@ -108,7 +108,7 @@ export class BudgetLedger {
     const used = addAmounts(addAmounts(counter.base, counter.ended), counter.reserved);
     const kind = budgetOverflow(check, used);
     if (kind !== undefined) return { allowed: false, kind, used };
-    const need = capped(check);
+    const need = cappedNeed(check);
     counter.reserved = addAmounts(counter.reserved, need);
     return { allowed: true, reservation: { start: check.start, need }, used: addAmounts(used, need) };
   }
@@ -168,7 +168,8 @@ export class BudgetLedger {
   }
 }
 
-function capped(check: BudgetCheck): BudgetAmounts {
+/** A call's need, whole and capped at each budget (a call bigger than a budget runs on an unused one). */
+export function cappedNeed(check: BudgetCheck): BudgetAmounts {
   const cap = (field: keyof BudgetAmounts): number => {
     const limit = check.limits[field];
     const need = Math.max(0, Math.ceil(check.need[field]));
