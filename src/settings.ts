@@ -639,7 +639,8 @@ export const SETTINGS: ReadonlyArray<SettingSpec<keyof Settings>> = [
     default: 'UTC',
     parse: parseTimeZone,
     description:
-      "IANA time zone (`Europe/Berlin`) of key budgets' calendar periods: a day starts at local midnight, a week on Monday, a month on the 1st; daylight saving time is followed.",
+      'IANA time zone (`Europe/Berlin`) of the calendar periods of key budgets: a day starts at local ' +
+      'midnight, a week on Monday, a month on the 1st; daylight saving time is followed.',
   },
   {
     key: 'inferenceConfigFile',

@@ -55,7 +55,7 @@ export function budgetReservation(options: BudgetReservationOptions): ProxyStep 
     const apply = (decision: BudgetDecision): void | Promise<void> => {
       ctx.decided.budgetUse = { ...window, ...decision.used };
       if (!decision.allowed) {
-        options.onLimited?.(caller!.keyName);
+        options.onLimited?.(caller.keyName);
         return refuseWithHeaders(
           ctx,
           budgetRefusal(decision.kind, budget, decision.used, window, nowMs),

@@ -50,9 +50,8 @@ beforeAll(async () => {
       if (request.stream) {
         res.writeHead(200, { 'content-type': 'text/event-stream' });
         res.write('data: {"choices":[{"index":0,"delta":{"content":"hi"}}]}\n\n');
-        res.write(
-          `data: ${JSON.stringify({ choices: [{ index: 0, delta: {}, finish_reason: 'stop' }], timings: TIMINGS })}\n\n`,
-        );
+        const last = { choices: [{ index: 0, delta: {}, finish_reason: 'stop' }], timings: TIMINGS };
+        res.write(`data: ${JSON.stringify(last)}\n\n`);
         res.end('data: [DONE]\n\n');
         return;
       }

@@ -40,9 +40,11 @@ beforeAll(async () => {
     } else if (body.includes('"stream":true')) {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       res.write('data: {"choices":[{"index":0,"delta":{"content":"hi"}}]}\n\n');
-      res.end(
-        'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"prompt_tokens":20,"completion_tokens":10}}\n\ndata: [DONE]\n\n',
-      );
+      const last = {
+        choices: [{ index: 0, delta: {}, finish_reason: 'stop' }],
+        usage: { prompt_tokens: 20, completion_tokens: 10 },
+      };
+      res.end(`data: ${JSON.stringify(last)}\n\ndata: [DONE]\n\n`);
     } else {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ choices: [], usage: { prompt_tokens: 20, completion_tokens: 10 } }));
