@@ -55,7 +55,7 @@ const KINDS: ReadonlyArray<readonly [BudgetKind, keyof BudgetAmounts]> = [
  * the budget (a call bigger than the whole budget runs only on an unused one), and a used-up
  * budget refuses even a call that reserves nothing (GPU time).
  */
-export function budgetOverflow(check: BudgetCheck, used: BudgetAmounts): BudgetKind | undefined {
+function budgetOverflow(check: BudgetCheck, used: BudgetAmounts): BudgetKind | undefined {
   for (const [kind, field] of KINDS) {
     const limit = check.limits[field];
     if (limit === null) continue;
@@ -64,7 +64,7 @@ export function budgetOverflow(check: BudgetCheck, used: BudgetAmounts): BudgetK
   return undefined;
 }
 
-export function addAmounts(a: BudgetAmounts, b: BudgetAmounts, sign = 1): BudgetAmounts {
+function addAmounts(a: BudgetAmounts, b: BudgetAmounts, sign = 1): BudgetAmounts {
   return {
     tokens: a.tokens + sign * b.tokens,
     requests: a.requests + sign * b.requests,

@@ -108,7 +108,7 @@ const WORDING: Record<BudgetKind, (n: number) => string> = {
 const NAMES: Record<BudgetKind, string> = { tokens: 'token', requests: 'request', gpuSeconds: 'GPU-time' };
 
 /** The 429: which budget, how much of it is used, when it resets; `Retry-After` until then. */
-export function budgetRefusal(
+function budgetRefusal(
   kind: BudgetKind,
   budget: Budget,
   used: BudgetAmounts,

@@ -13,7 +13,7 @@
  */
 
 /** A budget reservation lives this long at most (the longest call it covers). */
-export const BUDGET_RESERVATION_TTL_MS = 15 * 60_000;
+const BUDGET_RESERVATION_TTL_MS = 15 * 60_000;
 
 export function budgetKeys(prefix: string, keyId: string, start: number): { totals: string; reserved: string } {
   const base = `${prefix}budget:{${keyId}}`;

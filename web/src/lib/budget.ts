@@ -11,7 +11,7 @@ export const BUDGET_PERIODS: readonly BudgetPeriod[] = ['day', 'week', 'month'];
 /** The server's bound (src/http/admin/keys-handlers.ts). */
 const BUDGET_MAX = 1_000_000_000_000;
 /** A bar warns from this share of its budget on. */
-export const BUDGET_WARN_AT = 0.8;
+const BUDGET_WARN_AT = 0.8;
 
 export const BUDGET_TEXT: Record<BudgetField, { label: string; unit: string }> = {
   tokens: { label: 'Tokens', unit: 'tokens' },
