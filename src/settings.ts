@@ -77,6 +77,8 @@ export interface Settings {
   redisUrl: string | undefined;
   /** Prefix of every Redis key Gatehouse writes. */
   redisPrefix: string;
+  /** IANA time zone whose calendar days, weeks and months budgets count in. */
+  timeZone: string;
 }
 
 export class SettingsError extends Error {
@@ -294,6 +296,23 @@ const parseRedisUrl: Parser<string | undefined> = (raw, name) => {
   return value;
 };
 /** Keys are `<prefix>limits:{<key id>}:...`; printable ASCII without spaces keeps them readable in redis-cli. */
+/** An IANA zone the runtime's time-zone data knows (budgets compute their periods with Intl). */
+const parseTimeZone: Parser<string> = (raw, name) => {
+  const zone = raw.trim();
+  if (!knownTimeZone(zone))
+    throw new SettingsError(`${name} must be an IANA time zone name such as UTC or Europe/Berlin, got "${raw}"`);
+  return zone;
+};
+
+function knownTimeZone(zone: string): boolean {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: zone });
+    return zone !== '';
+  } catch {
+    return false;
+  }
+}
+
 const parseRedisPrefix: Parser<string> = (raw, name) => {
   if (!/^[\x21-\x7e]{0,64}$/.test(raw))
     throw new SettingsError(`${name}: "${raw}" must be at most 64 printable ASCII characters without spaces`);
@@ -644,6 +663,15 @@ export const SETTINGS: ReadonlyArray<SettingSpec<keyof Settings>> = [
     parse: parseRedisPrefix,
     description:
       'Prefix of every Redis key Gatehouse writes, to share one Redis with other applications or installations.',
+  },
+  {
+    key: 'timeZone',
+    env: 'GATEHOUSE_TIMEZONE',
+    default: 'UTC',
+    parse: parseTimeZone,
+    description:
+      'IANA time zone (`Europe/Berlin`) of the calendar periods of key budgets: a day starts at local ' +
+      'midnight, a week on Monday, a month on the 1st; daylight saving time is followed.',
   },
   {
     key: 'inferenceConfigFile',

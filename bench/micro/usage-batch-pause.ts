@@ -40,6 +40,7 @@ function record(at: number, n: number): UsageRecord {
     clientAborted: false,
     errorClass: null,
     queueMs: null,
+    gpuMs: null,
     requestBody: null,
     responseBody: null,
   };

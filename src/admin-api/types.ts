@@ -23,6 +23,38 @@ export interface KeyLimits {
   concurrent: number | null;
 }
 
+export type BudgetPeriod = 'day' | 'week' | 'month';
+
+/** A key's budget per calendar period (`GATEHOUSE_TIMEZONE`); null: no budget of that kind. */
+export interface KeyBudget {
+  tokens: number | null;
+  requests: number | null;
+  gpuSeconds: number | null;
+  period: BudgetPeriod;
+}
+
+/** One budget's use in the current period; reservations of calls in flight count as used. */
+export interface BudgetUse {
+  kind: 'tokens' | 'requests' | 'gpuSeconds';
+  limit: number;
+  used: number;
+}
+
+/** A key's use of each of its budgets in the current period. */
+export interface KeyBudgetUse {
+  id: string;
+  period: BudgetPeriod;
+  /** Start and end (the reset) of the current period. */
+  periodStart: Iso;
+  resetsAt: Iso;
+  budgets: BudgetUse[];
+}
+
+/** `GET /api/budgets`: every active key with a budget. */
+export interface BudgetList {
+  keys: KeyBudgetUse[];
+}
+
 export interface ApiKey {
   id: string;
   name: string;
@@ -40,6 +72,7 @@ export interface ApiKey {
   priority: number;
   /** The `manage` scope: may list, load and unload models through `/models*` (default false). */
   manage: boolean;
+  budget: KeyBudget;
 }
 
 export interface NewKeyInput {
@@ -50,6 +83,7 @@ export interface NewKeyInput {
   limits?: Partial<KeyLimits>;
   priority?: number;
   manage?: boolean;
+  budget?: Partial<KeyBudget>;
 }
 
 export interface KeyPatch {
@@ -60,6 +94,7 @@ export interface KeyPatch {
   limits?: Partial<KeyLimits>;
   priority?: number;
   manage?: boolean;
+  budget?: Partial<KeyBudget>;
   revoked?: true;
 }
 

@@ -5,7 +5,7 @@
  * once, and never again.
  */
 import { hash, randomBytes } from 'node:crypto';
-import type { KeyLimits, KeyRecord } from '../store/store.js';
+import type { KeyBudget, KeyLimits, KeyRecord } from '../store/store.js';
 
 export const API_KEY_PREFIX = 'sk-';
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
@@ -93,6 +93,7 @@ export interface KeyView {
   priority: number;
   /** May list, load and unload models (`/models*`). */
   manage: boolean;
+  budget: KeyBudget;
   status: KeyStatus;
 }
 
@@ -110,6 +111,7 @@ export function toKeyView(key: KeyRecord, nowMs: number): KeyView {
     limits: { ...key.limits },
     priority: key.priority,
     manage: key.manage,
+    budget: { ...key.budget },
     status: keyStatus(key, nowMs),
   };
 }
@@ -126,6 +128,7 @@ export interface NewKeyInput {
   limits?: Partial<KeyLimits>;
   priority?: number;
   manage?: boolean;
+  budget?: Partial<KeyBudget>;
 }
 
 /**
@@ -154,6 +157,12 @@ export function newKeyRecord(input: NewKeyInput, nowMs: number): { record: KeyRe
       },
       priority: input.priority ?? 0,
       manage: input.manage ?? false,
+      budget: {
+        tokens: input.budget?.tokens ?? null,
+        requests: input.budget?.requests ?? null,
+        gpuSeconds: input.budget?.gpuSeconds ?? null,
+        period: input.budget?.period ?? 'day',
+      },
     },
   };
 }

@@ -7,6 +7,7 @@ import type { ProxyStep } from '../core/steps.js';
 import { authenticateClient } from './client-auth.js';
 import { modelCovered, type ModelCatalog } from './model-access.js';
 import type { KeyVerifier } from './key-index.js';
+import { hasBudget } from '../store/store.js';
 
 export interface KeyUseRecorder {
   markUsed(id: string): void;
@@ -28,6 +29,7 @@ export function clientAuth(keys: KeyVerifier & KeyUseRecorder, now: () => number
         allowedModels: key.models,
         limits: key.limits,
         priority: key.priority,
+        budget: hasBudget(key.budget) ? key.budget : undefined,
       };
       keys.markUsed(key.id);
     }

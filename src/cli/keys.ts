@@ -26,8 +26,12 @@ import { AuditLog } from '../audit/audit-log.js';
 import { parseDuration } from '../settings.js';
 import {
   AmbiguousKeyReferenceError,
+  BUDGET_PERIODS,
   openStore,
+  type BudgetPeriod,
+  type KeyBudget,
   type KeyLimits,
+  type KeyPatch,
   type KeyRecord,
   type Store,
   type StoreSettings,
@@ -63,8 +67,16 @@ Commands:
                                  a negative one as --priority=-3)
       --manage                   May list, load and unload models (GET /models, POST /models/load,
                                  POST /models/unload; default: no)
+      --budget-tokens N --budget-requests N --budget-gpu-seconds N
+                                 Budget per period: tokens (input + output), calls, GPU seconds
+      --budget-period day|week|month
+                                 The budget's calendar period in GATEHOUSE_TIMEZONE (default day)
       --quiet                    Print only the key (for scripts)
   list [--json]                  List keys (never their secrets)
+  update ID|PREFIX|NAME [options]
+                                 Change a key: --name, --note, --models, --priority, --rpm, --tpm,
+                                 --concurrent, --budget-tokens, --budget-requests,
+                                 --budget-gpu-seconds (a number, or none), --budget-period
   limits ID|PREFIX [--rpm N|none] [--tpm N|none] [--concurrent N|none]
                                  Change a key's limits (none = no limit); a running
                                  server applies them within a second
@@ -75,6 +87,20 @@ ID is a key id (key_...); PREFIX is its display prefix (sk-...) or the start of 
 A whole key (e.g. one found in a log) also identifies it.
 Settings (data dir, database URL) come from the same environment as the server.
 `;
+
+const BUDGET_OPTIONS = {
+  'budget-tokens': { type: 'string' },
+  'budget-requests': { type: 'string' },
+  'budget-gpu-seconds': { type: 'string' },
+  'budget-period': { type: 'string' },
+} as const satisfies ParseArgsConfig['options'];
+
+/** Each budget amount's flag and field. */
+const BUDGET_FLAGS = [
+  ['budget-tokens', 'tokens'],
+  ['budget-requests', 'requests'],
+  ['budget-gpu-seconds', 'gpuSeconds'],
+] as const;
 
 const COMMAND_OPTIONS = {
   create: {
@@ -87,7 +113,19 @@ const COMMAND_OPTIONS = {
     concurrent: { type: 'string' },
     priority: { type: 'string' },
     manage: { type: 'boolean' },
+    ...BUDGET_OPTIONS,
     quiet: { type: 'boolean', short: 'q' },
+    help: { type: 'boolean', short: 'h' },
+  },
+  update: {
+    name: { type: 'string' },
+    models: { type: 'string' },
+    note: { type: 'string' },
+    rpm: { type: 'string' },
+    tpm: { type: 'string' },
+    concurrent: { type: 'string' },
+    priority: { type: 'string' },
+    ...BUDGET_OPTIONS,
     help: { type: 'boolean', short: 'h' },
   },
   list: { json: { type: 'boolean' }, help: { type: 'boolean', short: 'h' } },
@@ -173,6 +211,11 @@ function prepare(command: Command, { values, positionals }: Parsed, io: KeysCliI
     case 'list':
       noPositionals(positionals);
       return (store) => listKeys(store, values.json === true, io);
+    case 'update': {
+      const reference = onePositional(positionals);
+      const patch = updatePatch(values);
+      return (store) => updateKey(store, reference, patch, io);
+    }
     case 'limits': {
       const reference = onePositional(positionals);
       const limits = limitsPatch(values);
@@ -214,7 +257,61 @@ function createInput(values: Parsed['values'], nowMs: number): NewKeyInput {
   }
   if (typeof values.priority === 'string') input.priority = parsePriority(values.priority);
   if (values.manage === true) input.manage = true;
+  const budget = budgetFlags(values, false);
+  if (budget) input.budget = budget;
   return input;
+}
+
+/** The budget flags given, or undefined when none was. */
+function budgetFlags(values: Parsed['values'], noneAllowed: boolean): Partial<KeyBudget> | undefined {
+  const budget: Partial<KeyBudget> = {};
+  for (const [flag, field] of BUDGET_FLAGS) {
+    const raw = values[flag];
+    if (typeof raw === 'string') budget[field] = parseLimit(flag, raw, noneAllowed);
+  }
+  const period = values['budget-period'];
+  if (typeof period === 'string') {
+    if (!(BUDGET_PERIODS as readonly string[]).includes(period))
+      throw new UsageError(`--budget-period must be one of ${BUDGET_PERIODS.join(', ')}`);
+    budget.period = period as BudgetPeriod;
+  }
+  return Object.keys(budget).length === 0 ? undefined : budget;
+}
+
+function updatePatch(values: Parsed['values']): KeyPatch {
+  const patch: KeyPatch = {};
+  if (typeof values.name === 'string') {
+    const name = values.name.trim();
+    if (!name || name.length > 100) throw new UsageError('--name must be 1 to 100 characters');
+    patch.name = name;
+  }
+  if (typeof values.note === 'string') patch.note = values.note;
+  if (typeof values.models === 'string')
+    patch.models = values.models
+      .split(',')
+      .map((m) => m.trim())
+      .filter(Boolean);
+  if (typeof values.priority === 'string') patch.priority = parsePriority(values.priority);
+  const limits: Partial<KeyLimits> = {};
+  for (const limit of ['rpm', 'tpm', 'concurrent'] as const) {
+    const raw = values[limit];
+    if (typeof raw === 'string') limits[limit] = parseLimit(limit, raw, true);
+  }
+  if (Object.keys(limits).length > 0) patch.limits = limits;
+  const budget = budgetFlags(values, true);
+  if (budget) patch.budget = budget;
+  if (Object.keys(patch).length === 0) throw new UsageError('nothing to change: give at least one option');
+  return patch;
+}
+
+async function updateKey(store: Store, reference: string, patch: KeyPatch, io: KeysCliIo): Promise<void> {
+  const key = await resolveKey(store, reference, true);
+  const updated = await auditedWrite(store, 'key.update', key, (tx) => tx.keys.update(key.id, patch));
+  if (!updated) throw new Refused(`${describe(key)} was deleted meanwhile.`);
+  const view = toKeyView(updated, Date.now());
+  io.stdout.write(
+    [`Updated ${describe(updated)}`, `  models   ${modelsText(view)}`, ...limitsLines(view), ''].join('\n'),
+  );
 }
 
 function parsePriority(raw: string): number {
@@ -224,7 +321,7 @@ function parsePriority(raw: string): number {
   return n;
 }
 
-function parseLimit(limit: keyof KeyLimits, raw: string, noneAllowed: boolean): number | null {
+function parseLimit(limit: string, raw: string, noneAllowed: boolean): number | null {
   if (noneAllowed && raw === 'none') return null;
   const n = Number(raw);
   if (!/^\d+$/.test(raw) || !Number.isSafeInteger(n) || n < 1)
@@ -304,8 +401,12 @@ function limitsLines(view: KeyView): string[] {
   const parts = (['rpm', 'tpm', 'concurrent'] as const)
     .filter((k) => view.limits[k] !== null)
     .map((k) => `${k} ${view.limits[k]}`);
+  const budget = BUDGET_FLAGS.filter(([, field]) => view.budget[field] !== null).map(
+    ([flag, field]) => `${flag.slice('budget-'.length)} ${view.budget[field]}`,
+  );
   return [
     ...(parts.length ? [`  limits   ${parts.join(', ')}`] : []),
+    ...(budget.length ? [`  budget   ${budget.join(', ')} per ${view.budget.period}`] : []),
     ...(view.priority !== 0 ? [`  priority ${view.priority}`] : []),
     ...(view.manage ? ['  manage   may list, load and unload models'] : []),
   ];
@@ -394,7 +495,7 @@ function auditedWrite<T>(
   }));
 }
 
-async function resolveKey(store: Store, reference: string): Promise<KeyRecord> {
+async function resolveKey(store: Store, reference: string, byName = false): Promise<KeyRecord> {
   // A whole key pasted from a leak report: find it by hash, the only way it can be found.
   if (reference.length === API_KEY_LENGTH && reference.startsWith(API_KEY_PREFIX)) {
     const hash = hashApiKey(reference);
@@ -402,8 +503,13 @@ async function resolveKey(store: Store, reference: string): Promise<KeyRecord> {
     if (leaked) return leaked;
   }
   const key = await store.keys.findByIdOrPrefix(reference);
-  if (!key) throw new Refused(`No API key matches "${reference}". "gatehouse keys list" shows ids and prefixes.`);
-  return key;
+  if (key) return key;
+  if (byName) {
+    const named = (await store.keys.list()).filter((k) => k.name === reference);
+    if (named.length > 1) throw new AmbiguousKeyReferenceError(reference, named);
+    if (named[0]) return named[0];
+  }
+  throw new Refused(`No API key matches "${reference}". "gatehouse keys list" shows ids and prefixes.`);
 }
 
 async function ask(io: KeysCliIo, prompt: string): Promise<string> {

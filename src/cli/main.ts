@@ -10,7 +10,7 @@ const USAGE = `Usage: gatehouse <command> [options]
 
 Commands:
   serve                 run the gateway
-  keys <subcommand>     manage API keys (create, list, revoke, delete); see: gatehouse keys --help
+  keys <subcommand>     manage API keys (create, list, update, revoke, delete); see: gatehouse keys --help
   backup <file>         copy the SQLite store to <file> while the server runs; see: gatehouse backup --help
 
 Options for serve:

@@ -53,6 +53,10 @@ export interface CallerIdentity {
   limits?: { rpm: number | null; tpm: number | null; concurrent: number | null } | undefined;
   /** The key's place in the admission queue (higher first); 0 without a key. */
   priority?: number | undefined;
+  /** The key's budget per calendar period; undefined when it has none (store's `KeyBudget`). */
+  budget?:
+    | { tokens: number | null; requests: number | null; gpuSeconds: number | null; period: 'day' | 'week' | 'month' }
+    | undefined;
 }
 
 /** Token counts a response carried, normalised (see `usage/token-fields.ts`). */
@@ -64,6 +68,8 @@ export interface ObservedTokens {
   cached: number | null;
   /** `usage` object, llama.cpp `timings`, or generated frames counted (output only). */
   source: 'usage' | 'timings' | 'estimate';
+  /** llama.cpp's `timings` prompt_ms + predicted_ms, when the response carried them. */
+  gpuMs?: number;
 }
 
 /**
@@ -119,6 +125,11 @@ export interface CallDecisions {
   requeue: ((retryAfterMs: number | undefined) => Promise<boolean>) | undefined;
   /** Set by the admission queue for a streaming call: ends its keep-alive comments (`GATEHOUSE_SSE_KEEPALIVE`). */
   stopKeepAlive: (() => void) | undefined;
+  /**
+   * Set by the budget step: the key's use of its budget in the current period [start, end),
+   * this call's reservation included (GPU time in ms). Read by the rate-limit headers.
+   */
+  budgetUse: { start: number; end: number; tokens: number; requests: number; gpuMs: number } | undefined;
 }
 
 /** Sent with every `/v1` answer whose headers Gatehouse writes: how long the call waited its turn, ms. */
@@ -136,6 +147,7 @@ export class CallOutcome {
   #streamed = false;
   #clientAborted = false;
   #errorClass: string | undefined;
+  #upstreamStartedAt: number | undefined;
   /** Set by the usage tap when it watches the response (usage accounting on). */
   usage: UsageProbe | undefined;
 
@@ -164,6 +176,16 @@ export class CallOutcome {
   /** A short class of what went wrong first (`upstream_timeout`, `client_abort`...), for logs and usage. */
   get errorClass(): string | undefined {
     return this.#errorClass;
+  }
+
+  /** `performance.now()` when the call was first sent to llama-swap; undefined: it never was. */
+  get upstreamStartedAt(): number | undefined {
+    return this.#upstreamStartedAt;
+  }
+
+  /** The call is being sent to llama-swap now (a resend keeps the first time). */
+  forwarded(): void {
+    this.#upstreamStartedAt ??= performance.now();
   }
 
   /** The answer's status; a rendered error may still replace it while no byte has been sent. */
@@ -227,6 +249,7 @@ export function newCallContext(req: IncomingMessage, res: ServerResponse, reques
       queueMs: undefined,
       requeue: undefined,
       stopKeepAlive: undefined,
+      budgetUse: undefined,
     },
     outcome: new CallOutcome(request.startedAt),
     onClientGone: undefined,

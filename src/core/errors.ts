@@ -161,6 +161,12 @@ export const CATALOGUE = {
     anthropicType: 'rate_limit_error',
     message: 'Rate limit exceeded.',
   },
+  budget_exceeded: {
+    status: 429,
+    openaiType: 'rate_limit_error',
+    anthropicType: 'rate_limit_error',
+    message: "The API key's budget for this period is used up.",
+  },
   internal_error: {
     status: 500,
     openaiType: 'server_error',

@@ -2,8 +2,10 @@
  * The route table: every path the gateway serves, with its middleware chain, on one screen.
  *
  *   /v1/*              client API → llama-swap   cors → clientAuth → keyLimits → readModel →
- *                                                [captureRequestBody] → modelsListing → modelAllowList →
- *                                                tokenReservation → admissionQueue → forward (+ usage tap)
+ *                                                [captureRequestBody] → rateLimitHeaders (GET/HEAD) →
+ *                                                modelsListing → modelAllowList → tokenReservation →
+ *                                                budgetReservation → rateLimitHeaders (others) →
+ *                                                admissionQueue → forward (+ usage tap)
  *                      cors answers OPTIONS preflights (204, no key) and marks browsers' calls readable
  *                      every call, whichever way it ends, is recorded once (usage/call-recorder.ts)
  *   HEAD /             liveness probe (Claude Code sends it before anything else)
@@ -29,6 +31,7 @@
  *   POST /api/keys      create a key (shown once)               admin → handler
  *   PATCH/DELETE /api/keys/:id                                  admin → handler
  *   GET  /api/limits    are per-key limits shared (Redis) or per replica?   admin → handler
+ *   GET  /api/budgets   each key's use of its budgets this period, and when they reset   admin → handler
  *   GET  /api/queue     calls in flight and waiting their turn (admission queue)   admin → handler
  *   GET  /api/queue/stream   the same view as SSE, on connect and on changes (throttled)   admin → handler
  *   GET  /api/upstream  llama-swap reachable? version            admin → handler
@@ -99,6 +102,7 @@ import { createConfigHandlers } from './admin/config-handlers.js';
 import { createEndpointsHandler } from './admin/endpoints-handlers.js';
 import { createKeyHandlers } from './admin/keys-handlers.js';
 import { createLimitsHandler } from './admin/limits-handlers.js';
+import { createBudgetsHandler } from './admin/budgets-handler.js';
 import { createLiveStreamHandler } from './admin/live-stream.js';
 import { createLogStreamHandler } from './admin/logs-stream.js';
 import { createModelHandlers } from './admin/models-handlers.js';
@@ -191,9 +195,12 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
         spoolDir: join(deps.settings.dataDir, 'spool'),
       }),
       ...(usage.captureStep ? [usage.captureStep] : []),
+      usage.readHeadersStep,
       modelsListing(deps.listModels),
       modelAllowList(catalog),
       usage.reserveStep,
+      usage.budgetStep,
+      usage.headersStep,
       queueAdmission(deps.queue, modelResolver(deps.settings, catalog), deps.settings.sseKeepAliveMs),
     ],
     forwarder: deps.forwarder,
@@ -297,6 +304,7 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
     app.patch('/api/keys/:id', admin, audited('key.update', keys.update));
     app.delete('/api/keys/:id', admin, audited('key.delete', keys.remove));
     app.get('/api/limits', admin, createLimitsHandler(usage.limits));
+    app.get('/api/budgets', admin, createBudgetsHandler(store, usage, deps.now));
     app.get('/api/queue', admin, createQueueHandler(deps.queue, deps.now));
     app.get('/api/queue/stream', admin, createQueueStreamHandler(deps.queue, deps.now));
 

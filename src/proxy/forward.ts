@@ -57,6 +57,7 @@ export function createForwarder(options: UpstreamOptions, pool: UpstreamDispatch
       const resendable = isResendable(dispatchOptions.body);
       const requeue = ctx.decided.requeue;
       const send = (staleRetry: boolean): void => {
+        ctx.outcome.forwarded();
         pool.dispatch(
           dispatchOptions,
           new Exchange(ctx, tapFactory, options, resolve, reject, {

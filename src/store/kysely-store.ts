@@ -9,6 +9,8 @@ import { createAuditStore } from './audit-queries.js';
 import { createUsageStore, type AppendUsage } from './usage-queries.js';
 import {
   AmbiguousKeyReferenceError,
+  BUDGET_PERIODS,
+  type BudgetPeriod,
   type AdminSessionRecord,
   type AdminSessionStore,
   type KeyPatch,
@@ -234,6 +236,10 @@ function toRow(record: KeyRecord): Insertable<ApiKeysTable> {
     max_concurrent: record.limits.concurrent,
     priority: record.priority,
     manage: record.manage ? 1 : 0,
+    budget_tokens: record.budget.tokens,
+    budget_requests: record.budget.requests,
+    budget_gpu_seconds: record.budget.gpuSeconds,
+    budget_period: record.budget.period,
   };
 }
 
@@ -249,6 +255,10 @@ function toUpdate(patch: KeyPatch): Updateable<ApiKeysTable> {
   if (patch.limits?.concurrent !== undefined) values.max_concurrent = patch.limits.concurrent;
   if (patch.priority !== undefined) values.priority = patch.priority;
   if (patch.manage !== undefined) values.manage = patch.manage ? 1 : 0;
+  if (patch.budget?.tokens !== undefined) values.budget_tokens = patch.budget.tokens;
+  if (patch.budget?.requests !== undefined) values.budget_requests = patch.budget.requests;
+  if (patch.budget?.gpuSeconds !== undefined) values.budget_gpu_seconds = patch.budget.gpuSeconds;
+  if (patch.budget?.period !== undefined) values.budget_period = patch.budget.period;
   return values;
 }
 
@@ -271,7 +281,20 @@ function toRecord(row: Selectable<ApiKeysTable>): KeyRecord {
     },
     priority: Number(row.priority),
     manage: Number(row.manage) === 1,
+    budget: {
+      tokens: nullableNumber(row.budget_tokens),
+      requests: nullableNumber(row.budget_requests),
+      gpuSeconds: nullableNumber(row.budget_gpu_seconds),
+      period: parsePeriod(row.id, row.budget_period),
+    },
   };
+}
+
+/** A damaged period must not silently become another one: failing names the row to fix. */
+function parsePeriod(id: string, text: string): BudgetPeriod {
+  if (!(BUDGET_PERIODS as readonly string[]).includes(text))
+    throw new Error(`api_keys.budget_period of ${id} is not day, week or month: ${JSON.stringify(text)}`);
+  return text as BudgetPeriod;
 }
 
 function toSessionRecord(row: Selectable<AdminSessionsTable>): AdminSessionRecord {

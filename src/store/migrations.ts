@@ -152,6 +152,19 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
       await db.schema.alterTable('usage_requests').addColumn('queue_ms', 'double precision').execute();
     },
   },
+  /** A key's budget per calendar period, and each call's GPU time (what a GPU-seconds budget counts). */
+  '0007_key_budget_and_gpu_ms': {
+    async up(db: Kysely<unknown>): Promise<void> {
+      // One column per statement: SQLite's ALTER TABLE adds one at a time.
+      for (const column of ['budget_tokens', 'budget_requests', 'budget_gpu_seconds'])
+        await db.schema.alterTable('api_keys').addColumn(column, 'bigint').execute();
+      await db.schema
+        .alterTable('api_keys')
+        .addColumn('budget_period', 'text', (c) => c.notNull().defaultTo('day'))
+        .execute();
+      await db.schema.alterTable('usage_requests').addColumn('gpu_ms', 'double precision').execute();
+    },
+  },
   /** Who changed what in the admin API: newest-first pages, by action too, and the retention prune. */
   '0008_audit_log': {
     async up(db: Kysely<unknown>): Promise<void> {

@@ -31,6 +31,10 @@ export interface ApiKeysTable {
   priority: Generated<number>;
   /** 1: the key may manage models (`/models`, `/models/load`, `/models/unload`). */
   manage: Generated<number>;
+  budget_tokens: NullableInt8;
+  budget_requests: NullableInt8;
+  budget_gpu_seconds: NullableInt8;
+  budget_period: Generated<string>;
 }
 
 export interface MetaTable {
@@ -73,6 +77,7 @@ export interface UsageRequestsTable {
   client_aborted: number;
   error_class: string | null;
   queue_ms: number | null;
+  gpu_ms: number | null;
   request_body: string | null;
   response_body: string | null;
 }

@@ -18,6 +18,25 @@ export interface KeyLimits {
   concurrent: number | null;
 }
 
+export type BudgetPeriod = 'day' | 'week' | 'month';
+export const BUDGET_PERIODS: readonly BudgetPeriod[] = ['day', 'week', 'month'];
+
+/**
+ * A key's budget per calendar period (`GATEHOUSE_TIMEZONE`); `null` means "no budget of this
+ * kind". Tokens are input + output; GPU seconds are llama.cpp's `timings` or the upstream time.
+ */
+export interface KeyBudget {
+  tokens: number | null;
+  requests: number | null;
+  gpuSeconds: number | null;
+  period: BudgetPeriod;
+}
+
+/** A key has a budget when any of its three amounts is set. */
+export function hasBudget(budget: KeyBudget): boolean {
+  return budget.tokens !== null || budget.requests !== null || budget.gpuSeconds !== null;
+}
+
 /**
  * One API key as stored. The raw key is never part of it: only the SHA-256 hex of the full
  * key (`hash`) and a short display prefix.
@@ -41,6 +60,7 @@ export interface KeyRecord {
   priority: number;
   /** The `manage` scope: may list, load and unload models (`/models*`). */
   manage: boolean;
+  budget: KeyBudget;
 }
 
 /** What may change on an existing key. Absent fields stay as they are. */
@@ -53,6 +73,7 @@ export interface KeyPatch {
   limits?: Partial<KeyLimits>;
   priority?: number;
   manage?: boolean;
+  budget?: Partial<KeyBudget>;
 }
 
 /** Thrown by `keys.findByIdOrPrefix` when the reference matches more than one key. */
@@ -180,6 +201,11 @@ export interface UsageRecord {
   errorClass: string | null;
   /** Time spent waiting for a turn (admission queue, a key's concurrency slot); null: the call never got that far. */
   queueMs: number | null;
+  /**
+   * GPU time of a call that was sent upstream: llama.cpp's `timings` (prompt_ms + predicted_ms)
+   * when the response carried them, else the upstream time; null when it was never sent.
+   */
+  gpuMs: number | null;
   /** Start of the request body, only when body capture is on. */
   requestBody: string | null;
   responseBody: string | null;
@@ -277,6 +303,18 @@ export interface UsageStore {
    */
   prune(cutoffs: UsagePruneCutoffs, limit: number): Promise<number>;
   count(): Promise<number>;
+  /**
+   * What a key used in [from, to): calls sent upstream (those with a `gpuMs`), their input +
+   * output tokens and GPU ms. Reads the request log through its (key_id, at) index.
+   */
+  keyTotals(keyId: string, from: number, to: number): Promise<KeyUsageTotals>;
+}
+
+/** A key's use over a span of time (budgets). */
+export interface KeyUsageTotals {
+  requests: number;
+  tokens: number;
+  gpuMs: number;
 }
 
 /**

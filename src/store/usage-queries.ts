@@ -173,6 +173,21 @@ export function createUsageStore(db: Kysely<Database>, appendUsage: AppendUsage)
       return deleted.reduce((sum, result) => sum + Number(result.numDeletedRows), 0);
     },
 
+    async keyTotals(keyId, from, to) {
+      const row = await db
+        .selectFrom('usage_requests')
+        .select([
+          sql<number | string>`count(gpu_ms)`.as('requests'),
+          sql<number | string | null>`sum(coalesce(input_tokens, 0) + coalesce(output_tokens, 0))`.as('tokens'),
+          sql<number | string | null>`sum(gpu_ms)`.as('gpu_ms'),
+        ])
+        .where('key_id', '=', keyId)
+        .where('at', '>=', from)
+        .where('at', '<', to)
+        .executeTakeFirstOrThrow();
+      return { requests: Number(row.requests), tokens: Number(row.tokens ?? 0), gpuMs: Number(row.gpu_ms ?? 0) };
+    },
+
     async count() {
       const row = await db
         .selectFrom('usage_requests')

@@ -39,6 +39,7 @@ export const REQUEST_COLUMNS = [
   { name: 'client_aborted', field: 'clientAborted', kind: 'flag' },
   { name: 'error_class', field: 'errorClass', kind: 'text?' },
   { name: 'queue_ms', field: 'queueMs', kind: 'number?' },
+  { name: 'gpu_ms', field: 'gpuMs', kind: 'number?' },
   { name: 'request_body', field: 'requestBody', kind: 'text?' },
   { name: 'response_body', field: 'responseBody', kind: 'text?' },
 ] as const satisfies readonly Column[];

@@ -28,6 +28,14 @@ import type { ProxyStep } from '../core/steps.js';
 import type { KeyLimits } from '../store/store.js';
 import type { ProxyContext } from '../core/context.js';
 import type { KeySlotWaits } from './key-slot-waits.js';
+import { refuseWithHeaders, type RateLimitHeaders } from './rate-limit-headers.js';
+import {
+  BudgetLedger,
+  type BudgetAmounts,
+  type BudgetCheck,
+  type BudgetDecision,
+  type BudgetReservation,
+} from './budget-ledger.js';
 
 export const LIMIT_WINDOW_MS = 60_000;
 
@@ -50,6 +58,18 @@ export interface TokenReservation {
 export type ReservationDecision =
   | { allowed: true; reservation: TokenReservation }
   | { allowed: false; limit: 'tpm'; max: number; retryAfterMs: number };
+
+/** How much of a key's RPM or TPM window is taken, and in how long it is empty again. */
+export interface WindowUse {
+  used: number;
+  resetMs: number;
+}
+
+/** A key's RPM and TPM windows now, for the rate-limit headers; a kind is absent without its limit. */
+export interface LimitSnapshot {
+  requests?: WindowUse | undefined;
+  tokens?: WindowUse | undefined;
+}
 
 /** Where limits are counted right now, for the admin API (`GET /api/limits`) and the log. */
 export interface LimitsStatus {
@@ -79,6 +99,17 @@ export interface LimitStore {
   reserveTokens(keyId: string, tpm: number, tokens: number): ReservationDecision | Promise<ReservationDecision>;
   /** Ends a reservation: gives it back and adds the call's real tokens (0 when unknown). */
   settleTokens(keyId: string, reservation: TokenReservation, tokens: number): void | Promise<void>;
+  /** The RPM and TPM windows of a key with those limits, as they are now (nothing is counted). */
+  peek(keyId: string, limits: KeyLimits): LimitSnapshot | Promise<LimitSnapshot>;
+  /**
+   * Reserves a call's share of its key's budget for the period, when it fits beside what the
+   * period used and the other reservations, atomically with that check (`budget-ledger.ts`).
+   */
+  reserveBudget(keyId: string, check: BudgetCheck): BudgetDecision | Promise<BudgetDecision>;
+  /** Ends a budget reservation: gives it back and adds what the call used. */
+  settleBudget(keyId: string, reservation: BudgetReservation, used: BudgetAmounts): void | Promise<void>;
+  /** The period's use of a key's budget, reservations counted. */
+  budgetUsed(keyId: string, check: Omit<BudgetCheck, 'need' | 'limits'>): Promise<BudgetAmounts>;
   status(): LimitsStatus;
   close(): void | Promise<void>;
 }
@@ -122,15 +153,19 @@ interface KeyWindow {
 export interface MemoryLimitStoreOptions {
   /** Monotonic milliseconds (tests move it). Default `performance.now`. */
   now?: () => number;
+  /** How often a budget counter re-reads the request log (see budget-ledger.ts). */
+  budgetRefreshMs?: number;
 }
 
 export class MemoryLimitStore implements LimitStore {
   readonly #now: () => number;
   readonly #windows = new Map<string, KeyWindow>();
   readonly #sweeper: NodeJS.Timeout;
+  readonly #budgets: BudgetLedger;
 
   constructor(options: MemoryLimitStoreOptions = {}) {
     this.#now = options.now ?? (() => performance.now());
+    this.#budgets = new BudgetLedger({ now: this.#now, refreshMs: options.budgetRefreshMs });
     // Forget keys that went quiet, so the map holds only active keys.
     this.#sweeper = setInterval(() => this.#sweep(), LIMIT_WINDOW_MS);
     this.#sweeper.unref();
@@ -213,6 +248,39 @@ export class MemoryLimitStore implements LimitStore {
     w.tokenSum += tokens;
   }
 
+  peek(keyId: string, limits: KeyLimits): LimitSnapshot {
+    const now = this.#now();
+    const w = this.#window(keyId);
+    expire(w, now);
+    const snapshot: LimitSnapshot = {};
+    if (limits.rpm !== null) {
+      const n = w.requests.length;
+      snapshot.requests = { used: n, resetMs: n === 0 ? 0 : w.requests.at(n - 1) + LIMIT_WINDOW_MS - now };
+    }
+    if (limits.tpm !== null) {
+      const n = w.tokenTimes.length;
+      const finished = n === 0 ? 0 : w.tokenTimes.at(n - 1) + LIMIT_WINDOW_MS - now;
+      // Tokens reserved now leave the window a minute after their call ends, at the earliest.
+      snapshot.tokens = {
+        used: w.tokenSum + w.reserved,
+        resetMs: w.reserved > 0 ? Math.max(finished, LIMIT_WINDOW_MS) : finished,
+      };
+    }
+    return snapshot;
+  }
+
+  reserveBudget(keyId: string, check: BudgetCheck): BudgetDecision | Promise<BudgetDecision> {
+    return this.#budgets.reserve(keyId, check);
+  }
+
+  settleBudget(keyId: string, reservation: BudgetReservation, used: BudgetAmounts): void {
+    this.#budgets.settle(keyId, reservation, used);
+  }
+
+  budgetUsed(keyId: string, check: Omit<BudgetCheck, 'need' | 'limits'>): Promise<BudgetAmounts> {
+    return this.#budgets.used(keyId, check);
+  }
+
   status(): LimitsStatus {
     return { scope: 'replica', redis: 'off', unavailableSince: null };
   }
@@ -285,6 +353,7 @@ export function keyLimits(
   store: LimitStore,
   onLimited?: (keyName: string | undefined, limit: LimitKind) => void,
   slots?: { waits: KeySlotWaits; queueTimeoutMs: number },
+  headers?: RateLimitHeaders,
 ): ProxyStep {
   return function keyLimitsStep(ctx) {
     const caller = ctx.decided.caller;
@@ -301,21 +370,21 @@ export function keyLimits(
           .then(() => slots?.waits.released(keyId));
       });
     };
-    const refuse = (decision: LimitDecision & { allowed: false }): never => {
+    const refuse = (decision: LimitDecision & { allowed: false }): never | Promise<never> => {
       onLimited?.(caller.keyName, decision.limit);
-      throw limitRefusal(decision);
+      return refuseWithHeaders(ctx, limitRefusal(decision), decision.limit === 'concurrent' ? undefined : headers);
+    };
+    const refused = (error: unknown): Promise<never> | never => {
+      if (isRefusal(error)) return refuse(error.decision);
+      throw error;
     };
     const apply = (decision: LimitDecision): void | Promise<void> => {
       if (decision.allowed) return admitted(decision);
       if (decision.limit !== 'concurrent' || !slots) return refuse(decision);
-      return waitForSlot(ctx, keyId, limits, slots, store).then(admitted, (error: unknown) => {
-        throw isRefusal(error) ? refuse(error.decision) : error;
-      });
+      return waitForSlot(ctx, keyId, limits, slots, store).then(admitted, refused);
     };
     if (limits.concurrent !== null && slots?.waits.has(keyId))
-      return waitForSlot(ctx, keyId, limits, slots, store).then(admitted, (error: unknown) => {
-        throw isRefusal(error) ? refuse(error.decision) : error;
-      });
+      return waitForSlot(ctx, keyId, limits, slots, store).then(admitted, refused);
     const decision = store.acquire(keyId, limits);
     if (decision instanceof Promise) return decision.then(apply);
     return apply(decision);

@@ -138,7 +138,7 @@ export class GatewayMetrics {
     });
     this.#rateLimited = new Counter({
       name: 'gatehouse_rate_limited_total',
-      help: 'Calls refused with 429 by a per-key limit, by key name and limit (rpm, tpm, concurrent).',
+      help: 'Calls refused with 429 by a per-key limit, by key name and limit (rpm, tpm, concurrent, budget).',
       labelNames: ['key', 'limit'] as const,
       registers,
     });
@@ -223,7 +223,7 @@ export class GatewayMetrics {
     if (isUpstreamFailure(call.errorClass, call.status)) this.#upstreamErrors.inc({ model, class: call.errorClass });
   }
 
-  rateLimited(keyName: string | undefined, limit: LimitKind): void {
+  rateLimited(keyName: string | undefined, limit: LimitKind | 'budget'): void {
     this.#rateLimited.inc({ key: keyName === undefined ? NONE_LABEL : this.#keys.label(keyName), limit });
   }
 

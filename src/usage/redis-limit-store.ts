@@ -30,11 +30,27 @@ import {
   LIMIT_WINDOW_MS,
   MemoryLimitStore,
   type LimitDecision,
+  type LimitSnapshot,
   type LimitStore,
   type LimitsStatus,
   type ReservationDecision,
   type TokenReservation,
 } from './limits.js';
+import {
+  cappedNeed,
+  type BudgetAmounts,
+  type BudgetCheck,
+  type BudgetDecision,
+  type BudgetKind,
+  type BudgetReservation,
+} from './budget-ledger.js';
+import {
+  BUDGET_RESERVE_LUA,
+  BUDGET_SEED_LUA,
+  BUDGET_SETTLE_LUA,
+  BUDGET_USED_LUA,
+  budgetKeys,
+} from './redis-budget-scripts.js';
 import {
   ACQUIRE_LUA,
   ADD_TOKENS_LUA,
@@ -91,6 +107,35 @@ interface LimitCommands {
     need: number,
     id: string,
   ): Promise<unknown>;
+  gatehouseBudgetReserve(
+    totalsKey: string,
+    reservedKey: string,
+    now: string,
+    start: string,
+    tokens: string,
+    requests: string,
+    gpuMs: string,
+    needTokens: number,
+    needRequests: number,
+    needGpuMs: number,
+    id: string,
+  ): Promise<unknown>;
+  gatehouseBudgetSeed(
+    totalsKey: string,
+    tokens: number,
+    requests: number,
+    gpuMs: number,
+    expireAt: number,
+  ): Promise<unknown>;
+  gatehouseBudgetSettle(
+    totalsKey: string,
+    reservedKey: string,
+    member: string,
+    tokens: number,
+    requests: number,
+    gpuMs: number,
+  ): Promise<unknown>;
+  gatehouseBudgetUsed(totalsKey: string, reservedKey: string, now: string, start: string): Promise<unknown>;
   gatehouseSettle(
     tpmKey: string,
     reservedKey: string,
@@ -160,6 +205,10 @@ export class RedisLimitStore implements LimitStore {
     this.#redis.defineCommand('gatehouseSettle', { numberOfKeys: 2, lua: SETTLE_LUA });
     this.#redis.defineCommand('gatehouseAddTokens', { numberOfKeys: 1, lua: ADD_TOKENS_LUA });
     this.#redis.defineCommand('gatehouseRenew', { numberOfKeys: 1, lua: RENEW_LUA });
+    this.#redis.defineCommand('gatehouseBudgetReserve', { numberOfKeys: 2, lua: BUDGET_RESERVE_LUA });
+    this.#redis.defineCommand('gatehouseBudgetSeed', { numberOfKeys: 1, lua: BUDGET_SEED_LUA });
+    this.#redis.defineCommand('gatehouseBudgetSettle', { numberOfKeys: 2, lua: BUDGET_SETTLE_LUA });
+    this.#redis.defineCommand('gatehouseBudgetUsed', { numberOfKeys: 2, lua: BUDGET_USED_LUA });
     // Without a listener ioredis prints every connection error to the console; the breaker logs.
     this.#redis.on('error', (error) => (this.#lastError = error));
     // While connecting, ioredis retries by itself (a failed ready check, e.g. after a stalled
@@ -294,6 +343,103 @@ export class RedisLimitStore implements LimitStore {
     } catch (error) {
       this.#trip(error);
     }
+  }
+
+  peek(keyId: string, limits: KeyLimits): LimitSnapshot | Promise<LimitSnapshot> {
+    return this.#fallback.peek(keyId, limits);
+  }
+
+  /** A reservation taken while Redis is skipped lives in the fallback (no `id`) and is settled there. */
+  reserveBudget(keyId: string, check: BudgetCheck): BudgetDecision | Promise<BudgetDecision> {
+    if (this.#state !== 'up') return this.#fallback.reserveBudget(keyId, check);
+    return this.#reserveBudgetShared(keyId, check);
+  }
+
+  async #reserveBudgetShared(keyId: string, check: BudgetCheck): Promise<BudgetDecision> {
+    const keys = budgetKeys(this.#prefix, keyId, check.start);
+    const need = cappedNeed(check);
+    const id = `${this.#replica}:${(++this.#seq).toString(36)}`;
+    const reserve = () =>
+      this.#timed(
+        this.#redis.gatehouseBudgetReserve(
+          keys.totals,
+          keys.reserved,
+          this.#nowArg(),
+          String(check.start),
+          optional(check.limits.tokens),
+          optional(check.limits.requests),
+          optional(check.limits.gpuMs),
+          need.tokens,
+          need.requests,
+          need.gpuMs,
+          id,
+        ),
+      );
+    let reply: unknown;
+    try {
+      reply = await reserve();
+      if (Array.isArray(reply) && reply[0] === -1) {
+        // The first call of the period anywhere: start from the request log's sums.
+        const seed = await check.seed().catch((error: unknown) => {
+          throw new SeedFailure(error);
+        });
+        await this.#timed(
+          this.#redis.gatehouseBudgetSeed(keys.totals, seed.tokens, seed.requests, seed.gpuMs, check.end + 3_600_000),
+        );
+        reply = await reserve();
+      }
+    } catch (error) {
+      if (error instanceof SeedFailure) throw error.cause;
+      this.#trip(error);
+      return this.#fallback.reserveBudget(keyId, check);
+    }
+    if (Array.isArray(reply) && reply[0] === 1)
+      return {
+        allowed: true,
+        reservation: { start: check.start, need, id: String(reply[4]) },
+        used: amounts(reply, 1),
+      };
+    if (Array.isArray(reply) && reply[0] === 0)
+      return { allowed: false, kind: reply[1] as BudgetKind, used: amounts(reply, 2) };
+    throw new Error(`unexpected reply from the budget reserve script: ${JSON.stringify(reply)}`);
+  }
+
+  async settleBudget(keyId: string, reservation: BudgetReservation, used: BudgetAmounts): Promise<void> {
+    if (reservation.id === undefined) return this.#fallback.settleBudget(keyId, reservation, used);
+    // While Redis is skipped the reservation is left to expire; the request log has the call.
+    if (this.#state !== 'up') return;
+    const keys = budgetKeys(this.#prefix, keyId, reservation.start);
+    try {
+      await this.#timed(
+        this.#redis.gatehouseBudgetSettle(
+          keys.totals,
+          keys.reserved,
+          reservation.id,
+          Math.round(used.tokens),
+          Math.round(used.requests),
+          used.gpuMs,
+        ),
+      );
+    } catch (error) {
+      this.#trip(error);
+    }
+  }
+
+  async budgetUsed(keyId: string, check: Omit<BudgetCheck, 'need' | 'limits'>): Promise<BudgetAmounts> {
+    if (this.#state !== 'up') return this.#fallback.budgetUsed(keyId, check);
+    const keys = budgetKeys(this.#prefix, keyId, check.start);
+    let reply: unknown;
+    try {
+      reply = await this.#timed(
+        this.#redis.gatehouseBudgetUsed(keys.totals, keys.reserved, this.#nowArg(), String(check.start)),
+      );
+    } catch (error) {
+      this.#trip(error);
+      return this.#fallback.budgetUsed(keyId, check);
+    }
+    // No totals in Redis yet: no call this period since they expired; the log says what it holds.
+    if (Array.isArray(reply) && reply[0] === -1) return check.seed();
+    return amounts(reply as unknown[], 0);
   }
 
   status(): LimitsStatus {
@@ -436,6 +582,18 @@ export class RedisLimitStore implements LimitStore {
   #scrub(error: unknown): string {
     const message = error instanceof Error ? error.message : String(error);
     return this.#password ? message.split(this.#password).join('[REDACTED]') : message;
+  }
+}
+
+/** Three amounts from a script's reply, from index `at`: tokens, requests, GPU ms (as strings). */
+function amounts(reply: unknown[], at: number): BudgetAmounts {
+  return { tokens: Number(reply[at]), requests: Number(reply[at + 1]), gpuMs: Number(reply[at + 2]) };
+}
+
+/** The request log could not be read to seed a period: not Redis's failure, so no reason to trip the breaker. */
+class SeedFailure extends Error {
+  constructor(cause: unknown) {
+    super('reading the budget totals from the store failed', { cause });
   }
 }
 

@@ -9,7 +9,8 @@
  * - OpenAI Responses `usage`: `input_tokens`, `output_tokens`, `input_tokens_details.cached_tokens`;
  * - Anthropic `usage`: `input_tokens` EXCLUDES cached tokens; `cache_read_input_tokens` and
  *   `cache_creation_input_tokens` come on top (llama-server reports it the same way);
- * - llama.cpp `timings`: `prompt_n` (evaluated, without the cache), `cache_n`, `predicted_n`.
+ * - llama.cpp `timings`: `prompt_n` (evaluated, without the cache), `cache_n`, `predicted_n`, and
+ *   `prompt_ms` + `predicted_ms`, the model server's compute time (`gpuMs`).
  *
  * Normalised meaning everywhere: `input` = every prompt token, cached included; `cached` = the
  * part of `input` served from a cache; `output` = generated tokens.
@@ -19,6 +20,8 @@ export interface TokenCounts {
   input: number | null;
   output: number | null;
   cached: number | null;
+  /** llama.cpp's own compute time (`timings`: prompt_ms + predicted_ms); only timings carry it. */
+  gpuMs?: number;
 }
 
 const QUOTE = 0x22;
@@ -149,11 +152,20 @@ function usageCounts(u: Record<string, unknown>): TokenCounts {
 function timingsCounts(t: Record<string, unknown>): TokenCounts {
   const promptN = count(t.prompt_n);
   const cacheN = count(t.cache_n);
-  return {
+  const promptMs = duration(t.prompt_ms);
+  const predictedMs = duration(t.predicted_ms);
+  const counts: TokenCounts = {
     input: promptN === null && cacheN === null ? null : (promptN ?? 0) + (cacheN ?? 0),
     output: count(t.predicted_n),
     cached: cacheN,
   };
+  if (promptMs !== null || predictedMs !== null) counts.gpuMs = (promptMs ?? 0) + (predictedMs ?? 0);
+  return counts;
+}
+
+/** A duration in ms: a finite, non-negative JSON number (fractions kept). */
+function duration(value: unknown): number | null {
+  return typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : null;
 }
 
 /** A token count: a finite, non-negative JSON number, rounded; anything else is no count. */

@@ -13,6 +13,7 @@ import type { ProxyStep } from '../core/steps.js';
 import type { ProxyContext } from '../core/context.js';
 import { limitRefusal, type LimitKind, type LimitStore, type ReservationDecision } from './limits.js';
 import { requestedOutputTokens } from './requested-output-tokens.js';
+import { refuseWithHeaders, type RateLimitHeaders } from './rate-limit-headers.js';
 
 /** Output tokens reserved for a call that sets no `max_tokens` (or the like). */
 export const DEFAULT_OUTPUT_TOKENS = 512;
@@ -22,16 +23,17 @@ export function tokenReservation(
   store: LimitStore,
   onLimited?: (keyName: string | undefined, limit: LimitKind) => void,
   onError?: (error: unknown) => void,
+  headers?: RateLimitHeaders,
 ): ProxyStep {
   return function tokenReservationStep(ctx) {
     const caller = ctx.decided.caller;
     const tpm = caller?.limits?.tpm;
     const keyId = caller?.keyId;
     if (tpm == null || keyId === undefined || ctx.request.method === 'GET' || ctx.request.method === 'HEAD') return;
-    const apply = (decision: ReservationDecision): void => {
+    const apply = (decision: ReservationDecision): void | Promise<void> => {
       if (!decision.allowed) {
         onLimited?.(caller!.keyName, 'tpm');
-        throw limitRefusal(decision);
+        return refuseWithHeaders(ctx, limitRefusal(decision), headers);
       }
       const reservation = decision.reservation;
       ctx.onDone.push(() => {
@@ -42,12 +44,12 @@ export function tokenReservation(
     };
     const decision = store.reserveTokens(keyId, tpm, estimateTokens(ctx));
     if (decision instanceof Promise) return decision.then(apply);
-    apply(decision);
+    return apply(decision);
   };
 }
 
 /** Prompt bytes / 4 (JSON bodies) plus the requested or default output. */
-function estimateTokens(ctx: ProxyContext): number {
+export function estimateTokens(ctx: ProxyContext): number {
   const requested = requestedOutputTokens(ctx.decided.requestJson);
   const prompt = ctx.decided.requestJson ? Math.ceil((ctx.decided.body?.bytes ?? 0) / PROMPT_BYTES_PER_TOKEN) : 0;
   return prompt + (requested ?? DEFAULT_OUTPUT_TOKENS);

@@ -6,12 +6,16 @@
 import type { Logger } from 'pino';
 import type { ProxyStep, TapFactory } from '../core/steps.js';
 import type { ProxyContext } from '../core/context.js';
-import type { Store } from '../store/store.js';
+import type { BudgetPeriod, Store } from '../store/store.js';
 import { captureRequestBody } from './body-capture.js';
 import { createCallRecorder } from './call-recorder.js';
 import { keyLimits, MemoryLimitStore, type LimitStore } from './limits.js';
 import { RedisLimitStore } from './redis-limit-store.js';
 import { tokenReservation } from './token-reservation.js';
+import { budgetReservation } from './budget-reservation.js';
+import { NO_AMOUNTS, type BudgetAmounts } from './budget-ledger.js';
+import { periodWindow, type PeriodWindow } from './budget-period.js';
+import { createRateLimitHeaders, rateLimitHeadersStep } from './rate-limit-headers.js';
 import { GatewayMetrics, type MetricsOptions } from './metrics.js';
 import { UsageRetention, type RetentionOptions } from './retention.js';
 import { usageSummary, type SummaryGroupBy, type SummaryRange, type UsageSummary } from './summary.js';
@@ -29,6 +33,8 @@ export interface UsageSettings {
   redisPrefix?: string | undefined;
   /** How long a call may wait for one of its key's concurrency slots (`GATEHOUSE_QUEUE_TIMEOUT`). */
   queueTimeoutMs: number;
+  /** The IANA zone of budget periods (`GATEHOUSE_TIMEZONE`). */
+  timeZone: string;
 }
 
 export interface UsageAccountingOptions {
@@ -59,6 +65,14 @@ export interface UsageAccounting {
   readonly limitStep: ProxyStep;
   /** `tokenReservation`, once the body is read and the call is known to be forwarded. */
   readonly reserveStep: ProxyStep;
+  /** `budgetReservation`, right after `tokenReservation`. */
+  readonly budgetStep: ProxyStep;
+  /** Sets the rate-limit headers of keys with limits or a budget: GET/HEAD calls, before `modelsListing`. */
+  readonly readHeadersStep: ProxyStep;
+  /** The same for every other call, after the reservations. */
+  readonly headersStep: ProxyStep;
+  /** A key's use of its budget in the period holding now (the dashboard). */
+  budgetUse(keyId: string, period: BudgetPeriod): Promise<{ window: PeriodWindow; used: BudgetAmounts }>;
   /** `captureRequestBody`, after `readModel`, when body capture is on. */
   readonly captureStep: ProxyStep | undefined;
   /** The response tap; undefined when recording is off. */
@@ -112,20 +126,46 @@ export function createUsageAccounting(options: UsageAccountingOptions): UsageAcc
       })
     : undefined;
   const capture = recording && settings.usageCaptureBytes > 0;
+  // Budgets start from the request log's sums for the period; without a log, from this process's count.
+  const seed = (keyId: string, from: number, to: number): Promise<BudgetAmounts> =>
+    recording ? store.usage.keyTotals(keyId, from, to) : Promise.resolve({ ...NO_AMOUNTS });
+  const headers = createRateLimitHeaders({ store: limits, now, timeZone: settings.timeZone, seed });
 
   return {
     metrics,
     limits,
     recording,
-    limitStep: keyLimits(limits, (keyName, limit) => metrics.rateLimited(keyName, limit), {
-      waits: new KeySlotWaits(options.queue?.clock ?? systemClock, options.queue),
-      queueTimeoutMs: settings.queueTimeoutMs,
-    }),
+    limitStep: keyLimits(
+      limits,
+      (keyName, limit) => metrics.rateLimited(keyName, limit),
+      {
+        waits: new KeySlotWaits(options.queue?.clock ?? systemClock, options.queue),
+        queueTimeoutMs: settings.queueTimeoutMs,
+      },
+      headers,
+    ),
     reserveStep: tokenReservation(
       limits,
       (keyName, limit) => metrics.rateLimited(keyName, limit),
       (error) => report(error, 'counting tokens for the TPM limit failed'),
+      headers,
     ),
+    budgetStep: budgetReservation({
+      store: limits,
+      now,
+      timeZone: settings.timeZone,
+      seed,
+      headers,
+      onLimited: (keyName) => metrics.rateLimited(keyName, 'budget'),
+      onError: (error) => report(error, 'counting a call against its key budget failed'),
+    }),
+    readHeadersStep: rateLimitHeadersStep(headers, 'reads'),
+    headersStep: rateLimitHeadersStep(headers, 'writes'),
+    async budgetUse(keyId, period) {
+      const window = periodWindow(now(), period, settings.timeZone);
+      const used = await limits.budgetUsed(keyId, { ...window, seed: () => seed(keyId, window.start, window.end) });
+      return { window, used };
+    },
     captureStep: capture ? captureRequestBody(settings.usageCaptureBytes) : undefined,
     tap: recording ? createUsageTap({ captureBytes: capture ? settings.usageCaptureBytes : 0 }) : undefined,
     onStart: createCallRecorder({ metrics, writer, now }),

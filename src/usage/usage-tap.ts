@@ -86,6 +86,11 @@ export function createUsageTap(options: UsageTapOptions): TapFactory {
   };
 }
 
+/** llama.cpp's compute time, as a field to spread: absent when the timings did not carry it. */
+function gpuOf(timings: TokenCounts | undefined): { gpuMs?: number } {
+  return timings?.gpuMs === undefined ? {} : { gpuMs: timings.gpuMs };
+}
+
 function isJson(contentType: string | undefined): boolean {
   if (contentType === undefined) return false;
   // What llama-server and nearly every backend send, without a regular expression per call.
@@ -186,12 +191,14 @@ class StreamTap implements ResponseTap, UsageProbe {
     }
     const reported = this.#reported;
     const timings = this.#timings;
+    const gpuMs = gpuOf(timings);
     if (reported && this.#final) {
       return {
         input: reported.input ?? timings?.input ?? null,
         output: reported.output ?? timings?.output ?? 0,
         cached: reported.cached ?? timings?.cached ?? null,
         source: 'usage',
+        ...gpuMs,
       };
     }
     if (timings && timings.output !== null) {
@@ -200,6 +207,7 @@ class StreamTap implements ResponseTap, UsageProbe {
         output: timings.output,
         cached: reported?.cached ?? timings.cached,
         source: 'timings',
+        ...gpuMs,
       };
     }
     if (reported || this.#generatedFrames > 0) {
@@ -210,6 +218,7 @@ class StreamTap implements ResponseTap, UsageProbe {
         output: Math.max(reported?.output ?? 0, this.#generatedFrames),
         cached: reported?.cached ?? null,
         source: 'estimate',
+        ...gpuMs,
       };
     }
     return undefined;
@@ -336,15 +345,15 @@ class BodyTap implements ResponseTap, UsageProbe {
       if (parts.length === 0) continue;
       const body = parts.length === 1 ? parts[0]! : Buffer.concat(parts);
       const c = readUsageCounts(body);
-      // llama.cpp's timings only fill what usage lacks: not searched for when it lacks nothing.
-      const complete = c !== undefined && c.input !== null && c.output !== null && c.cached !== null;
-      const timings = complete ? undefined : readTimingsCounts(body);
+      // llama.cpp's timings fill what usage lacks, and carry the compute time (gpuMs).
+      const timings = readTimingsCounts(body);
       if (c) {
         this.#tokens = {
           input: c.input ?? timings?.input ?? null,
           output: c.output ?? timings?.output ?? 0,
           cached: c.cached ?? timings?.cached ?? null,
           source: 'usage',
+          ...gpuOf(timings),
         };
       } else if (timings) {
         this.#tokens = { ...timings, source: 'timings' };

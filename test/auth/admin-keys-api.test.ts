@@ -72,6 +72,7 @@ describe('POST /api/keys', () => {
         expiresAt: '2030-02-01T00:00:00Z',
         note: 'mine',
         limits: { rpm: 60, concurrent: 2 },
+        budget: { tokens: 200000, period: 'week' },
       },
     });
     expect(res.statusCode).toBe(201);
@@ -90,6 +91,7 @@ describe('POST /api/keys', () => {
       limits: { rpm: 60, tpm: null, concurrent: 2 },
       priority: 0,
       manage: false,
+      budget: { tokens: 200000, requests: null, gpuSeconds: null, period: 'week' },
       status: 'active',
     });
     expect(res.body).not.toContain(hashApiKey(body.secret));
@@ -122,7 +124,7 @@ describe('POST /api/keys', () => {
         details: [
           {
             path: '/colour',
-            message: 'unknown field; expected one of name, models, expiresAt, note, limits, priority, manage',
+            message: 'unknown field; expected one of name, models, expiresAt, note, limits, priority, manage, budget',
           },
           { path: '/name', message: 'required' },
           { path: '/models/1', message: 'must be a non-empty string' },
@@ -216,6 +218,37 @@ describe('PATCH /api/keys/:id', () => {
       limits: { rpm: null, tpm: 1000, concurrent: null },
       status: 'active',
     });
+  });
+
+  it("sets, changes and clears a key's budget, and refuses a bad one with every problem named", async () => {
+    const { key } = await createKey({ name: 'kids', budget: { requests: 50, gpuSeconds: 7200 } });
+    const changed = await app.inject({
+      method: 'PATCH',
+      url: `/api/keys/${key.id}`,
+      payload: { budget: { tokens: 200000, gpuSeconds: null, period: 'month' } },
+    });
+    expect(changed.statusCode).toBe(200);
+    expect(changed.json().key.budget).toEqual({ tokens: 200000, requests: 50, gpuSeconds: null, period: 'month' });
+    expect((await store.keys.get(key.id))?.budget).toEqual({
+      tokens: 200000,
+      requests: 50,
+      gpuSeconds: null,
+      period: 'month',
+    });
+    const cleared = await app.inject({ method: 'PATCH', url: `/api/keys/${key.id}`, payload: { budget: null } });
+    expect(cleared.json().key.budget).toEqual({ tokens: null, requests: null, gpuSeconds: null, period: 'month' });
+    const refused = await app.inject({
+      method: 'PATCH',
+      url: `/api/keys/${key.id}`,
+      payload: { budget: { tokens: 0, requests: 1.5, period: 'year', dollars: 3 } },
+    });
+    expect(refused.statusCode).toBe(422);
+    expect(refused.json().error.details).toEqual([
+      { path: '/budget/tokens', message: 'must be a whole number from 1 to 1000000000000, or null for no budget' },
+      { path: '/budget/requests', message: 'must be a whole number from 1 to 1000000000000, or null for no budget' },
+      { path: '/budget/period', message: 'must be one of day, week, month' },
+      { path: '/budget/dollars', message: 'unknown field; expected one of tokens, requests, gpuSeconds, period' },
+    ]);
   });
 
   it("sets and changes a key's queue priority, and keeps it through a reload", async () => {

@@ -168,6 +168,57 @@ describe('gatehouse keys create', () => {
   });
 });
 
+describe('gatehouse keys budgets', () => {
+  it('creates a key with a budget, prints it, and refuses a bad amount or period with exit code 2', async () => {
+    const run = await keys(['create', '--name', 'kids', '--budget-tokens', '200000', '--budget-period', 'day']);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain('  budget   tokens 200000 per day\n');
+    expect((await storedKeys())[0]!.budget).toEqual({
+      tokens: 200000,
+      requests: null,
+      gpuSeconds: null,
+      period: 'day',
+    });
+    for (const bad of [
+      ['--budget-tokens', '0'],
+      ['--budget-gpu-seconds', '1.5'],
+      ['--budget-period', 'year'],
+    ]) {
+      const refused = await keys(['create', '--name', 'x', ...bad]);
+      expect(refused.code, bad.join(' ')).toBe(2);
+    }
+    expect(await storedKeys()).toHaveLength(1);
+  });
+
+  it('updates a key found by id or by name: budget amounts, none to clear one, and the period', async () => {
+    await keys(['create', '--name', 'ci-agent', '--budget-requests', '50', '--budget-period', 'week']);
+    const [created] = await storedKeys();
+    const byName = await keys([
+      'update',
+      'ci-agent',
+      '--budget-gpu-seconds',
+      '7200',
+      '--budget-requests',
+      'none',
+      '--budget-period',
+      'month',
+    ]);
+    expect(byName.code, byName.stderr).toBe(0);
+    expect(byName.stdout).toContain(`Updated ${created!.id}`);
+    expect(byName.stdout).toContain('  budget   gpu-seconds 7200 per month\n');
+    const byId = await keys(['update', created!.id, '--name', 'ci', '--rpm', '30', '--budget-tokens', '1000000']);
+    expect(byId.code, byId.stderr).toBe(0);
+    const [updated] = await storedKeys();
+    expect(updated).toMatchObject({
+      name: 'ci',
+      limits: { rpm: 30, tpm: null, concurrent: null },
+      budget: { tokens: 1_000_000, requests: null, gpuSeconds: 7200, period: 'month' },
+    });
+    expect((await keys(['update', 'ci'])).code).toBe(2);
+    expect((await keys(['update', 'nobody', '--budget-tokens', '5'])).code).toBe(1);
+  });
+});
+
 describe('gatehouse keys list', () => {
   it('says the API is open when there are no keys', async () => {
     const run = await keys(['list']);
@@ -210,6 +261,7 @@ describe('gatehouse keys list', () => {
     const { keys: listed } = JSON.parse(run.stdout) as { keys: Array<Record<string, unknown>> };
     expect(listed).toHaveLength(1);
     expect(Object.keys(listed[0]!).sort()).toEqual([
+      'budget',
       'createdAt',
       'expiresAt',
       'id',

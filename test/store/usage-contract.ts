@@ -35,6 +35,7 @@ export function usageRecord(overrides: Partial<UsageRecord> = {}): UsageRecord {
     clientAborted: false,
     errorClass: null,
     queueMs: 0.5,
+    gpuMs: 30.25,
     requestBody: null,
     responseBody: null,
     ...overrides,

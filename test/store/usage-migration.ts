@@ -28,10 +28,11 @@ export async function writeOldUsageLog(
       model: i % 5 === 0 ? null : `m${i % 2}`,
       // Columns added after 0004 did not exist then; they read back as null.
       queueMs: null,
+      gpuMs: null,
     }),
   );
   const rowAtThatTime = (record: UsageRecord) => {
-    const { queue_ms: _added, ...row } = requestRow(record);
+    const { queue_ms: _added, gpu_ms: _gpu, ...row } = requestRow(record);
     return row;
   };
   await (old as Kysely<Record<string, Record<string, unknown>>>)

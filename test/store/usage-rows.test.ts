@@ -38,6 +38,7 @@ const FULL: UsageRecord = {
   clientAborted: false,
   errorClass: null,
   queueMs: 12.5,
+  gpuMs: 33.5,
   requestBody: '{"a":"tab\there"}',
   responseBody: 'data: x\n\nback\\slash\r',
 };
@@ -61,6 +62,7 @@ const BARE: UsageRecord = {
   clientAborted: true,
   errorClass: 'client_abort',
   queueMs: null,
+  gpuMs: null,
   requestBody: null,
   responseBody: null,
 };
@@ -70,9 +72,9 @@ describe('usage request rows', () => {
     expect(copyRows([FULL, BARE])).toBe(
       [
         '00000000a-test-000001\t1000\treq-1\tkey_a\talice\tqwen\tPOST\t/v1/chat/completions\t200\t1\t10\t5\t2\t' +
-          'usage\t1.5\t2.25\t40\t120\t2000\t0\t\\N\t12.5\t{"a":"tab\\there"}\tdata: x\\n\\nback\\\\slash\\r',
+          'usage\t1.5\t2.25\t40\t120\t2000\t0\t\\N\t12.5\t33.5\t{"a":"tab\\there"}\tdata: x\\n\\nback\\\\slash\\r',
         '00000000b-test-000002\t61000\treq-1\t\\N\t\\N\tbad\uFFFDmodel\tPOST\t/v1/chat/completions\t499\t0\t' +
-          '\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t700000\t120\t2000\t1\tclient_abort\t\\N\t\\N\t\\N',
+          '\\N\t\\N\t\\N\t\\N\t\\N\t\\N\t700000\t120\t2000\t1\tclient_abort\t\\N\t\\N\t\\N\t\\N',
         '',
       ].join('\n'),
     );
@@ -102,6 +104,7 @@ describe('usage request rows', () => {
       0,
       null,
       12.5,
+      33.5,
       '{"a":"tab\there"}',
       'data: x\n\nback\\slash\r',
     ]);
@@ -131,6 +134,7 @@ describe('usage request rows', () => {
       client_aborted: 1,
       error_class: 'client_abort',
       queue_ms: 250,
+      gpu_ms: 1250.5,
       request_body: null,
       response_body: 'x',
     };
@@ -157,6 +161,7 @@ describe('usage request rows', () => {
       clientAborted: true,
       errorClass: 'client_abort',
       queueMs: 250,
+      gpuMs: 1250.5,
       requestBody: null,
       responseBody: 'x',
     });

@@ -174,7 +174,12 @@ describe('token counts read from bytes', () => {
           '{"timings":{"prompt_n":3,"prompt_ms":1.5,"cache_n":40,"predicted_n":8,"predicted_per_second":55.2}}',
         ),
       ),
-    ).toEqual({ input: 43, output: 8, cached: 40 });
+    ).toEqual({ input: 43, output: 8, cached: 40, gpuMs: 1.5 });
+    expect(
+      readTimingsCounts(
+        Buffer.from('{"timings":{"prompt_n":3,"prompt_ms":12.25,"predicted_n":8,"predicted_ms":140.5}}'),
+      ),
+    ).toEqual({ input: 3, output: 8, cached: null, gpuMs: 152.75 });
   });
 
   it('takes the last value of a key that appears twice, as JSON.parse does', () => {

@@ -11,7 +11,14 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { CreatedKey, DeletedKey, KeyList, UpdatedKey } from '../../admin-api/types.js';
 import { newKeyRecord, parseIsoTimestamp, toKeyView, type NewKeyInput } from '../../auth/api-keys.js';
 import type { KeyIndex } from '../../auth/key-index.js';
-import type { KeyLimits, KeyPatch, KeyRecord, Store } from '../../store/store.js';
+import {
+  BUDGET_PERIODS,
+  type KeyBudget,
+  type KeyLimits,
+  type KeyPatch,
+  type KeyRecord,
+  type Store,
+} from '../../store/store.js';
 import { GatewayError } from '../../core/errors.js';
 import type { AuditedHandler, AuditScope } from './audited.js';
 
@@ -126,6 +133,8 @@ const NOTE_MAX = 2000;
 const MODELS_MAX = 500;
 const MODEL_ID_MAX = 256;
 const LIMIT_MAX = 1_000_000_000;
+/** Budgets are per month at most: a trillion tokens is beyond any one GPU box. */
+const BUDGET_MAX = 1_000_000_000_000;
 const LIMIT_FIELDS = ['rpm', 'tpm', 'concurrent'] as const;
 const PRIORITY_MIN = -10;
 const PRIORITY_MAX = 10;
@@ -155,7 +164,11 @@ function asObject(body: unknown, allowed: readonly string[], issues: Issues): Re
 
 function parseCreateBody(body: unknown, nowMs: number): NewKeyInput {
   const issues = new Issues();
-  const object = asObject(body, ['name', 'models', 'expiresAt', 'note', 'limits', 'priority', 'manage'], issues);
+  const object = asObject(
+    body,
+    ['name', 'models', 'expiresAt', 'note', 'limits', 'priority', 'manage', 'budget'],
+    issues,
+  );
   const input: NewKeyInput = { name: '' };
   if (object.name === undefined) issues.add('/name', 'required');
   else input.name = parseName(object.name, issues) ?? '';
@@ -169,6 +182,7 @@ function parseCreateBody(body: unknown, nowMs: number): NewKeyInput {
   if (object.limits !== undefined) input.limits = parseLimits(object.limits, issues);
   if (object.priority !== undefined) input.priority = parsePriority(object.priority, issues);
   if (object.manage !== undefined) input.manage = parseManage(object.manage, issues);
+  if (object.budget !== undefined) input.budget = parseBudget(object.budget, issues);
   issues.throwIfAny();
   return input;
 }
@@ -177,7 +191,7 @@ function parsePatchBody(body: unknown): { patch: KeyPatch; revoke: boolean } {
   const issues = new Issues();
   const object = asObject(
     body,
-    ['name', 'models', 'expiresAt', 'note', 'limits', 'priority', 'manage', 'revoked'],
+    ['name', 'models', 'expiresAt', 'note', 'limits', 'priority', 'manage', 'budget', 'revoked'],
     issues,
   );
   const patch: KeyPatch = {};
@@ -188,6 +202,7 @@ function parsePatchBody(body: unknown): { patch: KeyPatch; revoke: boolean } {
   if (object.limits !== undefined) patch.limits = parseLimits(object.limits, issues);
   if (object.priority !== undefined) patch.priority = parsePriority(object.priority, issues);
   if (object.manage !== undefined) patch.manage = parseManage(object.manage, issues);
+  if (object.budget !== undefined) patch.budget = parseBudget(object.budget, issues);
   const revoke = object.revoked === true;
   if (object.revoked !== undefined && object.revoked !== true) {
     issues.add('/revoked', 'only true is accepted: a revoked key cannot be reinstated; create a new one');
@@ -265,4 +280,34 @@ function parsePriority(value: unknown, issues: Issues): number | undefined {
       `must be a whole number from ${PRIORITY_MIN} to ${PRIORITY_MAX} (higher goes first)`,
     );
   return value;
+}
+
+const BUDGET_AMOUNTS = ['tokens', 'requests', 'gpuSeconds'] as const;
+
+/** `null` clears every amount; an object changes the amounts and period it names. */
+function parseBudget(value: unknown, issues: Issues): Partial<KeyBudget> | undefined {
+  if (value === null) return { tokens: null, requests: null, gpuSeconds: null };
+  if (typeof value !== 'object' || Array.isArray(value)) {
+    return issues.add(
+      '/budget',
+      'must be an object like {"tokens": 200000, "requests": null, "gpuSeconds": null, "period": "day"}, or null',
+    );
+  }
+  const budget: Partial<KeyBudget> = {};
+  for (const [field, raw] of Object.entries(value)) {
+    if (field === 'period') {
+      if (typeof raw === 'string' && (BUDGET_PERIODS as readonly string[]).includes(raw))
+        budget.period = raw as KeyBudget['period'];
+      else issues.add('/budget/period', `must be one of ${BUDGET_PERIODS.join(', ')}`);
+    } else if (!(BUDGET_AMOUNTS as readonly string[]).includes(field)) {
+      issues.add(`/budget/${field}`, `unknown field; expected one of ${[...BUDGET_AMOUNTS, 'period'].join(', ')}`);
+    } else if (raw === null) {
+      budget[field as (typeof BUDGET_AMOUNTS)[number]] = null;
+    } else if (typeof raw !== 'number' || !Number.isInteger(raw) || raw < 1 || raw > BUDGET_MAX) {
+      issues.add(`/budget/${field}`, `must be a whole number from 1 to ${BUDGET_MAX}, or null for no budget`);
+    } else {
+      budget[field as (typeof BUDGET_AMOUNTS)[number]] = raw;
+    }
+  }
+  return budget;
 }

@@ -1,4 +1,5 @@
 export * from './audit.js';
+export * from './budgets.js';
 export * from './config.js';
 export * from './endpoints.js';
 export * from './http.js';

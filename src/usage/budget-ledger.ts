@@ -1,0 +1,179 @@
+/**
+ * Running totals of key budgets per calendar period, in this process (`MemoryLimitStore`'s, and
+ * `RedisLimitStore`'s fallback). A key's counter starts from what the request log holds for the
+ * period (`seed`: the store's sums, PostgreSQL or SQLite), then adds the calls that end here.
+ * Calls in flight hold reservations, checked and taken in one step, as the TPM limit does:
+ * tokens reserve their estimate, requests one each, GPU time nothing (it is known only after).
+ * A counter re-reads the log every `refreshMs`, so replicas sharing a database without Redis
+ * see each other's calls within that time.
+ */
+
+/** The three things a budget counts; GPU time in milliseconds. */
+export interface BudgetAmounts {
+  tokens: number;
+  requests: number;
+  gpuMs: number;
+}
+
+export type BudgetKind = 'tokens' | 'requests' | 'gpuSeconds';
+
+/** What one call asks of its key's budget in one period. */
+export interface BudgetCheck {
+  /** The period, epoch ms: [start, end). */
+  start: number;
+  end: number;
+  /** The budget's amounts (GPU in ms); null: no budget of that kind. */
+  limits: { tokens: number | null; requests: number | null; gpuMs: number | null };
+  /** What the call reserves until it ends. */
+  need: BudgetAmounts;
+  /** The key's use in [start, end) as the request log holds it. */
+  seed: () => Promise<BudgetAmounts>;
+}
+
+/** A call's hold on its key's budget; `id` is the store's handle (Redis). */
+export interface BudgetReservation {
+  start: number;
+  need: BudgetAmounts;
+  id?: string;
+}
+
+export type BudgetDecision =
+  /** `used`: the period's use, reservations (this call's included) counted. */
+  | { allowed: true; reservation: BudgetReservation; used: BudgetAmounts }
+  | { allowed: false; kind: BudgetKind; used: BudgetAmounts };
+
+export const NO_AMOUNTS: Readonly<BudgetAmounts> = Object.freeze({ tokens: 0, requests: 0, gpuMs: 0 });
+
+const KINDS: ReadonlyArray<readonly [BudgetKind, keyof BudgetAmounts]> = [
+  ['requests', 'requests'],
+  ['tokens', 'tokens'],
+  ['gpuSeconds', 'gpuMs'],
+];
+
+/**
+ * The kind of budget `need` does not fit in, or undefined when it fits. A need is capped at
+ * the budget (a call bigger than the whole budget runs only on an unused one), and a used-up
+ * budget refuses even a call that reserves nothing (GPU time).
+ */
+function budgetOverflow(check: BudgetCheck, used: BudgetAmounts): BudgetKind | undefined {
+  for (const [kind, field] of KINDS) {
+    const limit = check.limits[field];
+    if (limit === null) continue;
+    if (used[field] >= limit || used[field] + Math.min(check.need[field], limit) > limit) return kind;
+  }
+  return undefined;
+}
+
+function addAmounts(a: BudgetAmounts, b: BudgetAmounts, sign = 1): BudgetAmounts {
+  return {
+    tokens: a.tokens + sign * b.tokens,
+    requests: a.requests + sign * b.requests,
+    gpuMs: a.gpuMs + sign * b.gpuMs,
+  };
+}
+
+interface Counter {
+  start: number;
+  end: number;
+  /** The request log's sums at the last (re)load; undefined until the first load ends. */
+  base: BudgetAmounts | undefined;
+  loading: Promise<void> | undefined;
+  loadedAt: number;
+  /** Calls ended here since the last load. */
+  ended: BudgetAmounts;
+  reserved: BudgetAmounts;
+}
+
+export interface BudgetLedgerOptions {
+  /** How often a counter re-reads the request log. Default 30 s. */
+  refreshMs?: number;
+  /** Monotonic ms for the refresh. Default `performance.now`. */
+  now?: () => number;
+}
+
+export class BudgetLedger {
+  readonly #counters = new Map<string, Counter>();
+  readonly #refreshMs: number;
+  readonly #now: () => number;
+
+  constructor(options: BudgetLedgerOptions = {}) {
+    this.#refreshMs = options.refreshMs ?? 30_000;
+    this.#now = options.now ?? (() => performance.now());
+  }
+
+  reserve(keyId: string, check: BudgetCheck): BudgetDecision | Promise<BudgetDecision> {
+    const counter = this.#counter(keyId, check);
+    if (counter.base === undefined) return this.#load(counter, check).then(() => this.reserve(keyId, check));
+    this.#refreshIfDue(counter, check);
+    const used = addAmounts(addAmounts(counter.base, counter.ended), counter.reserved);
+    const kind = budgetOverflow(check, used);
+    if (kind !== undefined) return { allowed: false, kind, used };
+    const need = cappedNeed(check);
+    counter.reserved = addAmounts(counter.reserved, need);
+    return { allowed: true, reservation: { start: check.start, need }, used: addAmounts(used, need) };
+  }
+
+  /** Ends a reservation: gives it back and adds what the call used, in the period it started in. */
+  settle(keyId: string, reservation: BudgetReservation, used: BudgetAmounts): void {
+    const counter = this.#counters.get(keyId);
+    if (!counter || counter.start !== reservation.start) return; // that period is over: the log holds it
+    counter.reserved = addAmounts(counter.reserved, reservation.need, -1);
+    counter.ended = addAmounts(counter.ended, used);
+  }
+
+  /** The period's use, reservations counted (the dashboard, rate-limit headers). */
+  async used(keyId: string, check: Omit<BudgetCheck, 'need' | 'limits'>): Promise<BudgetAmounts> {
+    const counter = this.#counter(keyId, check);
+    if (counter.base === undefined) await this.#load(counter, check);
+    return addAmounts(addAmounts(counter.base!, counter.ended), counter.reserved);
+  }
+
+  #counter(keyId: string, check: Pick<BudgetCheck, 'start' | 'end'>): Counter {
+    let counter = this.#counters.get(keyId);
+    if (!counter || counter.start !== check.start || counter.end !== check.end) {
+      counter = {
+        start: check.start,
+        end: check.end,
+        base: undefined,
+        loading: undefined,
+        loadedAt: 0,
+        ended: { ...NO_AMOUNTS },
+        reserved: { ...NO_AMOUNTS },
+      };
+      this.#counters.set(keyId, counter);
+    }
+    return counter;
+  }
+
+  /** (Re)reads the log's sums; the calls that end meanwhile stay counted on top. */
+  #load(counter: Counter, check: Pick<BudgetCheck, 'seed'>): Promise<void> {
+    counter.loading ??= (async () => {
+      const endedBefore = counter.ended;
+      try {
+        const base = await check.seed();
+        counter.base = base;
+        counter.ended = addAmounts(counter.ended, endedBefore, -1);
+      } finally {
+        counter.loadedAt = this.#now();
+        counter.loading = undefined;
+      }
+    })();
+    return counter.loading;
+  }
+
+  #refreshIfDue(counter: Counter, check: BudgetCheck): void {
+    if (counter.loading || this.#now() - counter.loadedAt < this.#refreshMs) return;
+    // In the background: this call is decided on what is known now.
+    this.#load(counter, check).catch(() => {});
+  }
+}
+
+/** A call's need, whole and capped at each budget (a call bigger than a budget runs on an unused one). */
+export function cappedNeed(check: BudgetCheck): BudgetAmounts {
+  const cap = (field: keyof BudgetAmounts): number => {
+    const limit = check.limits[field];
+    const need = Math.max(0, Math.ceil(check.need[field]));
+    return limit === null ? need : Math.min(need, limit);
+  };
+  return { tokens: cap('tokens'), requests: cap('requests'), gpuMs: cap('gpuMs') };
+}
