@@ -48,8 +48,8 @@ export class AdminSessions {
     this.#now = options.now ?? Date.now;
   }
 
-  /** Starts a session (and clears out expired ones while at it). */
-  async start(): Promise<StartedSession> {
+  /** Starts a session for the user (and clears out expired ones while at it). */
+  async start(userId: string): Promise<StartedSession> {
     const at = this.#now();
     await this.#store.deleteExpired(at, at - this.#ttlMs);
     const token = randomBytes(TOKEN_BYTES).toString('base64url');
@@ -59,6 +59,7 @@ export class AdminSessions {
       createdAt: at,
       lastSeenAt: at,
       expiresAt: at + this.#maxAgeMs,
+      userId,
     };
     await this.#store.create(session);
     return { token, session };
@@ -90,9 +91,9 @@ export class AdminSessions {
     await this.#store.delete(id);
   }
 
-  /** Ends every session but `keepId` (every one when null); returns how many ended. */
-  endAllExcept(keepId: string | null): Promise<number> {
-    return this.#store.deleteAllExcept(keepId);
+  /** Ends every session of `userId` but `keepId` (every one when null); returns how many ended. */
+  endAllExcept(keepId: string | null, userId: string): Promise<number> {
+    return this.#store.deleteAllExcept(keepId, userId);
   }
 }
 

@@ -92,9 +92,17 @@ export interface KeyView {
   /** Place in the admission queue, -10..10: higher goes first. */
   priority: number;
   status: KeyStatus;
+  /** The owning user's id and name; null for keys made with the admin token or the CLI. */
+  ownerId: string | null;
+  ownerName: string | null;
 }
 
-export function toKeyView(key: KeyRecord, nowMs: number): KeyView {
+/** `ownerNames`: user id → name, for the owner's name beside the id. */
+export function toKeyView(
+  key: KeyRecord,
+  nowMs: number,
+  ownerNames: ReadonlyMap<string, string> = new Map(),
+): KeyView {
   return {
     id: key.id,
     name: key.name,
@@ -108,6 +116,8 @@ export function toKeyView(key: KeyRecord, nowMs: number): KeyView {
     limits: { ...key.limits },
     priority: key.priority,
     status: keyStatus(key, nowMs),
+    ownerId: key.ownerId,
+    ownerName: key.ownerId === null ? null : (ownerNames.get(key.ownerId) ?? null),
   };
 }
 
@@ -122,6 +132,8 @@ export interface NewKeyInput {
   note?: string;
   limits?: Partial<KeyLimits>;
   priority?: number;
+  /** The user the key belongs to; null/absent for keys made with the admin token or the CLI. */
+  ownerId?: string | null;
 }
 
 /**
@@ -149,6 +161,7 @@ export function newKeyRecord(input: NewKeyInput, nowMs: number): { record: KeyRe
         concurrent: input.limits?.concurrent ?? null,
       },
       priority: input.priority ?? 0,
+      ownerId: input.ownerId ?? null,
     },
   };
 }

@@ -62,13 +62,15 @@ import type { LineBuffer } from '../logging/line-buffer.js';
 import type { Forwarder } from '../proxy/forward.js';
 import type { ListModels } from '../proxy/models-list.js';
 import type { Settings } from '../settings.js';
-import type { Store } from '../store/store.js';
+import type { Store, UserRole } from '../store/store.js';
 import type { LlamaSwapClient } from '../upstream/llama-swap-client.js';
 import { UpstreamView } from '../live/upstream-view.js';
 import type { UsageAccounting } from '../usage/usage-accounting.js';
 import { AdminAccount } from '../auth/admin-account.js';
 import { createAdminIdentifier } from '../auth/admin-identity.js';
 import { adminSession } from '../auth/admin-session.js';
+import { allowRoles, declaredRoles } from '../auth/admin-role.js';
+import { Users } from '../auth/users.js';
 import { AdminSessions } from '../auth/admin-sessions.js';
 import { clientAuth, modelAllowList } from '../auth/client-auth-steps.js';
 import { jsonContentType } from '../auth/json-content-type.js';
@@ -91,6 +93,7 @@ import { createModelHandlers } from './admin/models-handlers.js';
 import { sessionCookie } from './admin/session-cookie.js';
 import { createSessionHandlers } from './admin/session-handlers.js';
 import { createUsageHandlers } from './admin/usage-handlers.js';
+import { createUsersHandlers } from './admin/users-handlers.js';
 import { defaultDashboardRoot, registerDashboard } from './dashboard.js';
 import { corsPolicy, withCors } from './cors.js';
 import { createProxyRoute } from './proxy-route.js';
@@ -101,7 +104,12 @@ import { createQueueHandler } from './admin/queue-handlers.js';
 import { createQueueStreamHandler } from './admin/queue-stream.js';
 
 /** The only `/api/*` routes reachable without an admin session or token. */
-export const PUBLIC_ADMIN_ROUTES: ReadonlySet<string> = new Set(['/api/session', '/api/setup', '/api/login']);
+export const PUBLIC_ADMIN_ROUTES: ReadonlySet<string> = new Set([
+  '/api/session',
+  '/api/setup',
+  '/api/login',
+  '/api/invite/accept',
+]);
 
 /** Wrong passwords allowed per client address within `LOGIN_WINDOW_MS` before `429`. */
 const LOGIN_MAX_FAILURES = 5;
@@ -213,7 +221,13 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
     const { store, index } = deps.admin;
     const now = deps.now ?? Date.now;
     const sessions = new AdminSessions({ store: store.sessions, ttlMs: deps.settings.sessionTtlMs, now });
-    const identifier = createAdminIdentifier({ sessions, adminToken: deps.settings.adminToken });
+    const account = new AdminAccount(store, { now });
+    const users = new Users({ store, now });
+    const identifier = createAdminIdentifier({
+      sessions,
+      users: { get: (id) => store.users.get(id), firstAdmin: () => account.firstAdmin() },
+      adminToken: deps.settings.adminToken,
+    });
     const clientAddress = (request: FastifyRequest) => trust.clientAddress(request.raw);
     const loginLimit = loginRateLimit({
       maxFailures: LOGIN_MAX_FAILURES,
@@ -236,11 +250,16 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
     app.decorateRequest('adminIdentity', null);
 
     const open = { onRequest: checks };
-    const admin = { onRequest: [...checks, session] };
+    // Who may call a route: every signed-in role, admins and viewers (reads), admins and
+    // members (their own keys), admins only.
+    const everyone = { onRequest: [...checks, session, allowRoles('admin', 'member', 'viewer')] };
+    const readers = { onRequest: [...checks, session, allowRoles('admin', 'viewer')] };
+    const keyOwners = { onRequest: [...checks, session, allowRoles('admin', 'member')] };
+    const admins = { onRequest: [...checks, session, allowRoles('admin')] };
 
-    const account = new AdminAccount(store.meta);
     const s = createSessionHandlers({
       account,
+      users,
       sessions,
       identifier,
       cookie: sessionCookie(trust),
@@ -253,39 +272,56 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
       s.setup,
     );
     app.post('/api/login', { onRequest: [...checks, loginLimit.check], onResponse: loginLimit.settle }, s.login);
-    app.post('/api/logout', admin, s.logout);
+    // Wrong or used tokens (403) count like wrong setup tokens.
+    app.post(
+      '/api/invite/accept',
+      { onRequest: [...checks, setupLimit.check], onResponse: setupLimit.settle },
+      s.acceptInvite,
+    );
+    app.post('/api/logout', everyone, s.logout);
+    app.get('/api/me', everyone, s.me);
     app.post(
       '/api/password',
-      { onRequest: [...checks, session, loginLimit.check], onResponse: loginLimit.settle },
+      { onRequest: [...everyone.onRequest, loginLimit.check], onResponse: loginLimit.settle },
       s.changePassword,
     );
 
-    const keys = createKeyHandlers({ store, index });
-    app.get('/api/keys', admin, keys.list);
-    app.post('/api/keys', admin, keys.create);
-    app.patch('/api/keys/:id', admin, keys.update);
-    app.delete('/api/keys/:id', admin, keys.remove);
-    app.get('/api/limits', admin, createLimitsHandler(usage.limits));
-    app.get('/api/queue', admin, createQueueHandler(deps.queue, deps.now));
-    app.get('/api/queue/stream', admin, createQueueStreamHandler(deps.queue, deps.now));
+    const usersApi = createUsersHandlers({
+      users,
+      origin: (request) => deps.settings.publicUrl ?? trust.origin(request.raw) ?? '',
+      keysChanged: () => index.reload(),
+    });
+    app.get('/api/users', readers, usersApi.list);
+    app.post('/api/users', admins, usersApi.create);
+    app.post('/api/users/invite', admins, usersApi.invite);
+    app.patch('/api/users/:id', admins, usersApi.update);
+
+    const keys = createKeyHandlers({ store, index, catalog });
+    app.get('/api/keys', everyone, keys.list);
+    app.post('/api/keys', keyOwners, keys.create);
+    app.patch('/api/keys/:id', keyOwners, keys.update);
+    app.delete('/api/keys/:id', keyOwners, keys.remove);
+    app.get('/api/limits', readers, createLimitsHandler(usage.limits));
+    app.get('/api/queue', readers, createQueueHandler(deps.queue, deps.now));
+    app.get('/api/queue/stream', readers, createQueueStreamHandler(deps.queue, deps.now));
 
     const view = deps.admin.liveView ?? new UpstreamView({ client: deps.admin.llamaSwap, logger: deps.logger });
     if (!deps.admin.liveView) app.addHook('onClose', async () => view.close());
     const models = createModelHandlers({ upstream: deps.admin.llamaSwap, view, logger: deps.logger });
-    app.get('/api/upstream', admin, models.upstreamStatus);
-    app.get('/api/models', admin, models.list);
-    app.post('/api/models/unload-all', admin, models.unloadAll);
-    app.post('/api/models/:id/load', admin, models.load);
-    app.post('/api/models/:id/unload', admin, models.unload);
+    app.get('/api/upstream', readers, models.upstreamStatus);
+    app.get('/api/models', readers, models.list);
+    app.post('/api/models/unload-all', admins, models.unloadAll);
+    app.post('/api/models/:id/load', admins, models.load);
+    app.post('/api/models/:id/unload', admins, models.unload);
     app.get(
       '/api/logs/stream',
-      admin,
+      readers,
       createLogStreamHandler({ upstream: deps.admin.llamaSwap, view, gatewayLog: deps.admin.gatewayLog }),
     );
     const stillSignedIn = async (request: FastifyRequest) => (await identifier.identify(request)) !== undefined;
     app.get(
       '/api/live',
-      admin,
+      readers,
       createLiveStreamHandler({
         view,
         gatewayLog: deps.admin.gatewayLog,
@@ -294,22 +330,28 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
         stillSignedIn,
       }),
     );
-    app.get('/api/endpoints', admin, createEndpointsHandler({ publicUrl: deps.settings.publicUrl, keys: deps.keys }));
+    app.get('/api/endpoints', everyone, createEndpointsHandler({ publicUrl: deps.settings.publicUrl, keys: deps.keys }));
 
     if (deps.configEditor) {
+      // Admins only: config.yaml may hold upstream API keys, which viewers must not see.
       const config = createConfigHandlers({ editor: deps.configEditor, onConfigChanged: () => void view.refresh() });
-      const adminConfigText = { ...admin, bodyLimit: CONFIG_BODY_LIMIT_BYTES };
-      app.get('/api/config', admin, config.load);
+      const adminConfigText = { ...admins, bodyLimit: CONFIG_BODY_LIMIT_BYTES };
+      app.get('/api/config', admins, config.load);
       app.put('/api/config', adminConfigText, config.save);
       app.post('/api/config/validate', adminConfigText, config.validate);
       app.post('/api/config/format', adminConfigText, config.format);
-      app.get('/api/config/reload-status', admin, config.reloadStatus);
+      app.get('/api/config/reload-status', admins, config.reloadStatus);
     }
 
-    const usageApi = createUsageHandlers({ usage, store: store.usage });
-    app.get('/api/usage/summary', admin, usageApi.summary);
-    app.get('/api/usage/requests', admin, usageApi.requests);
-    app.get('/api/usage/requests/:id', admin, usageApi.request);
+    const usageApi = createUsageHandlers({
+      usage,
+      store: store.usage,
+      ownedKeyIds: async (userId) => (await store.keys.list({ ownerId: userId })).map((key) => key.id),
+      keyOwners: () => keyOwnerNames(store),
+    });
+    app.get('/api/usage/summary', everyone, usageApi.summary);
+    app.get('/api/usage/requests', everyone, usageApi.requests);
+    app.get('/api/usage/requests/:id', everyone, usageApi.request);
   }
 
   registerDashboard(app, { root: defaultDashboardRoot() });
@@ -319,6 +361,18 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
       return url.startsWith('/v1/') || url === '/v1' || url.startsWith('/v1?') ? v1 : undefined;
     },
   };
+}
+
+/** Key id → the user who owns it, to name the user beside each call in the request log. */
+async function keyOwnerNames(store: Store): Promise<ReadonlyMap<string, { id: string; name: string }>> {
+  const [keys, users] = await Promise.all([store.keys.list(), store.users.list()]);
+  const names = new Map(users.map((user) => [user.id, user.name]));
+  const owners = new Map<string, { id: string; name: string }>();
+  for (const key of keys) {
+    const name = key.ownerId === null ? undefined : names.get(key.ownerId);
+    if (name !== undefined) owners.set(key.id, { id: key.ownerId!, name });
+  }
+  return owners;
 }
 
 /** One tap from two optional ones (the usage tap and an extra one from tests). */
@@ -343,11 +397,28 @@ function bothTaps(a: TapFactory | undefined, b: TapFactory | undefined): TapFact
 
 type Hook = (...args: never[]) => unknown;
 
+/** One `/api/*` route and who may call it (`public`: no session needed). */
+export interface AdminRouteAccess {
+  method: string;
+  url: string;
+  roles: readonly UserRole[] | 'public';
+}
+
+const routeAccess = new WeakMap<FastifyInstance, AdminRouteAccess[]>();
+
+/** Every `/api/*` route registered on `app` so far, with its declared roles (the role tests iterate it). */
+export function adminRouteAccess(app: FastifyInstance): readonly AdminRouteAccess[] {
+  return routeAccess.get(app) ?? [];
+}
+
 /**
  * Refuses, at start, an `/api/*` route without the cross-site checks, or without the admin
- * session step unless it is in PUBLIC_ADMIN_ROUTES.
+ * session step and exactly one declared role (`allowRoles`, after the session step) unless it
+ * is in PUBLIC_ADMIN_ROUTES.
  */
 export function guardAdminRoutes(app: FastifyInstance, session: Hook, checks: readonly Hook[]): void {
+  const seen: AdminRouteAccess[] = [];
+  routeAccess.set(app, seen);
   app.addHook('onRoute', (route: RouteOptions) => {
     if (route.url !== '/api' && !route.url.startsWith('/api/')) return;
     const hooks: unknown[] =
@@ -356,9 +427,24 @@ export function guardAdminRoutes(app: FastifyInstance, session: Hook, checks: re
     if (!checks.every((check) => hooks.includes(check))) {
       throw new Error(`route table: ${what} lacks the sameOrigin/jsonContentType checks every /api route needs`);
     }
-    if (!PUBLIC_ADMIN_ROUTES.has(route.url) && !hooks.includes(session)) {
+    const methods = (Array.isArray(route.method) ? route.method : [route.method]).map(String);
+    if (PUBLIC_ADMIN_ROUTES.has(route.url)) {
+      for (const method of methods) seen.push({ method, url: route.url, roles: 'public' });
+      return;
+    }
+    if (!hooks.includes(session)) {
       throw new Error(`route table: ${what} has no adminSession step; add it or list the route in PUBLIC_ADMIN_ROUTES`);
     }
+    const declared = hooks.flatMap((hook, i) => {
+      const roles = declaredRoles(hook);
+      return roles ? [{ roles, i }] : [];
+    });
+    if (declared.length !== 1 || declared[0]!.i < hooks.indexOf(session)) {
+      throw new Error(
+        `route table: ${what} must declare exactly one allowRoles(...) step after adminSession (it has ${declared.length})`,
+      );
+    }
+    for (const method of methods) seen.push({ method, url: route.url, roles: declared[0]!.roles });
   });
 }
 

@@ -6,6 +6,7 @@
 import { sql, type Insertable, type Kysely, type Selectable, type Updateable } from 'kysely';
 import type { AdminSessionsTable, ApiKeysTable, Database } from './schema.js';
 import { createUsageStore, type AppendUsage } from './usage-queries.js';
+import { createInviteStore, createUserStore } from './user-queries.js';
 import {
   AmbiguousKeyReferenceError,
   type AdminSessionRecord,
@@ -43,8 +44,10 @@ export function createKyselyStore(db: Kysely<Database>, hooks: DialectHooks): St
       return structuredClone(record);
     },
 
-    async list() {
-      const rows = await db.selectFrom('api_keys').selectAll().orderBy('created_at').orderBy('id').execute();
+    async list(filter) {
+      let query = db.selectFrom('api_keys').selectAll();
+      if (filter) query = query.where('owner_id', '=', filter.ownerId);
+      const rows = await query.orderBy('created_at').orderBy('id').execute();
       return rows.map(toRecord);
     },
 
@@ -140,6 +143,7 @@ export function createKyselyStore(db: Kysely<Database>, hooks: DialectHooks): St
           created_at: record.createdAt,
           last_seen_at: record.lastSeenAt,
           expires_at: record.expiresAt,
+          user_id: record.userId,
         })
         .execute();
     },
@@ -163,9 +167,10 @@ export function createKyselyStore(db: Kysely<Database>, hooks: DialectHooks): St
       const result = await db.deleteFrom('admin_sessions').where('id', '=', id).executeTakeFirst();
       return Number(result.numDeletedRows) > 0;
     },
-    async deleteAllExcept(keepId) {
+    async deleteAllExcept(keepId, userId) {
       let query = db.deleteFrom('admin_sessions');
       if (keepId !== null) query = query.where('id', '<>', keepId);
+      if (userId !== undefined) query = query.where('user_id', '=', userId);
       const result = await query.executeTakeFirst();
       return Number(result.numDeletedRows);
     },
@@ -192,6 +197,8 @@ export function createKyselyStore(db: Kysely<Database>, hooks: DialectHooks): St
     keys,
     meta,
     sessions,
+    users: createUserStore(db, hooks.writeKeys),
+    invites: createInviteStore(db),
     usage: createUsageStore(db, hooks.appendUsage),
     watchKeys: (onChange) => hooks.watchKeys(onChange),
     close() {
@@ -220,6 +227,7 @@ function toRow(record: KeyRecord): Insertable<ApiKeysTable> {
     tpm: record.limits.tpm,
     max_concurrent: record.limits.concurrent,
     priority: record.priority,
+    owner_id: record.ownerId,
   };
 }
 
@@ -255,6 +263,7 @@ function toRecord(row: Selectable<ApiKeysTable>): KeyRecord {
       concurrent: nullableNumber(row.max_concurrent),
     },
     priority: Number(row.priority),
+    ownerId: row.owner_id,
   };
 }
 
@@ -265,6 +274,7 @@ function toSessionRecord(row: Selectable<AdminSessionsTable>): AdminSessionRecor
     createdAt: Number(row.created_at),
     lastSeenAt: Number(row.last_seen_at),
     expiresAt: Number(row.expires_at),
+    userId: row.user_id,
   };
 }
 

@@ -25,6 +25,7 @@ function sessionRecord(overrides: Partial<AdminSessionRecord> = {}): AdminSessio
     createdAt: T0,
     lastSeenAt: T0,
     expiresAt: T0 + 30 * 86_400_000,
+    userId: null,
     ...overrides,
   };
 }

@@ -3,21 +3,40 @@
  * admin-session chain are declared in the route table; these are only the handlers. The list is
  * oldest first (the store's order); the dashboard shows it newest first.
  *
+ * Owners: a key made in a signed-in dashboard belongs to that user, one made with the admin
+ * token to nobody. A member sees and changes only their own keys (others are 404, as if absent),
+ * only with models inside the allowance an admin set for them, never the queue priority, and
+ * never deletes the last key (that would open the API to everyone).
+ *
  * Responses never carry a key's hash; the raw key appears once, in the answer to the POST
  * that created it. After every write the key index reloads before the handler answers, so the
  * next `/v1` request already sees the change.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { CreatedKey, DeletedKey, KeyList, UpdatedKey } from '../../admin-api/types.js';
+import type { AdminIdentity } from '../../auth/admin-identity.js';
 import { newKeyRecord, parseIsoTimestamp, toKeyView, type NewKeyInput } from '../../auth/api-keys.js';
 import type { KeyIndex } from '../../auth/key-index.js';
-import type { KeyLimits, KeyPatch, Store } from '../../store/store.js';
+import { outsideAllowance, type ModelCatalog } from '../../auth/model-access.js';
+import type { KeyLimits, KeyPatch, KeyRecord, Store, UserRecord } from '../../store/store.js';
 import { GatewayError } from '../../core/errors.js';
 
 export interface KeysHandlerDeps {
   store: Store;
   index: Pick<KeyIndex, 'reload' | 'flush'>;
+  /** llama-swap's models, to tell whether a member's key stays inside their allowance. */
+  catalog?: () => Promise<ModelCatalog | undefined>;
   now?: () => number;
+}
+
+/** The member a request acts for, or undefined for admins and the admin token. */
+function memberOf(identity: AdminIdentity | null): UserRecord | undefined {
+  return identity?.via === 'session' && identity.user.role === 'member' ? identity.user : undefined;
+}
+
+/** The owner a new key gets: the signed-in user; nobody for the admin token. */
+function ownerOf(identity: AdminIdentity | null): string | null {
+  return identity?.via === 'session' ? identity.user.id : null;
 }
 
 type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
@@ -29,49 +48,89 @@ export interface KeysHandlers {
   remove: Handler;
 }
 
-export function createKeyHandlers({ store, index, now = Date.now }: KeysHandlerDeps): KeysHandlers {
+export function createKeyHandlers({ store, index, catalog, now = Date.now }: KeysHandlerDeps): KeysHandlers {
   const findOr404 = async (request: FastifyRequest) => {
     const id = (request.params as { id?: unknown } | undefined)?.id;
     const key = typeof id === 'string' ? await store.keys.get(id) : undefined;
-    if (!key) throw new GatewayError('not_found', { message: `No API key with id ${JSON.stringify(id ?? '')}.` });
+    const member = memberOf(request.adminIdentity);
+    // Another user's key is answered as absent: a member learns nothing about it.
+    if (!key || (member && key.ownerId !== member.id))
+      throw new GatewayError('not_found', { message: `No API key with id ${JSON.stringify(id ?? '')}.` });
     return key;
   };
 
+  /** Refuses a member's model list outside their allowance, and any priority they set. */
+  const checkMemberInput = async (
+    member: UserRecord | undefined,
+    input: { models?: string[]; priority?: number },
+    creating: boolean,
+  ) => {
+    if (!member) return;
+    if (input.priority !== undefined && input.priority !== 0)
+      throw new GatewayError('admin_forbidden', {
+        message: 'Only an admin sets a key\'s queue priority.',
+        details: [{ path: '/priority', message: 'admin only' }],
+      });
+    if (input.models === undefined && !creating) return;
+    const outside = outsideAllowance(member.allowedModels, input.models ?? [], await catalog?.());
+    if (outside.length > 0)
+      throw new GatewayError('admin_forbidden', {
+        message: `Your keys may allow only these models: ${member.allowedModels.join(', ')}.`,
+        details: outside.map((model) => ({ path: '/models', message: `${model} is outside your allowance` })),
+      });
+    // Budget cap: when keys gain a budget (the key budgets change), a member's budget is
+    // checked here against the maximum an admin set for them.
+  };
+
+  const owners = async (keys: readonly KeyRecord[]): Promise<ReadonlyMap<string, string>> => {
+    if (!keys.some((key) => key.ownerId !== null)) return new Map();
+    return new Map((await store.users.list()).map((user) => [user.id, user.name]));
+  };
+
   return {
-    async list() {
+    async list(request) {
       // Opportunistic: lets the list show uses from the last few seconds. A failure here is
       // reported by the index's periodic flush; the list must not fail because of it.
       await index.flush().catch(() => {});
       const at = now();
-      return { keys: (await store.keys.list()).map((key) => toKeyView(key, at)) } satisfies KeyList;
+      const member = memberOf(request.adminIdentity);
+      const keys = await store.keys.list(member ? { ownerId: member.id } : undefined);
+      const names = await owners(keys);
+      return { keys: keys.map((key) => toKeyView(key, at, names)) } satisfies KeyList;
     },
 
     async create(request, reply) {
       const at = now();
       const input = parseCreateBody(request.body, at);
-      const { record, secret } = newKeyRecord(input, at);
+      await checkMemberInput(memberOf(request.adminIdentity), input, true);
+      const { record, secret } = newKeyRecord({ ...input, ownerId: ownerOf(request.adminIdentity) }, at);
       await store.keys.create(record);
       await index.reload();
       reply.code(201);
-      return { key: toKeyView(record, at), secret } satisfies CreatedKey;
+      return { key: toKeyView(record, at, await owners([record])), secret } satisfies CreatedKey;
     },
 
     async update(request) {
       const at = now();
       const { patch, revoke } = parsePatchBody(request.body);
       const existing = await findOr404(request);
+      await checkMemberInput(memberOf(request.adminIdentity), patch, false);
       // Revoking twice keeps the first revocation time.
       if (revoke) patch.revokedAt = existing.revokedAt ?? at;
       const updated = await store.keys.update(existing.id, patch);
       if (!updated)
         throw new GatewayError('not_found', { message: `No API key with id ${JSON.stringify(existing.id)}.` });
       await index.reload();
-      return { key: toKeyView(updated, at) } satisfies UpdatedKey;
+      return { key: toKeyView(updated, at, await owners([updated])) } satisfies UpdatedKey;
     },
 
     async remove(request) {
       const key = await findOr404(request);
       const count = await store.keys.count();
+      if (count <= 1 && memberOf(request.adminIdentity))
+        throw new GatewayError('admin_forbidden', {
+          message: `${key.id} is the last API key: deleting it would open the API to everyone. Revoke it instead.`,
+        });
       if (count <= 1 && !lastKeyConfirmed(request)) {
         throw new GatewayError('conflict', {
           message:

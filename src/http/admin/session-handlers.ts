@@ -1,13 +1,15 @@
 /**
- * Admin API for the dashboard's session: `GET /api/session`, `POST /api/setup`,
- * `POST /api/login`, `POST /api/logout`, `POST /api/password`. Routes and their chains
+ * Admin API for the dashboard's session: `GET /api/session`, `GET /api/me`, `POST /api/setup`,
+ * `POST /api/login`, `POST /api/logout`, `POST /api/password`, `POST /api/invite/accept`. Routes and their chains
  * (same-origin, JSON, rate limit, session) are declared in the route table; these are only the
  * handlers. Passwords and tokens arrive in JSON bodies, which are never logged.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { AuthResult, SessionInfo } from '../../admin-api/types.js';
+import type { AuthResult, Me, SessionInfo } from '../../admin-api/types.js';
 import type { AdminAccount } from '../../auth/admin-account.js';
-import { SESSION_COOKIE, type AdminIdentifier } from '../../auth/admin-identity.js';
+import { roleOf, SESSION_COOKIE, type AdminIdentifier } from '../../auth/admin-identity.js';
+import { toUserView, type Users } from '../../auth/users.js';
+import type { UserRecord } from '../../store/store.js';
 import type { AdminSessions } from '../../auth/admin-sessions.js';
 import { passwordProblem } from '../../auth/passwords.js';
 import { SETUP_DONE_MESSAGE } from '../../auth/setup-pending.js';
@@ -16,6 +18,7 @@ import type { SessionCookie } from './session-cookie.js';
 
 export interface SessionHandlerDeps {
   account: AdminAccount;
+  users: Users;
   sessions: AdminSessions;
   identifier: AdminIdentifier;
   cookie: SessionCookie;
@@ -31,13 +34,15 @@ export interface SessionHandlers {
   login: Handler;
   logout: Handler;
   changePassword: Handler;
+  me: Handler;
+  acceptInvite: Handler;
 }
 
 export function createSessionHandlers(deps: SessionHandlerDeps): SessionHandlers {
-  const { account, sessions, identifier, cookie, passwordFromSettings } = deps;
+  const { account, users, sessions, identifier, cookie, passwordFromSettings } = deps;
 
-  const signIn = async (request: FastifyRequest, reply: FastifyReply) => {
-    const { token, session } = await sessions.start();
+  const signIn = async (request: FastifyRequest, reply: FastifyReply, user: UserRecord) => {
+    const { token, session } = await sessions.start(user.id);
     cookie.set(request, reply, token, session.expiresAt - session.createdAt);
     return { authenticated: true } satisfies AuthResult;
   };
@@ -53,7 +58,35 @@ export function createSessionHandlers(deps: SessionHandlerDeps): SessionHandlers
         authenticated: identity !== undefined,
         setupRequired: !(await account.hasPassword()),
         via: identity?.via ?? null,
+        user: identity?.via === 'session' ? toUserView(identity.user) : null,
+        role: identity ? roleOf(identity) : null,
       } satisfies SessionInfo;
+    },
+
+    async me(request) {
+      const identity = request.adminIdentity!;
+      return {
+        user: identity.via === 'session' ? toUserView(identity.user) : null,
+        role: roleOf(identity),
+      } satisfies Me;
+    },
+
+    async acceptInvite(request, reply) {
+      const body = readBody(request.body, ['token', 'password']);
+      requireStrong(body.password, '/password');
+      const result = await users.acceptInvite(body.token, body.password);
+      if (!result.ok) {
+        throw new GatewayError('admin_forbidden', {
+          message:
+            result.reason === 'expired'
+              ? 'This invitation has expired. Ask an admin for a new link.'
+              : result.reason === 'disabled'
+                ? 'This account is disabled.'
+                : 'This invitation is not valid (it may have been used already). Ask an admin for a new link.',
+        });
+      }
+      request.log.info({ event: 'invite_accepted', user_id: result.user.id }, 'invitation accepted');
+      return signIn(request, reply, result.user);
     },
 
     async setup(request, reply) {
@@ -71,9 +104,9 @@ export function createSessionHandlers(deps: SessionHandlerDeps): SessionHandlers
               : 'No setup token is active (it was used already). Restart the gateway to print a new setup link.',
         });
       }
-      await account.setPassword(body.password);
+      const user = await account.setPassword(body.password);
       request.log.warn({ event: 'admin_password_set' }, 'admin password set through the setup link');
-      return signIn(request, reply);
+      return signIn(request, reply, user);
     },
 
     async login(request, reply) {
@@ -83,10 +116,18 @@ export function createSessionHandlers(deps: SessionHandlerDeps): SessionHandlers
           message: "No admin password is set yet: open the setup link printed in the gateway's log.",
         });
       }
-      if (!(await account.verifyPassword(body.password))) {
-        throw new GatewayError('admin_unauthorized', { message: 'Wrong password.' });
+      // Without a name: the first admin (the one-password sign-in of earlier versions).
+      const name = readName(request.body);
+      const user =
+        name === undefined
+          ? await account.verifyPassword(body.password)
+          : await users.verifyPassword(name, body.password);
+      if (!user) {
+        throw new GatewayError('admin_unauthorized', {
+          message: name === undefined ? 'Wrong password.' : 'Wrong name or password.',
+        });
       }
-      return signIn(request, reply);
+      return signIn(request, reply, user);
     },
 
     async logout(request, reply) {
@@ -97,24 +138,25 @@ export function createSessionHandlers(deps: SessionHandlerDeps): SessionHandlers
     },
 
     async changePassword(request) {
-      if (passwordFromSettings) {
-        throw new GatewayError('conflict', {
-          message:
-            'The admin password is set by GATEHOUSE_ADMIN_PASSWORD (or its _FILE): change it there and ' +
-            'restart the gateway.',
-        });
+      // A signed-in user changes their own password; the admin token (a script) the first admin's.
+      const identity = request.adminIdentity;
+      const first = await account.firstAdmin();
+      const user = identity?.via === 'session' ? identity.user : first;
+      if (!user) throw new GatewayError('conflict', { message: 'No admin password is set yet.' });
+      if (user.signIn !== 'password') {
+        throw new GatewayError('conflict', { message: 'You sign in through your identity provider: change it there.' });
       }
+      if (passwordFromSettings && first?.id === user.id) {
       const body = readBody(request.body, ['currentPassword', 'newPassword']);
       requireStrong(body.newPassword, '/newPassword');
-      if (!(await account.verifyPassword(body.currentPassword))) {
+      if (!(await users.verifyPassword(user.name, body.currentPassword))) {
         throw new GatewayError('admin_unauthorized', {
           message: 'The current password is wrong.',
           details: [{ path: '/currentPassword', message: 'does not match' }],
         });
       }
-      await account.setPassword(body.newPassword);
-      const identity = request.adminIdentity;
-      const ended = await sessions.endAllExcept(identity?.via === 'session' ? identity.sessionId : null);
+      await users.setPassword(user.id, body.newPassword);
+      const ended = await sessions.endAllExcept(identity?.via === 'session' ? identity.sessionId : null, user.id);
       request.log.warn(
         { event: 'admin_password_changed', sessions_ended: ended },
         'admin password changed; other sessions signed out',
@@ -122,6 +164,18 @@ export function createSessionHandlers(deps: SessionHandlerDeps): SessionHandlers
       return {};
     },
   };
+}
+
+/** The optional `name` of a sign-in body; absent or empty means the first admin. */
+function readName(body: unknown): string | undefined {
+  const name = (body as Record<string, unknown>).name;
+  if (name === undefined || name === '') return undefined;
+  if (typeof name !== 'string')
+    throw new GatewayError('validation_failed', {
+      message: 'Invalid: name.',
+      details: [{ path: '/name', message: 'must be a string' }],
+    });
+  return name;
 }
 
 /** The named string fields of a JSON object body, or 422 listing every problem. */
