@@ -147,6 +147,12 @@ export function createSessionHandlers(deps: SessionHandlerDeps): SessionHandlers
         throw new GatewayError('conflict', { message: 'You sign in through your identity provider: change it there.' });
       }
       if (passwordFromSettings && first?.id === user.id) {
+        throw new GatewayError('conflict', {
+          message:
+            'The admin password is set by GATEHOUSE_ADMIN_PASSWORD (or its _FILE): change it there and ' +
+            'restart the gateway.',
+        });
+      }
       const body = readBody(request.body, ['currentPassword', 'newPassword']);
       requireStrong(body.newPassword, '/newPassword');
       if (!(await users.verifyPassword(user.name, body.currentPassword))) {
