@@ -32,7 +32,10 @@ export class AdminAccount {
   readonly #cost: Readonly<ScryptCost>;
   readonly #now: () => number;
 
-  constructor(store: Pick<Store, 'meta' | 'users'>, options: { scryptCost?: Readonly<ScryptCost>; now?: () => number } = {}) {
+  constructor(
+    store: Pick<Store, 'meta' | 'users'>,
+    options: { scryptCost?: Readonly<ScryptCost>; now?: () => number } = {},
+  ) {
     this.#store = store;
     this.#cost = options.scryptCost ?? DEFAULT_SCRYPT_COST;
     this.#now = options.now ?? Date.now;
@@ -56,19 +59,28 @@ export class AdminAccount {
     const passwordHash = await hashPassword(password, this.#cost);
     const existing = await this.firstAdmin();
     if (existing) return (await this.#store.users.update(existing.id, { passwordHash })) ?? existing;
-    const user = await this.#store.users.create({
-      id: newUserId(),
-      name: await freeUserName(this.#store.users, FIRST_ADMIN_NAME),
-      email: null,
-      role: 'admin',
-      signIn: 'password',
-      passwordHash,
-      oidcIssuer: null,
-      oidcSubject: null,
-      createdAt: this.#now(),
-      disabledAt: null,
-      allowedModels: [],
-    });
+    let user: UserRecord;
+    try {
+      user = await this.#store.users.create({
+        id: newUserId(),
+        name: await freeUserName(this.#store.users, FIRST_ADMIN_NAME),
+        email: null,
+        role: 'admin',
+        signIn: 'password',
+        passwordHash,
+        oidcIssuer: null,
+        oidcSubject: null,
+        createdAt: this.#now(),
+        disabledAt: null,
+        allowedModels: [],
+      });
+    } catch (error) {
+      // Replicas starting together with GATEHOUSE_ADMIN_PASSWORD: one creates `admin`, the others
+      // find it (same name, unique) and take it as the first admin.
+      const winner = await this.#store.users.findByName(FIRST_ADMIN_NAME);
+      if (winner?.role !== 'admin') throw error;
+      user = (await this.#store.users.update(winner.id, { passwordHash })) ?? winner;
+    }
     await this.#store.meta.set(FIRST_ADMIN_META_KEY, user.id);
     return user;
   }
@@ -114,7 +126,6 @@ export class AdminAccount {
     if (expected.length !== actual.length || !timingSafeEqual(expected, actual)) return 'mismatch';
     return (await this.#store.meta.deleteIfEquals(SETUP_TOKEN_META_KEY, stored)) ? 'claimed' : 'none';
   }
-
 }
 
 function sha256Hex(value: string): string {

@@ -98,11 +98,7 @@ export interface KeyView {
 }
 
 /** `ownerNames`: user id → name, for the owner's name beside the id. */
-export function toKeyView(
-  key: KeyRecord,
-  nowMs: number,
-  ownerNames: ReadonlyMap<string, string> = new Map(),
-): KeyView {
+export function toKeyView(key: KeyRecord, nowMs: number, ownerNames: ReadonlyMap<string, string> = new Map()): KeyView {
   return {
     id: key.id,
     name: key.name,

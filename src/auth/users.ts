@@ -99,7 +99,12 @@ export class Users {
     const token = randomBytes(32).toString('base64url');
     const at = this.#now();
     await this.#store.invites.deleteForUser(userId);
-    await this.#store.invites.create({ tokenHash: sha256Hex(token), userId, createdAt: at, expiresAt: at + INVITE_TTL_MS });
+    await this.#store.invites.create({
+      tokenHash: sha256Hex(token),
+      userId,
+      createdAt: at,
+      expiresAt: at + INVITE_TTL_MS,
+    });
     return { token, expiresAt: at + INVITE_TTL_MS };
   }
 
@@ -172,7 +177,6 @@ export class Users {
     if (updated && updated.disabledAt !== null) await this.#store.sessions.deleteAllExcept(null, userId);
     return updated;
   }
-
 }
 
 /** `base`, or `base 2`, `base 3`...: names are unique, providers' display names are not. */

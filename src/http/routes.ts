@@ -330,7 +330,11 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
         stillSignedIn,
       }),
     );
-    app.get('/api/endpoints', everyone, createEndpointsHandler({ publicUrl: deps.settings.publicUrl, keys: deps.keys }));
+    app.get(
+      '/api/endpoints',
+      everyone,
+      createEndpointsHandler({ publicUrl: deps.settings.publicUrl, keys: deps.keys }),
+    );
 
     if (deps.configEditor) {
       // Admins only: config.yaml may hold upstream API keys, which viewers must not see.
@@ -440,8 +444,9 @@ export function guardAdminRoutes(app: FastifyInstance, session: Hook, checks: re
       return roles ? [{ roles, i }] : [];
     });
     if (declared.length !== 1 || declared[0]!.i < hooks.indexOf(session)) {
+      const count = declared.length;
       throw new Error(
-        `route table: ${what} must declare exactly one allowRoles(...) step after adminSession (it has ${declared.length})`,
+        `route table: ${what} must declare exactly one allowRoles(...) step after adminSession (it has ${count})`,
       );
     }
     for (const method of methods) seen.push({ method, url: route.url, roles: declared[0]!.roles });

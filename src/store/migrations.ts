@@ -193,9 +193,9 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
       await db.schema.createIndex('api_keys_owner_idx').on('api_keys').column('owner_id').execute();
       await db.schema.alterTable('admin_sessions').addColumn('user_id', 'text').execute();
 
-      const { rows } = await sql<{ value: string }>`select value from meta where key = ${'admin.password_hash'}`.execute(
-        db,
-      );
+      const { rows } = await sql<{
+        value: string;
+      }>`select value from meta where key = ${'admin.password_hash'}`.execute(db);
       const passwordHash = rows[0]?.value;
       if (passwordHash === undefined) return;
       const id = `usr_${randomBytes(9).toString('base64url')}`;

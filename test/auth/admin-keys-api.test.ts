@@ -86,6 +86,8 @@ describe('POST /api/keys', () => {
       limits: { rpm: 60, tpm: null, concurrent: 2 },
       priority: 0,
       status: 'active',
+      ownerId: null,
+      ownerName: null,
     });
     expect(res.body).not.toContain(hashApiKey(body.secret));
     expect((await store.keys.get(body.key.id as string))?.hash).toBe(hashApiKey(body.secret));

@@ -73,6 +73,7 @@ describe('API key format', () => {
       note: '',
       limits: { rpm: 5, tpm: null, concurrent: null },
       priority: 0,
+      ownerId: null,
     });
     expect(JSON.stringify(record)).not.toContain(secret.slice(3));
   });
@@ -103,6 +104,8 @@ describe('key status', () => {
       limits: { rpm: null, tpm: null, concurrent: null },
       priority: 0,
       status: 'active',
+      ownerId: null,
+      ownerName: null,
     });
     expect(JSON.stringify(view)).not.toContain(record.hash);
   });

@@ -68,7 +68,7 @@ export function createKeyHandlers({ store, index, catalog, now = Date.now }: Key
     if (!member) return;
     if (input.priority !== undefined && input.priority !== 0)
       throw new GatewayError('admin_forbidden', {
-        message: 'Only an admin sets a key\'s queue priority.',
+        message: "Only an admin sets a key's queue priority.",
         details: [{ path: '/priority', message: 'admin only' }],
       });
     if (input.models === undefined && !creating) return;

@@ -111,13 +111,13 @@ export function createSessionHandlers(deps: SessionHandlerDeps): SessionHandlers
 
     async login(request, reply) {
       const body = readBody(request.body, ['password']);
-      if (!(await account.hasPassword())) {
+      // Without a name: the first admin (the one-password sign-in of earlier versions).
+      const name = readName(request.body);
+      if (name === undefined && !(await account.hasPassword())) {
         throw new GatewayError('admin_unauthorized', {
           message: "No admin password is set yet: open the setup link printed in the gateway's log.",
         });
       }
-      // Without a name: the first admin (the one-password sign-in of earlier versions).
-      const name = readName(request.body);
       const user =
         name === undefined
           ? await account.verifyPassword(body.password)

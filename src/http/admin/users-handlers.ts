@@ -88,7 +88,8 @@ export function createUsersHandlers({ users, origin, keysChanged }: UsersHandler
       const identity = request.adminIdentity;
       const self = identity?.via === 'session' && identity.user.id === current.id;
       const losesAdmin =
-        current.role === 'admin' && ((change.role !== undefined && change.role !== 'admin') || change.disabled === true);
+        current.role === 'admin' &&
+        ((change.role !== undefined && change.role !== 'admin') || change.disabled === true);
       if (self && losesAdmin)
         throw new GatewayError('conflict', {
           message: 'You cannot demote or disable yourself: ask another admin.',
@@ -120,10 +121,12 @@ function fail(issues: Issue[]): never {
 }
 
 function asObject(body: unknown, allowed: readonly string[], issues: Issue[]): Record<string, unknown> {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) fail([{ path: '', message: 'must be an object' }]);
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    fail([{ path: '', message: 'must be an object' }]);
   const object = body as Record<string, unknown>;
   for (const field of Object.keys(object))
-    if (!allowed.includes(field)) issues.push({ path: `/${field}`, message: `unknown field; expected one of ${allowed.join(', ')}` });
+    if (!allowed.includes(field))
+      issues.push({ path: `/${field}`, message: `unknown field; expected one of ${allowed.join(', ')}` });
   return object;
 }
 
@@ -134,8 +137,15 @@ function parseRole(value: unknown, issues: Issue[]): UserRole | undefined {
 }
 
 function parseAllowedModels(value: unknown, issues: Issue[]): string[] {
-  if (!Array.isArray(value) || value.length > MODELS_MAX || !value.every((m) => typeof m === 'string' && m.trim() !== '')) {
-    issues.push({ path: '/allowedModels', message: `must be an array of at most ${MODELS_MAX} model ids ([] = every model)` });
+  if (
+    !Array.isArray(value) ||
+    value.length > MODELS_MAX ||
+    !value.every((m) => typeof m === 'string' && m.trim() !== '')
+  ) {
+    issues.push({
+      path: '/allowedModels',
+      message: `must be an array of at most ${MODELS_MAX} model ids ([] = every model)`,
+    });
     return [];
   }
   return [...new Set(value.map((m: string) => m.trim()))];
