@@ -301,7 +301,7 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
     app.post('/api/keys', keyOwners, keys.create);
     app.patch('/api/keys/:id', keyOwners, keys.update);
     app.delete('/api/keys/:id', keyOwners, keys.remove);
-    app.get('/api/limits', readers, createLimitsHandler(usage.limits));
+    app.get('/api/limits', everyone, createLimitsHandler(usage.limits));
     app.get('/api/queue', readers, createQueueHandler(deps.queue, deps.now));
     app.get('/api/queue/stream', readers, createQueueStreamHandler(deps.queue, deps.now));
 
@@ -309,7 +309,8 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
     if (!deps.admin.liveView) app.addHook('onClose', async () => view.close());
     const models = createModelHandlers({ upstream: deps.admin.llamaSwap, view, logger: deps.logger });
     app.get('/api/upstream', readers, models.upstreamStatus);
-    app.get('/api/models', readers, models.list);
+    // Members pick models for their keys and snippets: names and states only, no load/unload.
+    app.get('/api/models', everyone, models.list);
     app.post('/api/models/unload-all', admins, models.unloadAll);
     app.post('/api/models/:id/load', admins, models.load);
     app.post('/api/models/:id/unload', admins, models.unload);

@@ -115,7 +115,8 @@ describe('roles on the admin API', () => {
     for (const { method, url, roles } of routes) {
       if (roles === 'public') continue;
       if (roles.includes('viewer') && method !== 'GET' && method !== 'HEAD') expect(ownSession).toContain(url);
-      if (roles.includes('member')) expect(url).toMatch(/^\/api\/(keys|usage|endpoints|me|logout|password)(\/|$)/);
+      if (roles.includes('member'))
+        expect(url).toMatch(/^\/api\/((keys|usage)(\/.*)?|endpoints|me|logout|password|limits|models)$/);
       if (
         url.startsWith('/api/config') ||
         /^\/api\/models\/.+/.test(url) ||

@@ -4,7 +4,18 @@
  */
 
 export type PageName =
-  'models' | 'logs' | 'usage' | 'keys' | 'endpoints' | 'config' | 'settings' | 'sign-in' | 'setup' | 'not-found';
+  | 'models'
+  | 'logs'
+  | 'usage'
+  | 'keys'
+  | 'endpoints'
+  | 'config'
+  | 'users'
+  | 'settings'
+  | 'sign-in'
+  | 'setup'
+  | 'invite'
+  | 'not-found';
 
 const PATHS: Record<string, PageName> = {
   '/': 'models',
@@ -14,13 +25,15 @@ const PATHS: Record<string, PageName> = {
   '/keys': 'keys',
   '/endpoints': 'endpoints',
   '/config': 'config',
+  '/users': 'users',
   '/settings': 'settings',
+  '/invite': 'invite',
   '/sign-in': 'sign-in',
   '/setup': 'setup',
 };
 
 /** Pages that work without a session. */
-export const PUBLIC_PAGES: ReadonlySet<PageName> = new Set(['sign-in', 'setup']);
+export const PUBLIC_PAGES: ReadonlySet<PageName> = new Set(['sign-in', 'setup', 'invite']);
 
 /**
  * Asked before the app navigates away from the current page (a page with unsaved work sets
