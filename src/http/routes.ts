@@ -11,42 +11,50 @@
  *   GET  /readyz       llama-swap's /health answers within GATEHOUSE_READY_TIMEOUT
  *   GET  /metrics      Prometheus text format        metricsToken (when GATEHOUSE_METRICS_TOKEN is set) → handler
  *
- * Admin API (`/api/*`): `open` = sameOrigin → jsonContentType; `admin` = open → adminSession.
+ * Admin API (`/api/*`): `open` = sameOrigin → jsonContentType; then adminSession → allowRoles(...), written
+ * as who may call: `everyone` (admin, member, viewer), `readers` (admin, viewer), `keyOwners` (admin,
+ * member: a member only their own keys), `admins`. Members see only their own keys and calls (handlers).
  * sameOrigin acts on every method but GET/HEAD/OPTIONS; jsonContentType on requests with a body
  * (always POST/PUT/PATCH). loginRateLimit also settles in onResponse (it counts 401s; setup's, 403s).
  * Bodies: at most ADMIN_BODY_LIMIT_BYTES (64 KiB), the config editor's CONFIG_BODY_LIMIT_BYTES (4 MiB);
  * Fastify counts while reading and refuses a larger Content-Length before reading (413).
- *   GET  /api/session   public: signed in? first run?           open → handler
+ *   GET  /api/session   public: signed in? first run? who, role  open → handler
  *   POST /api/setup     public: first password + setup token    open → setupPending → loginRateLimit → handler
  *                                                               (setup has its own loginRateLimit)
- *   POST /api/login     public: password → session cookie       open → loginRateLimit → handler
- *   POST /api/logout    end this session                        admin → handler
- *   POST /api/password  change password, end other sessions     admin → loginRateLimit → handler
- *   GET  /api/keys      list keys                               admin → handler
- *   POST /api/keys      create a key (shown once)               admin → handler
- *   PATCH/DELETE /api/keys/:id                                  admin → handler
- *   GET  /api/limits    are per-key limits shared (Redis) or per replica?   admin → handler
- *   GET  /api/queue     calls in flight and waiting their turn (admission queue)   admin → handler
- *   GET  /api/queue/stream   the same view as SSE, on connect and on changes (throttled)   admin → handler
- *   GET  /api/upstream  llama-swap reachable? version            admin → handler
- *   GET  /api/models    models with their state                  admin → handler
- *   POST /api/models/:id/load | /api/models/:id/unload | /api/models/unload-all   admin → handler
- *   GET  /api/logs/stream?source=…  relayed log stream (SSE)     admin → handler
- *   GET  /api/live      upstream status, models, logs, gaps, queue: one SSE stream per browser   admin → handler
- *   GET  /api/endpoints public URL + open mode, for the Endpoints page   admin → handler
- *   GET  /api/config    llama-swap's config.yaml + version      admin → handler
- *   PUT  /api/config    save (version-checked, validated)       admin → handler       (4 MiB body)
- *   POST /api/config/validate   YAML + schema + loader checks   admin → handler       (4 MiB body)
- *   POST /api/config/format     re-print; never saves           admin → handler       (4 MiB body)
- *   GET  /api/config/reload-status  did llama-swap reload?      admin → handler
- *   GET  /api/usage/summary?range=&groupBy=   totals + series   admin → handler
- *   GET  /api/usage/requests?key=&model=&status=&from=&to=&cursor=&limit=   request log   admin → handler
- *   GET  /api/usage/requests/:id   one call + captured bodies   admin → handler
+ *   POST /api/login     public: [name +] password → session     open → loginRateLimit → handler
+ *   POST /api/invite/accept  public: invitation token + password → session   open → setup's loginRateLimit → handler
+ *   POST /api/logout    end this session                        everyone → handler
+ *   GET  /api/me        the signed-in user and role             everyone → handler
+ *   POST /api/password  change own password, end other sessions everyone → loginRateLimit → handler
+ *   GET  /api/users     list users                              readers → handler
+ *   POST /api/users | /api/users/invite   create / invite (one-time link)   admins → handler
+ *   PATCH /api/users/:id   role, disabled, allowedModels        admins → handler
+ *   GET  /api/keys      list keys (a member: their own)         everyone → handler
+ *   POST /api/keys      create a key (shown once)               keyOwners → handler
+ *   PATCH/DELETE /api/keys/:id                                  keyOwners → handler
+ *   GET  /api/limits    are per-key limits shared (Redis) or per replica?   everyone → handler
+ *   GET  /api/queue     calls in flight and waiting their turn (admission queue)   readers → handler
+ *   GET  /api/queue/stream   the same view as SSE, on connect and on changes (throttled)   readers → handler
+ *   GET  /api/upstream  llama-swap reachable? version            readers → handler
+ *   GET  /api/models    models with their state                  everyone → handler
+ *   POST /api/models/:id/load | /api/models/:id/unload | /api/models/unload-all   admins → handler
+ *   GET  /api/logs/stream?source=…  relayed log stream (SSE)     readers → handler
+ *   GET  /api/live      upstream status, models, logs, gaps, queue: one SSE stream per browser   readers → handler
+ *   GET  /api/endpoints public URL + open mode, for the Endpoints page   everyone → handler
+ *   GET  /api/config    llama-swap's config.yaml + version      admins → handler
+ *   PUT  /api/config    save (version-checked, validated)       admins → handler       (4 MiB body)
+ *   POST /api/config/validate   YAML + schema + loader checks   admins → handler       (4 MiB body)
+ *   POST /api/config/format     re-print; never saves           admins → handler       (4 MiB body)
+ *   GET  /api/config/reload-status  did llama-swap reload?      admins → handler
+ *   GET  /api/usage/summary?range=&groupBy=   totals + series (a member: own keys)   everyone → handler
+ *   GET  /api/usage/requests?key=&model=&status=&from=&to=&cursor=&limit=   request log   everyone → handler
+ *   GET  /api/usage/requests/:id   one call + captured bodies   everyone → handler
  *
  *   GET  /*            dashboard (web/dist): /assets immutable, SPA fallback for HTML; never /api or /v1
  *
- * Every `/api/*` route must carry the admin chain or be listed in PUBLIC_ADMIN_ROUTES: an
- * onRoute check refuses to start otherwise, so a new route cannot be left open by mistake.
+ * Every `/api/*` route must carry the admin chain with exactly one role declaration, or be listed in
+ * PUBLIC_ADMIN_ROUTES: an onRoute check refuses to start otherwise, so a new route cannot be left
+ * open, or open to every role, by mistake.
  *
  * `/v1/*` is dispatched before Fastify's router, on Node's raw objects: it is the hot path
  * and needs nothing Fastify adds (see docs/architecture.md).
