@@ -15,9 +15,9 @@ import { DEFAULT_SCRYPT_COST, hashPassword, verifyPassword, type ScryptCost } fr
 import { freeUserName, newUserId } from './users.js';
 
 export const SETUP_TOKEN_META_KEY = 'admin.setup_token_sha256';
-export const FIRST_ADMIN_META_KEY = 'admin.first_user_id';
+const FIRST_ADMIN_META_KEY = 'admin.first_user_id';
 /** The first admin's name when the setup link or GATEHOUSE_ADMIN_PASSWORD creates them. */
-export const FIRST_ADMIN_NAME = 'admin';
+const FIRST_ADMIN_NAME = 'admin';
 
 export type SetupClaim =
   /** The token was right and is now used up: the caller may set the password. */

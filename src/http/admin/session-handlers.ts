@@ -5,7 +5,7 @@
  * handlers. Passwords and tokens arrive in JSON bodies, which are never logged.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { AuthResult, Me, SessionInfo } from '../../admin-api/types.js';
+import type { AuthResult, InviteAcceptInput, Me, SessionInfo } from '../../admin-api/types.js';
 import type { AdminAccount } from '../../auth/admin-account.js';
 import { roleOf, SESSION_COOKIE, type AdminIdentifier } from '../../auth/admin-identity.js';
 import { toUserView, type Users } from '../../auth/users.js';
@@ -72,7 +72,7 @@ export function createSessionHandlers(deps: SessionHandlerDeps): SessionHandlers
     },
 
     async acceptInvite(request, reply) {
-      const body = readBody(request.body, ['token', 'password']);
+      const body: InviteAcceptInput = readBody(request.body, ['token', 'password']);
       requireStrong(body.password, '/password');
       const result = await users.acceptInvite(body.token, body.password);
       if (!result.ok) {

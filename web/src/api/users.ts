@@ -21,5 +21,6 @@ export function updateUser(id: string, patch: UserPatch): Promise<{ user: User }
 
 /** The invited person sets their password with the link's token and is signed in. */
 export function acceptInvite(token: string, password: string): Promise<AuthResult> {
-  return request<AuthResult>('POST', '/api/invite/accept', { body: { token, password }, signOutOn401: false });
+  const body: InviteAcceptInput = { token, password };
+  return request<AuthResult>('POST', '/api/invite/accept', { body, signOutOn401: false });
 }
