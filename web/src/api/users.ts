@@ -1,5 +1,13 @@
 import { request } from './http.js';
-import type { AuthResult, CreatedUser, NewUserInput, User, UserList, UserPatch } from '../../../src/admin-api/types.js';
+import type {
+  AuthResult,
+  CreatedUser,
+  InviteAcceptInput,
+  NewUserInput,
+  User,
+  UserList,
+  UserPatch,
+} from '../../../src/admin-api/types.js';
 
 export function listUsers(signal?: AbortSignal): Promise<UserList> {
   return request<UserList>('GET', '/api/users', { signal });
