@@ -38,6 +38,8 @@ export interface TestGateway {
 export interface TestGatewayOptions {
   withStore?: boolean;
   dataDir?: string;
+  /** Listen on this port (when its address must be known before: a redirect URI); default 0. */
+  port?: number;
 }
 
 export async function startTestGateway(
@@ -92,7 +94,7 @@ export async function startTestGateway(
       : {}),
     ...extra,
   });
-  const url = await app.listen(0, '127.0.0.1');
+  const url = await app.listen(options.port ?? 0, '127.0.0.1');
   if (setupToken) announceSetupLink(logger, url, setupToken);
   let closed = false;
   return {
