@@ -31,6 +31,8 @@ export interface SessionInfo {
   user: User | null;
   /** What the caller may do: the user's role, `admin` for the admin token, null when signed out. */
   role: UserRole | null;
+  /** Sign-in through an OpenID Provider, offered beside the password form; null when not set up. */
+  oidc: { name: string } | null;
 }
 
 /** `GET /api/me`. */

@@ -23,6 +23,9 @@
  *                                                               (setup has its own loginRateLimit)
  *   POST /api/login     public: [name +] password → session     open → loginRateLimit → handler
  *   POST /api/invite/accept  public: invitation token + password → session   open → setup's loginRateLimit → handler
+ *   GET  /api/oidc/login      public: redirect to the OpenID Provider (transaction cookie)   open → handler
+ *   GET  /api/oidc/callback   public: the provider's answer → session cookie, or /sign-in?oidc_error=   open → handler
+ *                      (both only with GATEHOUSE_OIDC_ISSUER; a refusal is a redirect, the page explains it)
  *   POST /api/logout    end this session                        everyone → handler
  *   GET  /api/me        the signed-in user and role             everyone → handler
  *   POST /api/password  change own password, end other sessions everyone → loginRateLimit → handler
@@ -102,6 +105,11 @@ import { sessionCookie } from './admin/session-cookie.js';
 import { createSessionHandlers } from './admin/session-handlers.js';
 import { createUsageHandlers } from './admin/usage-handlers.js';
 import { createUsersHandlers } from './admin/users-handlers.js';
+import { createOidcHandlers } from './admin/oidc-handlers.js';
+import { OidcClient } from '../oidc/oidc-client.js';
+import { oidcSetup } from '../oidc/oidc-setup.js';
+import { oidcSignIn } from '../oidc/sign-in.js';
+import { TransactionSeal } from '../oidc/transaction.js';
 import { defaultDashboardRoot, registerDashboard } from './dashboard.js';
 import { corsPolicy, withCors } from './cors.js';
 import { createProxyRoute } from './proxy-route.js';
@@ -117,6 +125,9 @@ export const PUBLIC_ADMIN_ROUTES: ReadonlySet<string> = new Set([
   '/api/setup',
   '/api/login',
   '/api/invite/accept',
+  // OpenID Connect: the start of a sign-in and the provider's redirect back, both before any session.
+  '/api/oidc/login',
+  '/api/oidc/callback',
 ]);
 
 /** Wrong passwords allowed per client address within `LOGIN_WINDOW_MS` before `429`. */
@@ -265,13 +276,16 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
     const keyOwners = { onRequest: [...checks, session, allowRoles('admin', 'member')] };
     const admins = { onRequest: [...checks, session, allowRoles('admin')] };
 
+    const cookie = sessionCookie(trust);
+    const oidc = oidcSetup(deps.settings);
     const s = createSessionHandlers({
       account,
       users,
       sessions,
       identifier,
-      cookie: sessionCookie(trust),
+      cookie,
       passwordFromSettings: deps.settings.adminPassword !== undefined,
+      oidcName: oidc?.name,
     });
     app.get('/api/session', open, s.session);
     app.post(
@@ -288,6 +302,21 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
     );
     app.post('/api/logout', everyone, s.logout);
     app.get('/api/me', everyone, s.me);
+    if (oidc) {
+      const o = createOidcHandlers({
+        client: new OidcClient({ ...oidc.client, now }),
+        seal: new TransactionSeal(store.meta, now),
+        decide: oidcSignIn({ users, store, mapping: oidc.mapping, autoCreate: oidc.autoCreate }),
+        startSession: async (request, reply, userId) => {
+          const { token, session } = await sessions.start(userId);
+          cookie.set(request, reply, token, session.expiresAt - session.createdAt);
+        },
+        publicUrl: oidc.publicUrl,
+        trust,
+      });
+      app.get('/api/oidc/login', open, o.login);
+      app.get('/api/oidc/callback', open, o.callback);
+    }
     app.post(
       '/api/password',
       { onRequest: [...everyone.onRequest, loginLimit.check], onResponse: loginLimit.settle },

@@ -27,6 +27,8 @@ export interface OidcChecks {
 
 /** The person the provider signed in: ID token claims, completed by userinfo. */
 export interface OidcIdentity {
+  /** The ID token's `iss` (the library checked it is the discovered issuer). */
+  issuer: string;
   subject: string;
   claims: Readonly<Record<string, unknown>>;
 }
@@ -83,7 +85,7 @@ export class OidcClient {
       userinfo = await client.fetchUserInfo(config, tokens.access_token, idToken.sub);
     }
     // The ID token is signed for this sign-in: where both carry a claim, it wins.
-    return { subject: idToken.sub, claims: Object.freeze({ ...userinfo, ...idToken }) };
+    return { issuer: idToken.iss, subject: idToken.sub, claims: Object.freeze({ ...userinfo, ...idToken }) };
   }
 
   /** Discovery once; a failure is forgotten so the next sign-in asks the provider again. */

@@ -18,19 +18,17 @@ import { roleFromClaims, type RoleMapping } from './role-mapping.js';
 export type OidcRefusal = 'oidc_not_invited' | 'oidc_no_role' | 'user_disabled';
 
 export type OidcDecision =
-  | { ok: true; user: UserRecord; created: boolean; linked: boolean }
-  | { ok: false; code: OidcRefusal; reason: string };
+  { ok: true; user: UserRecord; created: boolean; linked: boolean } | { ok: false; code: OidcRefusal; reason: string };
 
 export interface OidcSignInOptions {
   users: Users;
   store: Pick<Store, 'users' | 'invites'>;
-  issuer: string;
   mapping: RoleMapping;
   autoCreate: boolean;
 }
 
 export function oidcSignIn(options: OidcSignInOptions): (identity: OidcIdentity) => Promise<OidcDecision> {
-  const { users, store, issuer, mapping, autoCreate } = options;
+  const { users, store, mapping, autoCreate } = options;
   return async (identity) => {
     const mapped = roleFromClaims(identity.claims, mapping);
     if (mapped === 'none')
@@ -38,23 +36,26 @@ export function oidcSignIn(options: OidcSignInOptions): (identity: OidcIdentity)
     const role: UserRole | undefined = mapped === 'unmanaged' ? undefined : mapped;
     const email = stringClaim(identity.claims, 'email') ?? null;
 
-    const known = await store.users.findByOidc(issuer, identity.subject);
+    const known = await store.users.findByOidc(identity.issuer, identity.subject);
     const invited = known ? undefined : await invitedUser(store, identity);
     if (invited) {
-      if (invited.disabledAt !== null) return { ok: false, code: 'user_disabled', reason: 'the invited user is disabled' };
+      if (invited.disabledAt !== null)
+        return { ok: false, code: 'user_disabled', reason: 'the invited user is disabled' };
       const linked = await store.users.update(invited.id, {
-        signIn: 'oidc',
-        oidcIssuer: issuer,
-        oidcSubject: identity.subject,
+        oidc: { issuer: identity.issuer, subject: identity.subject },
         ...(role !== undefined ? { role } : {}),
       });
       await store.invites.deleteForUser(invited.id);
       return { ok: true, user: linked!, created: false, linked: true };
     }
     if (!known && !autoCreate)
-      return { ok: false, code: 'oidc_not_invited', reason: 'no user has this subject or an invitation for this email' };
+      return {
+        ok: false,
+        code: 'oidc_not_invited',
+        reason: 'no user has this subject or an invitation for this email',
+      };
     const result = await users.findOrCreateOidcUser({
-      issuer,
+      issuer: identity.issuer,
       subject: identity.subject,
       name: displayName(identity, email),
       email,

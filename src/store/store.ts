@@ -323,6 +323,8 @@ export interface UserPatch {
   passwordHash?: string | null;
   disabledAt?: number | null;
   allowedModels?: string[];
+  /** Links the user to an OpenID Provider's subject: from now on they sign in there (`signIn: 'oidc'`). */
+  oidc?: { issuer: string; subject: string };
 }
 
 export interface UserStore {

@@ -45,6 +45,11 @@ export function createUserStore(db: Kysely<Database>, writeKeys: WriteKeys): Use
       if (patch.passwordHash !== undefined) values.password_hash = patch.passwordHash;
       if (patch.disabledAt !== undefined) values.disabled_at = patch.disabledAt;
       if (patch.allowedModels !== undefined) values.allowed_models = JSON.stringify(patch.allowedModels);
+      if (patch.oidc !== undefined) {
+        values.sign_in = 'oidc';
+        values.oidc_issuer = patch.oidc.issuer;
+        values.oidc_subject = patch.oidc.subject;
+      }
       if (Object.keys(values).length === 0) return users.get(id);
       const row = await writeKeys(db, (w) =>
         w.updateTable('users').set(values).where('id', '=', id).returningAll().executeTakeFirst(),

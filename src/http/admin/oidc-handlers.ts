@@ -112,8 +112,9 @@ function safeNext(value: unknown): string {
 }
 
 /**
- * What the library says went wrong, in named fields: its code, the OAuth `error`, the message.
- * These never carry the code, a token or the client secret.
+ * What the library says went wrong, in named fields: its code, the OAuth `error`, its message and
+ * the message of the check that failed (the library's `cause`; never the cause's own data, which
+ * holds the claims). None of these carries the code, a token or the client secret.
  */
 function describe(error: unknown): Record<string, unknown> {
   if (!(error instanceof Error)) return { error: String(error) };
@@ -124,5 +125,6 @@ function describe(error: unknown): Record<string, unknown> {
     oauth_error: typeof fields.error === 'string' ? fields.error : undefined,
     oauth_error_description: typeof fields.error_description === 'string' ? fields.error_description : undefined,
     message: error.message,
+    detail: error.cause instanceof Error ? error.cause.message : undefined,
   };
 }

@@ -24,6 +24,8 @@ export interface SessionHandlerDeps {
   cookie: SessionCookie;
   /** `GATEHOUSE_ADMIN_PASSWORD` manages the password: the API may not change it. */
   passwordFromSettings: boolean;
+  /** The OpenID Provider's name for the sign-in page; undefined without OIDC sign-in. */
+  oidcName?: string;
 }
 
 type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
@@ -60,6 +62,7 @@ export function createSessionHandlers(deps: SessionHandlerDeps): SessionHandlers
         via: identity?.via ?? null,
         user: identity?.via === 'session' ? toUserView(identity.user) : null,
         role: identity ? roleOf(identity) : null,
+        oidc: deps.oidcName === undefined ? null : { name: deps.oidcName },
       } satisfies SessionInfo;
     },
 
