@@ -19,6 +19,8 @@ class Session {
   /** The signed-in user (null for the admin token) and what they may do. */
   user = $state<User | null>(null);
   role = $state<UserRole | null>(null);
+  /** The OpenID Provider's name when the sign-in page offers it, else null. */
+  oidcName = $state<string | null>(null);
 
   /** Whether the signed-in role may open `page`. */
   may(page: PageName): boolean {
@@ -43,6 +45,7 @@ class Session {
       this.setupRequired = info.setupRequired;
       this.user = info.user;
       this.role = info.role;
+      this.oidcName = info.oidc?.name ?? null;
       this.error = null;
       this.phase = 'ready';
     } catch (err) {
