@@ -10,7 +10,7 @@ import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { MetaStore } from '../store/store.js';
 import type { OidcChecks } from './oidc-client.js';
 
-export const TRANSACTION_KEY_META_KEY = 'oidc.transaction_hmac_key';
+const TRANSACTION_KEY_META_KEY = 'oidc.transaction_hmac_key';
 /** How long a person may spend at the provider's login page. */
 export const TRANSACTION_TTL_MS = 10 * 60_000;
 /** Far above what a sign-in needs; refused before its HMAC is computed. */

@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SessionInfo } from '../../src/admin-api/types.js';
+import { TRANSACTION_COOKIE } from '../../src/http/admin/oidc-handlers.js';
 import type { Settings } from '../../src/settings.js';
 import { startRecordingUpstream, type RecordingUpstream } from '../fakes/recording-upstream.js';
 import { api, login, PASSWORD, sessionToken, startAdminGateway } from '../helpers/admin.js';
@@ -159,13 +160,13 @@ describe('OpenID Connect sign-in with auto-create off (the default)', () => {
     await invite('Dan', 'dan@example.com');
     const { jar, authorizationUrl } = await startSignIn(gateway);
     const callback = await loginAtProvider(jar, authorizationUrl, 'dan');
-    const sealed = jar.get(gateway.url, 'gatehouse_oidc')!;
+    const sealed = jar.get(gateway.url, TRANSACTION_COOKIE)!;
     const tampered = new URL(callback);
     tampered.searchParams.set('state', `${callback.searchParams.get('state')}x`);
     expect(refusal(gateway, await browse(jar, tampered.href))).toBe('oidc_failed');
     expect(lastRefusalReason(gateway).detail).toMatch(/"state"/);
     // The code was not spent: the untouched callback, with the transaction, still signs in.
-    jar.set(gateway.url, 'gatehouse_oidc', sealed);
+    jar.set(gateway.url, TRANSACTION_COOKIE, sealed);
     expect((await sessionOf(gateway, await browse(jar, callback.href))).user?.name).toBe('Dan');
   });
 
@@ -180,10 +181,10 @@ describe('OpenID Connect sign-in with auto-create off (the default)', () => {
   it('refuses a replayed code, even with the transaction cookie copied along', async () => {
     const { jar, authorizationUrl } = await startSignIn(gateway);
     const callback = await loginAtProvider(jar, authorizationUrl, 'dan');
-    const sealed = jar.get(gateway.url, 'gatehouse_oidc')!;
+    const sealed = jar.get(gateway.url, TRANSACTION_COOKIE)!;
     expect((await sessionOf(gateway, await browse(jar, callback.href))).user?.name).toBe('Dan');
     const attacker = new CookieJar();
-    attacker.set(gateway.url, 'gatehouse_oidc', sealed);
+    attacker.set(gateway.url, TRANSACTION_COOKIE, sealed);
     expect(refusal(gateway, await browse(attacker, callback.href))).toBe('oidc_failed');
     expect(lastRefusalReason(gateway).oauth_error).toBe('invalid_grant');
   });

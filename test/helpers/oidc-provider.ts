@@ -37,8 +37,8 @@ export interface TestProvider {
   close(): Promise<void>;
 }
 
-export const TEST_CLIENT_ID = 'gatehouse';
-export const TEST_CLIENT_SECRET = 'provider-client-secret-for-tests-0123456789';
+const TEST_CLIENT_ID = 'gatehouse';
+const TEST_CLIENT_SECRET = 'provider-client-secret-for-tests-0123456789';
 
 export async function startTestProvider(options: TestProviderOptions): Promise<TestProvider> {
   const clientId = options.clientId ?? TEST_CLIENT_ID;
