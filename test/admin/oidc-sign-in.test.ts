@@ -178,6 +178,31 @@ describe('OpenID Connect sign-in with auto-create off (the default)', () => {
     expect(lastRefusalReason(gateway).reason).toBe('transaction cookie missing');
   });
 
+  it('refuses a transaction cookie that was changed, or that outlived its ten minutes', async () => {
+    const forged = await startSignIn(gateway);
+    const forgedCallback = await loginAtProvider(forged.jar, forged.authorizationUrl, 'dan');
+    const [body, mac] = forged.jar.get(gateway.url, TRANSACTION_COOKIE)!.split('.');
+    const changed = JSON.parse(Buffer.from(body!, 'base64url').toString()) as Record<string, unknown>;
+    changed.next = '/config';
+    forged.jar.set(
+      gateway.url,
+      TRANSACTION_COOKIE,
+      `${Buffer.from(JSON.stringify(changed)).toString('base64url')}.${mac}`,
+    );
+    expect(refusal(gateway, await browse(forged.jar, forgedCallback.href))).toBe('oidc_failed');
+    expect(lastRefusalReason(gateway).reason).toBe('transaction cookie invalid');
+
+    const slow = await startSignIn(gateway);
+    const slowCallback = await loginAtProvider(slow.jar, slow.authorizationUrl, 'dan');
+    clockOffsetMs = 10 * 60_000;
+    try {
+      expect(refusal(gateway, await browse(slow.jar, slowCallback.href))).toBe('oidc_failed');
+    } finally {
+      clockOffsetMs = 0;
+    }
+    expect(lastRefusalReason(gateway).reason).toBe('transaction cookie expired');
+  });
+
   it('refuses a replayed code, even with the transaction cookie copied along', async () => {
     const { jar, authorizationUrl } = await startSignIn(gateway);
     const callback = await loginAtProvider(jar, authorizationUrl, 'dan');
