@@ -52,6 +52,7 @@ describe('first run: the one-time setup link', () => {
       via: null,
       user: null,
       role: null,
+      oidc: null,
     });
   });
 
@@ -69,6 +70,7 @@ describe('first run: the one-time setup link', () => {
       via: 'session',
       user: expect.objectContaining({ name: 'admin', role: 'admin', status: 'active' }),
       role: 'admin',
+      oidc: null,
     });
     expect((await api(gateway, 'GET', '/api/keys', { cookie })).status).toBe(200);
     expect(await gateway.store!.meta.get(SETUP_TOKEN_META_KEY)).toBeUndefined();
@@ -201,6 +203,7 @@ describe('first run: the one-time setup link', () => {
       via: null,
       user: null,
       role: null,
+      oidc: null,
     });
   });
 
@@ -229,6 +232,7 @@ describe('GATEHOUSE_ADMIN_PASSWORD', () => {
       via: null,
       user: null,
       role: null,
+      oidc: null,
     });
     const setup = await api(gateway, 'POST', '/api/setup', { body: { token: 'A'.repeat(43), password: PASSWORD } });
     expect(setup.status).toBe(409);

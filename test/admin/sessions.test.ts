@@ -61,6 +61,7 @@ describe('sessions', () => {
       via: 'session',
       user: expect.objectContaining({ name: 'admin', role: 'admin', status: 'active' }),
       role: 'admin',
+      oidc: null,
     });
   });
 

@@ -210,6 +210,7 @@ describe('who may open the admin API', () => {
       via: 'token',
       user: null,
       role: 'admin',
+      oidc: null,
     });
     const created = await api(gateway, 'POST', '/api/keys', { headers, body: { name: 'from a script' } });
     expect(created.status).toBe(201);
@@ -256,6 +257,7 @@ describe('who may open the admin API', () => {
       via: 'session',
       user: expect.objectContaining({ name: 'admin', role: 'admin', status: 'active' }),
       role: 'admin',
+      oidc: null,
     });
     expect(sessionSetCookie(res)).toBeUndefined();
   });
@@ -269,6 +271,7 @@ describe('who may open the admin API', () => {
       via: null,
       user: null,
       role: null,
+      oidc: null,
     });
     expect(sessionSetCookie(res)).toMatch(/^gatehouse_session=; Max-Age=0;/);
   });
