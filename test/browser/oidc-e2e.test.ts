@@ -90,16 +90,25 @@ function chat(secret: string): Promise<RawResponse> {
 }
 
 describe('single sign-on through an OpenID Provider', () => {
-  it("signs a member in through the provider's login page and shows the member's dashboard", async () => {
+  it("signs a member in through the provider's login page and shows the member's restricted dashboard", async () => {
     const t = await openPage(browser, gateway.url);
     open.push(t);
-    await signInWithProvider(t.page, 'mia', '/endpoints');
-    expect(new URL(t.page.url()).pathname).toBe('/endpoints');
+    await signInWithProvider(t.page, 'mia');
+    await t.page.waitForURL((url) => url.pathname === '/endpoints');
     await t.page.getByRole('heading', { name: 'Endpoints' }).waitFor();
+    const nav = t.page.getByRole('complementary', { name: 'Main' });
+    expect((await nav.getByRole('link').allTextContents()).map((l) => l.trim())).toEqual([
+      'Usage',
+      'API keys',
+      'Endpoints',
+      'Settings',
+    ]);
     const me = await inPage<Me>(t.page, "fetch('/api/me').then((r) => r.json())");
     expect(me).toMatchObject({ role: 'member', user: { name: 'Mia', signIn: 'oidc' } });
     // A member's session does not open what only admins and viewers may see.
-    expect(await inPage<number>(t.page, "fetch('/api/models').then((r) => r.status)")).toBe(403);
+    expect(await inPage<number>(t.page, "fetch('/api/live').then((r) => r.status)")).toBe(403);
+    await t.page.goto('/models');
+    await t.page.waitForURL((url) => url.pathname === '/endpoints');
     await t.screenshot('oidc-member-endpoints');
   });
 
