@@ -17,7 +17,7 @@ const LAYERS = [
   ['core', 'admin-api'],
   ['store', 'upstream', 'logging', 'config-editor', 'snippets', 'queue'],
   ['auth', 'logger.ts', 'live'],
-  ['proxy', 'usage', 'settings.ts', 'audit'],
+  ['proxy', 'usage', 'settings.ts', 'audit', 'oidc'],
   ['http'],
   ['app.ts'],
   ['main.ts'],

@@ -4,6 +4,7 @@
  * `docs/configuration.md` is checked against this table by a test.
  */
 import { readFileSync } from 'node:fs';
+import { isIPv4 } from 'node:net';
 import { isAbsolute, resolve } from 'node:path';
 import { countCharacters, isTooLong, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from './auth/passwords.js';
 import { parseTrustedProxies } from './auth/proxy-trust.js';
@@ -79,6 +80,23 @@ export interface Settings {
   redisPrefix: string;
   /** IANA time zone whose calendar days, weeks and months budgets count in. */
   timeZone: string;
+  /** OpenID Provider's issuer URL; set, the sign-in page offers "Sign in with <oidcName>". */
+  oidcIssuer: URL | undefined;
+  oidcClientId: string | undefined;
+  /** A secret: never logged, never shown. Unset: a public client (PKCE only). */
+  oidcClientSecret: string | undefined;
+  /** Scopes asked for at sign-in; always includes `openid`. */
+  oidcScopes: readonly string[];
+  /** The ID token or userinfo claim that holds the person's groups or roles. */
+  oidcRoleClaim: string;
+  /** Claim values that make a person an admin, a member, a viewer; all empty: the provider sets no role. */
+  oidcAdminValues: readonly string[];
+  oidcMemberValues: readonly string[];
+  oidcViewerValues: readonly string[];
+  /** People the provider vouches for but no admin added may sign in (a new user is made). */
+  oidcAutoCreate: boolean;
+  /** The provider's name on the sign-in button; unset: the issuer's host. */
+  oidcName: string | undefined;
 }
 
 export class SettingsError extends Error {
@@ -344,6 +362,50 @@ const parseCorsOrigins: Parser<'*' | readonly string[]> = (raw, name) => {
     origins.push(url.origin);
   }
   return Object.freeze(origins);
+};
+/**
+ * The issuer as OpenID Connect Discovery compares it (no trailing slash added or removed). Plain
+ * http only on loopback: the client secret and the ID token cross this connection.
+ */
+const parseIssuer: Parser<URL | undefined> = (raw, name) => {
+  const value = raw.trim();
+  if (value === '') return undefined;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new SettingsError(`${name}: "${raw}" is not a URL; expected e.g. https://auth.example.com/realms/lab`);
+  }
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && isLoopback(url.hostname)))
+    throw new SettingsError(
+      `${name}: use https:// (plain http:// only for a provider on this machine, e.g. 127.0.0.1)`,
+    );
+  if (url.username !== '' || url.password !== '' || url.search !== '' || url.hash !== '')
+    throw new SettingsError(`${name}: must not contain a user, password, query or fragment`);
+  return url;
+};
+function isLoopback(hostname: string): boolean {
+  const host = hostname.replace(/^\[|\]$/g, '');
+  return host === 'localhost' || host === '::1' || (isIPv4(host) && host.startsWith('127.'));
+}
+/** Space- or comma-separated; `openid` is what makes it OpenID Connect, so it must be there. */
+const parseScopes: Parser<readonly string[]> = (raw, name) => {
+  const scopes = [...new Set(raw.split(/[\s,]+/).filter(Boolean))];
+  if (!scopes.includes('openid')) throw new SettingsError(`${name}: "${raw}" must include openid`);
+  return Object.freeze(scopes);
+};
+/** A comma-separated list; entries are trimmed (group names may contain spaces). */
+const parseValueList: Parser<readonly string[]> = (raw) =>
+  Object.freeze(
+    raw
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
+  );
+const parseClaimName: Parser<string> = (raw, name) => {
+  const value = raw.trim();
+  if (value === '') throw new SettingsError(`${name}: must name a claim, e.g. groups`);
+  return value;
 };
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 const UPSTREAM_KIND_VALUES: readonly UpstreamKindSetting[] = ['auto', 'llama-swap', 'llama-server'];
@@ -674,6 +736,90 @@ export const SETTINGS: ReadonlyArray<SettingSpec<keyof Settings>> = [
       'midnight, a week on Monday, a month on the 1st; daylight saving time is followed.',
   },
   {
+    key: 'oidcIssuer',
+    env: 'GATEHOUSE_OIDC_ISSUER',
+    default: undefined,
+    parse: parseIssuer,
+    description:
+      "OpenID Connect sign-in: the provider's issuer URL (`https://auth.example.com/realms/lab`); its " +
+      '`/.well-known/openid-configuration` is read at the first sign-in. Needs `GATEHOUSE_OIDC_CLIENT_ID` and ' +
+      '`GATEHOUSE_PUBLIC_URL`. Unset: password sign-in only.',
+  },
+  {
+    key: 'oidcClientId',
+    env: 'GATEHOUSE_OIDC_CLIENT_ID',
+    default: undefined,
+    parse: parseOptional,
+    description: 'The client ID registered at the provider for Gatehouse.',
+  },
+  {
+    key: 'oidcClientSecret',
+    env: 'GATEHOUSE_OIDC_CLIENT_SECRET',
+    default: undefined,
+    parse: parseOptional,
+    secret: true,
+    description:
+      'The client secret registered at the provider; never logged or shown. `GATEHOUSE_OIDC_CLIENT_SECRET_FILE` ' +
+      'reads it from a file instead. Unset: a public client (PKCE only).',
+  },
+  {
+    key: 'oidcScopes',
+    env: 'GATEHOUSE_OIDC_SCOPES',
+    default: 'openid profile email',
+    parse: parseScopes,
+    description: 'Scopes asked for at sign-in, space-separated; must include `openid`.',
+  },
+  {
+    key: 'oidcRoleClaim',
+    env: 'GATEHOUSE_OIDC_ROLE_CLAIM',
+    default: 'groups',
+    parse: parseClaimName,
+    description:
+      "The claim (ID token or userinfo) listing the person's groups or roles; a dotted path reaches into an " +
+      'object (`realm_access.roles`).',
+  },
+  {
+    key: 'oidcAdminValues',
+    env: 'GATEHOUSE_OIDC_ADMIN_VALUES',
+    default: '',
+    parse: parseValueList,
+    description: 'Comma-separated values of the role claim that make a person an admin.',
+  },
+  {
+    key: 'oidcMemberValues',
+    env: 'GATEHOUSE_OIDC_MEMBER_VALUES',
+    default: '',
+    parse: parseValueList,
+    description: 'Comma-separated values of the role claim that make a person a member.',
+  },
+  {
+    key: 'oidcViewerValues',
+    env: 'GATEHOUSE_OIDC_VIEWER_VALUES',
+    default: '',
+    parse: parseValueList,
+    description:
+      'Comma-separated values of the role claim that make a person a viewer. With any of the three lists set, ' +
+      'the claim decides the role at every sign-in and a person in none of them is refused; with none set, ' +
+      'admins set roles in Gatehouse.',
+  },
+  {
+    key: 'oidcAutoCreate',
+    env: 'GATEHOUSE_OIDC_AUTO_CREATE',
+    default: 'false',
+    parse: parseBoolean,
+    description:
+      'People the provider signs in but no admin added get a user at their first sign-in (a member, or the ' +
+      'role their claim maps to). `false`: only users an admin added (matched by email at their first sign-in, ' +
+      "then by the provider's subject) may sign in.",
+  },
+  {
+    key: 'oidcName',
+    env: 'GATEHOUSE_OIDC_NAME',
+    default: undefined,
+    parse: parseOptional,
+    description: 'The provider\'s name on the sign-in page ("Sign in with <name>"). Unset: the issuer\'s host.',
+  },
+  {
     key: 'inferenceConfigFile',
     env: 'INFERENCE_CONFIG_FILE',
     default: undefined,
@@ -700,6 +846,7 @@ export const FILE_INDIRECTIONS: Readonly<Record<string, string>> = {
   GATEHOUSE_ADMIN_PASSWORD: 'GATEHOUSE_ADMIN_PASSWORD_FILE',
   GATEHOUSE_DATABASE_URL: 'GATEHOUSE_DATABASE_URL_FILE',
   GATEHOUSE_REDIS_URL: 'GATEHOUSE_REDIS_URL_FILE',
+  GATEHOUSE_OIDC_CLIENT_SECRET: 'GATEHOUSE_OIDC_CLIENT_SECRET_FILE',
 };
 
 export type FlagValues = Partial<Record<string, string>>;
@@ -751,6 +898,7 @@ export function loadSettings(
       'GATEHOUSE_DATABASE_SCHEMA is set but GATEHOUSE_DATABASE_URL is not; the schema applies to PostgreSQL only',
     );
   }
+  problems.push(...oidcProblems(out, problems));
   if (problems.length > 0) throw new SettingsError(`Invalid settings:\n  - ${problems.join('\n  - ')}`);
   const settings = out as Settings;
   settings.dataDir = isAbsolute(settings.dataDir) ? settings.dataDir : resolve(cwd, settings.dataDir);
@@ -759,6 +907,28 @@ export function loadSettings(
   if (schema !== undefined && !/^[a-z][a-z0-9+.-]+:/i.test(schema) && !isAbsolute(schema))
     settings.inferenceConfigSchema = resolve(cwd, schema);
   return Object.freeze(settings);
+}
+
+/** OpenID Connect needs its client ID and the public URL (the redirect URI is built from it). */
+function oidcProblems(out: Partial<Record<keyof Settings, unknown>>, problems: readonly string[]): string[] {
+  if (problems.some((p) => p.startsWith('GATEHOUSE_OIDC_'))) return [];
+  const found: string[] = [];
+  if (out.oidcIssuer === undefined) {
+    for (const [key, env] of [
+      ['oidcClientId', 'GATEHOUSE_OIDC_CLIENT_ID'],
+      ['oidcClientSecret', 'GATEHOUSE_OIDC_CLIENT_SECRET'],
+    ] as const) {
+      if (out[key] !== undefined) found.push(`${env} is set but GATEHOUSE_OIDC_ISSUER is not`);
+    }
+    return found;
+  }
+  if (out.oidcClientId === undefined) found.push('GATEHOUSE_OIDC_ISSUER is set but GATEHOUSE_OIDC_CLIENT_ID is not');
+  if (out.publicUrl === undefined && !problems.some((p) => p.startsWith('GATEHOUSE_PUBLIC_URL')))
+    found.push(
+      'GATEHOUSE_OIDC_ISSUER is set but GATEHOUSE_PUBLIC_URL is not; the redirect URI is ' +
+        '<GATEHOUSE_PUBLIC_URL>/api/oidc/callback',
+    );
+  return found;
 }
 
 /** Test and embedding helper: defaults plus explicit overrides, without touching `process.env`. */

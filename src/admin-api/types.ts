@@ -5,10 +5,81 @@
 
 export type Iso = string;
 
+export type UserRole = 'admin' | 'member' | 'viewer';
+
+/** `invited`: has not set a password yet (OIDC users never need one). */
+export type UserStatus = 'active' | 'invited' | 'disabled';
+
+export interface User {
+  id: string;
+  name: string;
+  email: string | null;
+  role: UserRole;
+  signIn: 'password' | 'oidc';
+  status: UserStatus;
+  createdAt: Iso;
+  disabledAt: Iso | null;
+  /** Models a member may allow on their own keys; empty: every model. */
+  allowedModels: string[];
+}
+
 export interface SessionInfo {
   authenticated: boolean;
   setupRequired: boolean;
   via: 'session' | 'token' | null;
+  /** The signed-in user; null for the admin token and when signed out. */
+  user: User | null;
+  /** What the caller may do: the user's role, `admin` for the admin token, null when signed out. */
+  role: UserRole | null;
+  /** Sign-in through an OpenID Provider, offered beside the password form; null when not set up. */
+  oidc: { name: string } | null;
+}
+
+/** `GET /api/me`. */
+export interface Me {
+  user: User | null;
+  role: UserRole;
+}
+
+/** `GET /api/users`. */
+export interface UserList {
+  users: User[];
+}
+
+/** `POST /api/users` and `POST /api/users/invite`. */
+export interface NewUserInput {
+  name: string;
+  email?: string | null;
+  role: UserRole;
+  allowedModels?: string[];
+  /** `POST /api/users` only: set a password now instead of sending an invitation. */
+  password?: string;
+}
+
+/** An invitation link: shown once; the server keeps only its hash. */
+export interface Invitation {
+  /** `<origin>/invite#token=...` */
+  url: string;
+  expiresAt: Iso;
+}
+
+/** `POST /api/users`, `POST /api/users/invite`. `invite` is null when a password was set. */
+export interface CreatedUser {
+  user: User;
+  invite: Invitation | null;
+}
+
+/** `PATCH /api/users/:id`. */
+export interface UserPatch {
+  role?: UserRole;
+  disabled?: boolean;
+  allowedModels?: string[];
+}
+
+/** `POST /api/invite/accept`: the token from the link's fragment and the new password. */
+export interface InviteAcceptInput {
+  token: string;
+  password: string;
 }
 
 export interface AuthResult {
@@ -73,6 +144,10 @@ export interface ApiKey {
   /** The `manage` scope: may list, load and unload models through `/models*` (default false). */
   manage: boolean;
   budget: KeyBudget;
+  /** The owning user's id; null for keys made with the admin token or the CLI. */
+  ownerId: string | null;
+  /** The owning user's name, when known. */
+  ownerName: string | null;
 }
 
 export interface NewKeyInput {
@@ -417,6 +492,8 @@ export interface UsageRequest {
   at: Iso;
   requestId: string;
   key: { id: string; name: string | null } | null;
+  /** The user who owns the call's key (now); null for keys without an owner or calls without a key. */
+  owner: { id: string; name: string } | null;
   model: string | null;
   method: string;
   endpoint: string;

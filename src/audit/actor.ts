@@ -5,16 +5,18 @@
 import { userInfo } from 'node:os';
 import type { AuditActor } from '../admin-api/types.js';
 import type { AdminIdentity } from '../auth/admin-identity.js';
+import type { UserRecord } from '../store/store.js';
 
 /** The actor of an admin request; without an identity (sign-in, setup) a browser with no session yet. */
 export function actorOf(identity: AdminIdentity | null | undefined): AuditActor {
-  if (identity?.via === 'session') return sessionActor(identity.sessionId);
+  if (identity?.via === 'session') return userActor(identity.user);
   if (identity?.via === 'token') return { kind: 'admin-token', id: null, name: null };
-  return sessionActor(null);
+  return { kind: 'session', id: null, name: null };
 }
 
-export function sessionActor(sessionId: string | null): AuditActor {
-  return { kind: 'session', id: sessionId, name: null };
+/** A signed-in person: their user's id and name (a session always belongs to a user). */
+export function userActor(user: Pick<UserRecord, 'id' | 'name'>): AuditActor {
+  return { kind: 'user', id: user.id, name: user.name };
 }
 
 /** `gatehouse keys ...` on the server: named after the operating-system account that ran it. */

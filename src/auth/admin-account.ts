@@ -1,18 +1,23 @@
 /**
- * The one admin account: its password and, before it has one, the one-time setup token.
- * Both live in the store's `meta` table, hashed: the password as `scrypt$N$r$p$salt$hash`,
- * the setup token as its SHA-256 hex. Neither is ever stored or logged in plain text.
+ * The first admin: the user the setup link, `GATEHOUSE_ADMIN_PASSWORD` and a sign-in without a
+ * name act on (`meta.admin.first_user_id` names them; migration `0009_users` made the old admin
+ * password this user). And, before that user exists, the one-time setup token. Passwords live
+ * hashed on the user (`scrypt$N$r$p$salt$hash`), the setup token as its SHA-256 hex; neither is
+ * ever stored or logged in plain text.
  *
- * First run: while no password exists (and `GATEHOUSE_ADMIN_PASSWORD` is not set), each start
+ * First run: while no first admin exists (and `GATEHOUSE_ADMIN_PASSWORD` is not set), each start
  * issues a NEW setup token, replacing the previous one's hash, so a link printed before a
  * restart stops working. Only a request carrying the current token can set the password, once.
  */
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { MetaStore } from '../store/store.js';
+import { createHash, timingSafeEqual, randomBytes } from 'node:crypto';
+import type { MetaStore, Store, UserRecord } from '../store/store.js';
 import { DEFAULT_SCRYPT_COST, hashPassword, verifyPassword, type ScryptCost } from './passwords.js';
+import { freeUserName, newUserId } from './users.js';
 
-export const PASSWORD_META_KEY = 'admin.password_hash';
 export const SETUP_TOKEN_META_KEY = 'admin.setup_token_sha256';
+const FIRST_ADMIN_META_KEY = 'admin.first_user_id';
+/** The first admin's name when the setup link or GATEHOUSE_ADMIN_PASSWORD creates them. */
+const FIRST_ADMIN_NAME = 'admin';
 
 export type SetupClaim =
   /** The token was right and is now used up: the caller may set the password. */
@@ -23,58 +28,106 @@ export type SetupClaim =
   | 'mismatch';
 
 export class AdminAccount {
-  readonly #meta: MetaStore;
+  readonly #store: Pick<Store, 'meta' | 'users'>;
   readonly #cost: Readonly<ScryptCost>;
+  readonly #now: () => number;
 
-  constructor(meta: MetaStore, options: { scryptCost?: Readonly<ScryptCost> } = {}) {
-    this.#meta = meta;
+  constructor(
+    store: Pick<Store, 'meta' | 'users'>,
+    options: { scryptCost?: Readonly<ScryptCost>; now?: () => number } = {},
+  ) {
+    this.#store = store;
     this.#cost = options.scryptCost ?? DEFAULT_SCRYPT_COST;
+    this.#now = options.now ?? Date.now;
+  }
+
+  /** The first admin user, once the setup link or GATEHOUSE_ADMIN_PASSWORD made them. */
+  async firstAdmin(): Promise<UserRecord | undefined> {
+    const id = await this.#store.meta.get(FIRST_ADMIN_META_KEY);
+    return id === undefined ? undefined : this.#store.users.get(id);
   }
 
   async hasPassword(): Promise<boolean> {
-    return (await this.#meta.get(PASSWORD_META_KEY)) !== undefined;
+    return (await this.firstAdmin())?.passwordHash != null;
   }
 
-  /** Stores a new password hash (the caller has checked `passwordProblem`). */
-  async setPassword(password: string): Promise<void> {
-    await this.storePasswordHash(await this.hashPassword(password));
+  /**
+   * Sets the first admin's password, creating that user when missing (the caller has checked
+   * `passwordProblem`). Returns the user.
+   */
+  async setPassword(password: string): Promise<UserRecord> {
+    return this.storePasswordHash(await this.hashPassword(password));
   }
 
-  /** The stored form of a password (scrypt: slow on purpose, so not inside a transaction). */
+  /** The stored form of a password (scrypt: slow on purpose, so never inside a transaction). */
   hashPassword(password: string): Promise<string> {
     return hashPassword(password, this.#cost);
   }
 
-  /** Stores a hash from `hashPassword`; in `meta` when given (a transaction). */
-  async storePasswordHash(hash: string, meta: MetaStore = this.#meta): Promise<void> {
-    await meta.set(PASSWORD_META_KEY, hash);
+  /**
+   * `setPassword` with a hash from `hashPassword`, in `store` when given (a transaction that
+   * also writes its audit entry).
+   */
+  async storePasswordHash(
+    passwordHash: string,
+    store: Pick<Store, 'meta' | 'users'> = this.#store,
+  ): Promise<UserRecord> {
+    const id = await store.meta.get(FIRST_ADMIN_META_KEY);
+    const existing = id === undefined ? undefined : await store.users.get(id);
+    if (existing) return (await store.users.update(existing.id, { passwordHash })) ?? existing;
+    let user: UserRecord;
+    try {
+      user = await store.users.create({
+        id: newUserId(),
+        name: await freeUserName(store.users, FIRST_ADMIN_NAME),
+        email: null,
+        role: 'admin',
+        signIn: 'password',
+        passwordHash,
+        oidcIssuer: null,
+        oidcSubject: null,
+        createdAt: this.#now(),
+        disabledAt: null,
+        allowedModels: [],
+      });
+    } catch (error) {
+      // Replicas starting together with GATEHOUSE_ADMIN_PASSWORD: one creates `admin`, the others
+      // find it (same name, unique) and take it as the first admin.
+      const winner = await store.users.findByName(FIRST_ADMIN_NAME);
+      if (winner?.role !== 'admin') throw error;
+      user = (await store.users.update(winner.id, { passwordHash })) ?? winner;
+    }
+    await store.meta.set(FIRST_ADMIN_META_KEY, user.id);
+    return user;
   }
 
-  /** False when no password exists yet. */
-  async verifyPassword(password: string): Promise<boolean> {
-    const stored = await this.#meta.get(PASSWORD_META_KEY);
-    return stored !== undefined && verifyPassword(password, stored);
+  /** The first admin when `password` is theirs and they are enabled, else undefined. */
+  async verifyPassword(password: string): Promise<UserRecord | undefined> {
+    const user = await this.firstAdmin();
+    if (!user || user.disabledAt !== null || user.passwordHash === null) return undefined;
+    return (await verifyPassword(password, user.passwordHash)) ? user : undefined;
   }
 
   /**
-   * Makes `password` the admin password unless it already is; returns whether it changed.
-   * Used for `GATEHOUSE_ADMIN_PASSWORD` at every start: an unchanged value keeps sessions.
+   * Makes `password` the first admin's password unless it already is; returns the user whose
+   * password changed, or undefined. Used for `GATEHOUSE_ADMIN_PASSWORD` at every start: an
+   * unchanged value keeps sessions.
    */
-  async applyPassword(password: string): Promise<boolean> {
-    if (await this.verifyPassword(password)) return false;
-    await this.setPassword(password);
-    return true;
+  async applyPassword(password: string): Promise<UserRecord | undefined> {
+    const user = await this.firstAdmin();
+    if (user?.passwordHash != null && (await verifyPassword(password, user.passwordHash))) return undefined;
+    return this.setPassword(password);
   }
 
   /** Issues a fresh setup token, invalidating any earlier one. Returns the token (shown once). */
   async issueSetupToken(): Promise<string> {
     const token = randomBytes(32).toString('base64url');
-    await this.#meta.set(SETUP_TOKEN_META_KEY, sha256Hex(token));
+    await this.#store.meta.set(SETUP_TOKEN_META_KEY, sha256Hex(token));
     return token;
   }
 
   async clearSetupToken(): Promise<void> {
-    await this.#meta.delete(SETUP_TOKEN_META_KEY);
+    await this.#store.meta.delete(SETUP_TOKEN_META_KEY);
   }
 
   /**
@@ -82,7 +135,7 @@ export class AdminAccount {
    * uses it up atomically: of two requests racing with the right token, one gets `claimed`.
    * In `meta` when given (a transaction).
    */
-  async claimSetupToken(token: string, meta: MetaStore = this.#meta): Promise<SetupClaim> {
+  async claimSetupToken(token: string, meta: MetaStore = this.#store.meta): Promise<SetupClaim> {
     const stored = await meta.get(SETUP_TOKEN_META_KEY);
     if (stored === undefined) return 'none';
     const expected = Buffer.from(stored, 'hex');

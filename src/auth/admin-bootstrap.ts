@@ -1,8 +1,9 @@
 /**
  * What `gatehouse serve` does about the admin account at every start, before it listens:
  *
- * - `GATEHOUSE_ADMIN_PASSWORD` set: it becomes the password (hashed). When it differs from the
- *   stored one, every dashboard session is signed out (the line says so only when there was one).
+ * - `GATEHOUSE_ADMIN_PASSWORD` set: it becomes the first admin's password (hashed; the user is
+ *   created when missing). When it differs from the stored one, that user's dashboard sessions
+ *   are signed out (the line says so only when there was one).
  *   No setup link.
  * - otherwise, no password yet: a NEW one-time setup token is issued (the previous start's
  *   link stops working) and, once the address is known, printed as a link at warn level. That
@@ -24,11 +25,12 @@ export async function prepareAdminAccess(input: {
   logger: Logger;
 }): Promise<AdminBootstrap> {
   const { store, adminPassword, logger } = input;
-  const account = new AdminAccount(store.meta);
+  const account = new AdminAccount(store);
   if (adminPassword !== undefined) {
     await account.clearSetupToken();
-    if (await account.applyPassword(adminPassword)) {
-      const ended = await store.sessions.deleteAllExcept(null);
+    const changed = await account.applyPassword(adminPassword);
+    if (changed) {
+      const ended = await store.sessions.deleteAllExcept(null, changed.id);
       logger.info(
         { admin: 'password_from_settings', sessions_ended: ended },
         ended > 0

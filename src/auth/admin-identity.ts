@@ -1,18 +1,26 @@
 /**
  * Who is calling the admin API, if anyone: a dashboard session (the `gatehouse_session`
- * cookie) or a script with `Authorization: Bearer <GATEHOUSE_ADMIN_TOKEN>`. Client API keys
- * (`sk-...`) are neither, so they never open the admin API.
+ * cookie) of an enabled user, or a script with `Authorization: Bearer <GATEHOUSE_ADMIN_TOKEN>`
+ * (an admin that is no user). Client API keys (`sk-...`) are neither, so they never open the
+ * admin API.
  *
  * Either credential is enough; an unrelated `Authorization` header (e.g. Basic auth added by a
- * reverse proxy) does not spoil a valid cookie.
+ * reverse proxy) does not spoil a valid cookie. The user is read on every request, so a role
+ * change or a disabled user takes effect at the next request, on every replica.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
+import type { UserRecord, UserRole } from '../store/store.js';
 import type { AdminSessions } from './admin-sessions.js';
 
 export const SESSION_COOKIE = 'gatehouse_session';
 
-export type AdminIdentity = { via: 'session'; sessionId: string } | { via: 'token' };
+export type AdminIdentity = { via: 'session'; sessionId: string; user: UserRecord } | { via: 'token' };
+
+/** The admin token acts as an admin; a session as its user's role. */
+export function roleOf(identity: AdminIdentity): UserRole {
+  return identity.via === 'token' ? 'admin' : identity.user.role;
+}
 
 export interface AdminIdentifier {
   /** Whether `GATEHOUSE_ADMIN_TOKEN` is configured. */
@@ -20,11 +28,18 @@ export interface AdminIdentifier {
   identify(request: FastifyRequest): Promise<AdminIdentity | undefined>;
 }
 
+export interface SessionUsers {
+  get(id: string): Promise<UserRecord | undefined>;
+  /** The user a session without one belongs to (one an older version started): the first admin. */
+  firstAdmin(): Promise<UserRecord | undefined>;
+}
+
 export function createAdminIdentifier(options: {
   sessions: AdminSessions;
+  users: SessionUsers;
   adminToken: string | undefined;
 }): AdminIdentifier {
-  const { sessions } = options;
+  const { sessions, users } = options;
   // Compare digests: always equal length, so neither the content nor the length of a guess
   // changes how long the comparison takes.
   const expected = options.adminToken ? digest(options.adminToken) : undefined;
@@ -36,14 +51,26 @@ export function createAdminIdentifier(options: {
     return match !== null && timingSafeEqual(digest(match[1]!), expected);
   };
 
+  const sessionUser = async (request: FastifyRequest): Promise<AdminIdentity | undefined> => {
+    const cookie = request.cookies[SESSION_COOKIE];
+    const session = cookie ? await sessions.resolve(cookie) : undefined;
+    if (!session) return undefined;
+    const user = session.userId === null ? await users.firstAdmin() : await users.get(session.userId);
+    if (!user || user.disabledAt !== null) {
+      // Disabling ends sessions; one that slipped through (a race) ends here.
+      await sessions.end(session.id);
+      return undefined;
+    }
+    return { via: 'session', sessionId: session.id, user };
+  };
+
   return {
     tokenEnabled: expected !== undefined,
     async identify(request) {
       // The cookie first: when a browser sends both, its session is who it is (sign-out and
       // password change act on it).
-      const cookie = request.cookies[SESSION_COOKIE];
-      const session = cookie ? await sessions.resolve(cookie) : undefined;
-      if (session) return { via: 'session', sessionId: session.id };
+      const fromSession = await sessionUser(request);
+      if (fromSession) return fromSession;
       return tokenMatches(request) ? { via: 'token' } : undefined;
     },
   };

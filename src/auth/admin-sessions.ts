@@ -49,10 +49,10 @@ export class AdminSessions {
   }
 
   /**
-   * Starts a session (and clears out expired ones while at it); in `store` when given (a
-   * transaction that also writes its audit entry).
+   * Starts a session for the user (and clears out expired ones while at it); in `store` when
+   * given (a transaction that also writes its audit entry).
    */
-  async start(store: AdminSessionStore = this.#store): Promise<StartedSession> {
+  async start(userId: string, store: AdminSessionStore = this.#store): Promise<StartedSession> {
     const at = this.#now();
     await store.deleteExpired(at, at - this.#ttlMs);
     const token = randomBytes(TOKEN_BYTES).toString('base64url');
@@ -62,6 +62,7 @@ export class AdminSessions {
       createdAt: at,
       lastSeenAt: at,
       expiresAt: at + this.#maxAgeMs,
+      userId,
     };
     await store.create(session);
     return { token, session };
@@ -93,9 +94,9 @@ export class AdminSessions {
     await store.delete(id);
   }
 
-  /** Ends every session but `keepId` (every one when null); returns how many ended. */
-  endAllExcept(keepId: string | null, store: AdminSessionStore = this.#store): Promise<number> {
-    return store.deleteAllExcept(keepId);
+  /** Ends every session of `userId` but `keepId` (every one when null); returns how many ended. */
+  endAllExcept(keepId: string | null, userId: string, store: AdminSessionStore = this.#store): Promise<number> {
+    return store.deleteAllExcept(keepId, userId);
   }
 }
 

@@ -95,9 +95,13 @@ export interface KeyView {
   manage: boolean;
   budget: KeyBudget;
   status: KeyStatus;
+  /** The owning user's id and name; null for keys made with the admin token or the CLI. */
+  ownerId: string | null;
+  ownerName: string | null;
 }
 
-export function toKeyView(key: KeyRecord, nowMs: number): KeyView {
+/** `ownerNames`: user id → name, for the owner's name beside the id. */
+export function toKeyView(key: KeyRecord, nowMs: number, ownerNames: ReadonlyMap<string, string> = new Map()): KeyView {
   return {
     id: key.id,
     name: key.name,
@@ -113,6 +117,8 @@ export function toKeyView(key: KeyRecord, nowMs: number): KeyView {
     manage: key.manage,
     budget: { ...key.budget },
     status: keyStatus(key, nowMs),
+    ownerId: key.ownerId,
+    ownerName: key.ownerId === null ? null : (ownerNames.get(key.ownerId) ?? null),
   };
 }
 
@@ -129,6 +135,8 @@ export interface NewKeyInput {
   priority?: number;
   manage?: boolean;
   budget?: Partial<KeyBudget>;
+  /** The user the key belongs to; null/absent for keys made with the admin token or the CLI. */
+  ownerId?: string | null;
 }
 
 /**
@@ -163,6 +171,7 @@ export function newKeyRecord(input: NewKeyInput, nowMs: number): { record: KeyRe
         gpuSeconds: input.budget?.gpuSeconds ?? null,
         period: input.budget?.period ?? 'day',
       },
+      ownerId: input.ownerId ?? null,
     },
   };
 }

@@ -4,6 +4,9 @@
  * guess was. The index reloads when the store reports a change made elsewhere, and callers
  * reload it after their own writes so the next request sees them.
  *
+ * A key whose owner is disabled is held as revoked (since the owner was disabled): disabling a
+ * user is announced like a key write, so every replica's index stops the keys at once.
+ *
  * Last-use times are collected in memory and written in one batch every few seconds (and on
  * close), never once per request.
  */
@@ -94,8 +97,14 @@ export class KeyIndex implements KeyVerifier {
     const next = this.#reloading
       .catch(() => {})
       .then(async () => {
-        const keys = await this.#store.keys.list();
-        this.#byHash = new Map(keys.map((key) => [key.hash, key]));
+        const [keys, users] = await Promise.all([this.#store.keys.list(), this.#store.users.list()]);
+        const disabled = new Map(users.flatMap((u) => (u.disabledAt === null ? [] : [[u.id, u.disabledAt] as const])));
+        this.#byHash = new Map(
+          keys.map((key) => {
+            const since = key.ownerId === null ? undefined : disabled.get(key.ownerId);
+            return [key.hash, since === undefined ? key : { ...key, revokedAt: key.revokedAt ?? since }];
+          }),
+        );
       });
     this.#reloading = next;
     return next;

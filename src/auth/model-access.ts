@@ -148,3 +148,21 @@ export function cachedCatalog(
     return pending;
   };
 }
+
+/**
+ * The entries of a key's model list that fall outside a member's allowance (empty: all
+ * inside). An empty allowance allows every list; an empty key list means every model, which a
+ * non-empty allowance does not cover. A pattern on the key must be in the allowance as is; a
+ * name is inside when the allowance covers it as it would cover a call to it.
+ */
+export function outsideAllowance(
+  allowance: readonly string[],
+  keyModels: readonly string[],
+  catalog: ModelCatalog | undefined,
+): string[] {
+  if (allowance.length === 0) return [];
+  if (keyModels.length === 0) return ['*'];
+  return keyModels.filter((entry) =>
+    isPattern(entry) ? !allowance.includes(entry) : !modelCovered(allowance, entry, catalog),
+  );
+}

@@ -95,6 +95,30 @@ export const CATALOGUE = {
     anthropicType: 'permission_error',
     message: 'Forbidden.',
   },
+  oidc_failed: {
+    status: 401,
+    openaiType: 'authentication_error',
+    anthropicType: 'authentication_error',
+    message: 'The sign-in with the identity provider could not be completed. Start it again.',
+  },
+  oidc_not_invited: {
+    status: 403,
+    openaiType: 'permission_error',
+    anthropicType: 'permission_error',
+    message: 'The identity provider knows you, but no one has added you to this gateway. Ask an admin to invite you.',
+  },
+  oidc_no_role: {
+    status: 403,
+    openaiType: 'permission_error',
+    anthropicType: 'permission_error',
+    message: 'Your account at the identity provider is in none of the groups this gateway lets in.',
+  },
+  user_disabled: {
+    status: 403,
+    openaiType: 'permission_error',
+    anthropicType: 'permission_error',
+    message: 'This user is disabled. Ask an admin to enable it.',
+  },
   csrf_rejected: {
     status: 403,
     openaiType: 'permission_error',
@@ -202,6 +226,12 @@ export const CATALOGUE = {
     openaiType: 'server_error',
     anthropicType: 'overloaded_error',
     message: 'Service unavailable.',
+  },
+  oidc_unavailable: {
+    status: 502,
+    openaiType: 'server_error',
+    anthropicType: 'api_error',
+    message: 'The identity provider could not be reached. Try again, or sign in with a password.',
   },
   queue_full: {
     status: 503,

@@ -16,49 +16,60 @@
  *   POST /models/load | /models/unload   llama-server router-mode compatible   authorizeManage (key with
  *                      the manage scope; its model list applies) → handler      (docs/llama-server.md)
  *
- * Admin API (`/api/*`): `open` = sameOrigin → jsonContentType; `admin` = open → adminSession.
+ * Admin API (`/api/*`): `open` = sameOrigin → jsonContentType; then adminSession → allowRoles(...), written
+ * as who may call: `everyone` (admin, member, viewer), `readers` (admin, viewer), `keyOwners` (admin,
+ * member: a member only their own keys), `admins`. Members see only their own keys and calls (handlers).
  * sameOrigin acts on every method but GET/HEAD/OPTIONS; jsonContentType on requests with a body
  * (always POST/PUT/PATCH). loginRateLimit also settles in onResponse (it counts 401s; setup's, 403s).
  * Bodies: at most ADMIN_BODY_LIMIT_BYTES (64 KiB), the config editor's CONFIG_BODY_LIMIT_BYTES (4 MiB);
  * Fastify counts while reading and refuses a larger Content-Length before reading (413).
- *   GET  /api/session   public: signed in? first run?           open → handler
+ *   GET  /api/session   public: signed in? first run? who, role  open → handler
  *   POST /api/setup     public: first password + setup token    open → setupPending → loginRateLimit → handler
  *                                                               (setup has its own loginRateLimit)
- *   POST /api/login     public: password → session cookie       open → loginRateLimit → handler
- *   POST /api/logout    end this session                        admin → handler
- *   POST /api/password  change password, end other sessions     admin → loginRateLimit → handler
- *   GET  /api/keys      list keys                               admin → handler
- *   POST /api/keys      create a key (shown once)               admin → handler
- *   PATCH/DELETE /api/keys/:id                                  admin → handler
- *   GET  /api/limits    are per-key limits shared (Redis) or per replica?   admin → handler
- *   GET  /api/budgets   each key's use of its budgets this period, and when they reset   admin → handler
- *   GET  /api/queue     calls in flight and waiting their turn (admission queue)   admin → handler
- *   GET  /api/queue/stream   the same view as SSE, on connect and on changes (throttled)   admin → handler
- *   GET  /api/upstream  llama-swap reachable? version            admin → handler
- *   GET  /api/models    models with their state                  admin → handler
- *   POST /api/models/:id/load | /api/models/:id/unload | /api/models/unload-all   admin → handler
- *   GET  /api/logs/stream?source=…  relayed log stream (SSE)     admin → handler
- *   GET  /api/live      upstream status, models, logs, gaps, queue: one SSE stream per browser   admin → handler
- *   GET  /api/endpoints public URL + open mode, for the Endpoints page   admin → handler
- *   GET  /api/config    llama-swap's config.yaml + version      admin → handler
- *   PUT  /api/config    save (version-checked, validated)       admin → handler       (4 MiB body)
- *   POST /api/config/validate   YAML + schema + loader checks   admin → handler       (4 MiB body)
- *   POST /api/config/format     re-print; never saves           admin → handler       (4 MiB body)
- *   GET  /api/config/reload-status  did llama-swap reload?      admin → handler
- *   GET  /api/usage/summary?range=&groupBy=   totals + series   admin → handler
- *   GET  /api/usage/requests?key=&model=&status=&from=&to=&cursor=&limit=   request log   admin → handler
- *   GET  /api/usage/requests/:id   one call + captured bodies   admin → handler
+ *   POST /api/login     public: [name +] password → session     open → loginRateLimit → handler
+ *   POST /api/invite/accept  public: invitation token + password → session   open → setup's loginRateLimit → handler
+ *   GET  /api/oidc/login      public: redirect to the OpenID Provider (transaction cookie)   open → handler
+ *   GET  /api/oidc/callback   public: the provider's answer → session cookie, or /sign-in?oidc_error=   open → handler
+ *                      (both only with GATEHOUSE_OIDC_ISSUER; a refusal is a redirect, the page explains it)
+ *   POST /api/logout    end this session                        everyone → handler
+ *   GET  /api/me        the signed-in user and role             everyone → handler
+ *   POST /api/password  change own password, end other sessions everyone → loginRateLimit → handler
+ *   GET  /api/users     list users                              readers → handler
+ *   POST /api/users | /api/users/invite   create / invite (one-time link)   admins → handler
+ *   PATCH /api/users/:id   role, disabled, allowedModels        admins → handler
+ *   GET  /api/keys      list keys (a member: their own)         everyone → handler
+ *   POST /api/keys      create a key (shown once)               keyOwners → handler
+ *   PATCH/DELETE /api/keys/:id                                  keyOwners → handler
+ *   GET  /api/limits    are per-key limits shared (Redis) or per replica?   everyone → handler
+ *   GET  /api/queue     calls in flight and waiting their turn (admission queue)   readers → handler
+ *   GET  /api/queue/stream   the same view as SSE, on connect and on changes (throttled)   readers → handler
+ *   GET  /api/upstream  llama-swap reachable? version            readers → handler
+ *   GET  /api/models    models with their state                  everyone → handler
+ *   POST /api/models/:id/load | /api/models/:id/unload | /api/models/unload-all   admins → handler
+ *   GET  /api/logs/stream?source=…  relayed log stream (SSE)     readers → handler
+ *   GET  /api/live      upstream status, models, logs, gaps, queue: one SSE stream per browser   readers → handler
+ *   GET  /api/endpoints public URL + open mode, for the Endpoints page   everyone → handler
+ *   GET  /api/config    llama-swap's config.yaml + version      admins → handler
+ *   PUT  /api/config    save (version-checked, validated)       admins → handler       (4 MiB body)
+ *   POST /api/config/validate   YAML + schema + loader checks   admins → handler       (4 MiB body)
+ *   POST /api/config/format     re-print; never saves           admins → handler       (4 MiB body)
+ *   GET  /api/config/reload-status  did llama-swap reload?      admins → handler
+ *   GET  /api/usage/summary?range=&groupBy=   totals + series (a member: own keys)   everyone → handler
+ *   GET  /api/usage/requests?key=&model=&status=&from=&to=&cursor=&limit=   request log   everyone → handler
+ *   GET  /api/usage/requests/:id   one call + captured bodies   everyone → handler
+ *   GET  /api/budgets   each key's use of its budgets this period (a member: own keys)   everyone → handler
  *   GET  /api/usage/export?from=&to=&format=csv|json&group=call|key|model|day&key=&model=&status=
- *                       request log or its sums as a download, streamed page by page   admin → handler
- *   GET  /api/audit?limit=&before=&action=   who changed what, newest first   admin → handler
+ *                       request log or its sums as a download, streamed page by page   readers → handler
+ *   GET  /api/audit?limit=&before=&action=   who changed what, newest first   readers → handler
  *
  * Audited (`http/admin/audited.ts`): setup, login, logout, password, key writes, config save and
  * format, model load/unload/unload-all. Each call that reaches its handler leaves one entry; a
  * store change commits with its entry, so an entry that cannot be written fails the action (500).
  *   GET  /*            dashboard (web/dist): /assets immutable, SPA fallback for HTML; never /api or /v1
  *
- * Every `/api/*` route must carry the admin chain or be listed in PUBLIC_ADMIN_ROUTES: an
- * onRoute check refuses to start otherwise, so a new route cannot be left open by mistake.
+ * Every `/api/*` route must carry the admin chain with exactly one role declaration, or be listed in
+ * PUBLIC_ADMIN_ROUTES: an onRoute check refuses to start otherwise, so a new route cannot be left
+ * open, or open to every role, by mistake.
  *
  * `/v1/*` is dispatched before Fastify's router, on Node's raw objects: it is the hot path
  * and needs nothing Fastify adds (see docs/architecture.md).
@@ -75,13 +86,15 @@ import type { LineBuffer } from '../logging/line-buffer.js';
 import type { Forwarder } from '../proxy/forward.js';
 import type { ListModels } from '../proxy/models-list.js';
 import type { Settings } from '../settings.js';
-import type { Store } from '../store/store.js';
+import type { Store, UserRole } from '../store/store.js';
 import type { Upstream } from '../upstream/upstream.js';
 import { UpstreamView } from '../live/upstream-view.js';
 import type { UsageAccounting } from '../usage/usage-accounting.js';
 import { AdminAccount } from '../auth/admin-account.js';
 import { createAdminIdentifier } from '../auth/admin-identity.js';
 import { adminSession } from '../auth/admin-session.js';
+import { allowRoles, declaredRoles } from '../auth/admin-role.js';
+import { Users } from '../auth/users.js';
 import { AdminSessions } from '../auth/admin-sessions.js';
 import { clientAuth, modelAllowList } from '../auth/client-auth-steps.js';
 import { jsonContentType } from '../auth/json-content-type.js';
@@ -94,6 +107,7 @@ import type { TapFactory } from '../core/steps.js';
 import { readModel } from '../proxy/read-model.js';
 import { cachedCatalog, type ModelCatalog } from '../auth/model-access.js';
 import { join } from 'node:path';
+import { userActor } from '../audit/actor.js';
 import { AuditLog } from '../audit/audit-log.js';
 import { AuditRetention } from '../audit/retention.js';
 import { createAuditHandler } from './admin/audit-handlers.js';
@@ -110,6 +124,12 @@ import { sessionCookie } from './admin/session-cookie.js';
 import { createSessionHandlers } from './admin/session-handlers.js';
 import { createUsageHandlers } from './admin/usage-handlers.js';
 import { createUsageExportHandler } from './admin/usage-export.js';
+import { createUsersHandlers } from './admin/users-handlers.js';
+import { createOidcHandlers } from './admin/oidc-handlers.js';
+import { OidcClient } from '../oidc/oidc-client.js';
+import { oidcSetup } from '../oidc/oidc-setup.js';
+import { oidcSignIn } from '../oidc/sign-in.js';
+import { TransactionSeal } from '../oidc/transaction.js';
 import { defaultDashboardRoot, registerDashboard } from './dashboard.js';
 import { createManageModelHandlers } from './manage-models.js';
 import { corsPolicy, withCors } from './cors.js';
@@ -121,7 +141,15 @@ import { createQueueHandler } from './admin/queue-handlers.js';
 import { createQueueStreamHandler } from './admin/queue-stream.js';
 
 /** The only `/api/*` routes reachable without an admin session or token. */
-export const PUBLIC_ADMIN_ROUTES: ReadonlySet<string> = new Set(['/api/session', '/api/setup', '/api/login']);
+export const PUBLIC_ADMIN_ROUTES: ReadonlySet<string> = new Set([
+  '/api/session',
+  '/api/setup',
+  '/api/login',
+  '/api/invite/accept',
+  // OpenID Connect: the start of a sign-in and the provider's redirect back, both before any session.
+  '/api/oidc/login',
+  '/api/oidc/callback',
+]);
 
 /** Wrong passwords allowed per client address within `LOGIN_WINDOW_MS` before `429`. */
 const LOGIN_MAX_FAILURES = 5;
@@ -238,7 +266,13 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
     const { store, index } = deps.admin;
     const now = deps.now ?? Date.now;
     const sessions = new AdminSessions({ store: store.sessions, ttlMs: deps.settings.sessionTtlMs, now });
-    const identifier = createAdminIdentifier({ sessions, adminToken: deps.settings.adminToken });
+    const account = new AdminAccount(store, { now });
+    const users = new Users({ store, now });
+    const identifier = createAdminIdentifier({
+      sessions,
+      users: { get: (id) => store.users.get(id), firstAdmin: () => account.firstAdmin() },
+      adminToken: deps.settings.adminToken,
+    });
     const clientAddress = (request: FastifyRequest) => trust.clientAddress(request.raw);
     const loginLimit = loginRateLimit({
       maxFailures: LOGIN_MAX_FAILURES,
@@ -261,7 +295,12 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
     app.decorateRequest('adminIdentity', null);
 
     const open = { onRequest: checks };
-    const admin = { onRequest: [...checks, session] };
+    // Who may call a route: every signed-in role, admins and viewers (reads), admins and
+    // members (their own keys), admins only.
+    const everyone = { onRequest: [...checks, session, allowRoles('admin', 'member', 'viewer')] };
+    const readers = { onRequest: [...checks, session, allowRoles('admin', 'viewer')] };
+    const keyOwners = { onRequest: [...checks, session, allowRoles('admin', 'member')] };
+    const admins = { onRequest: [...checks, session, allowRoles('admin')] };
 
     const auditLog = new AuditLog(store, { now, logger: deps.logger });
     const audited = createAudited(auditLog, clientAddress);
@@ -272,13 +311,16 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
     });
     app.addHook('onClose', async () => auditRetention.close());
 
-    const account = new AdminAccount(store.meta);
+    const cookie = sessionCookie(trust);
+    const oidc = oidcSetup(deps.settings);
     const s = createSessionHandlers({
       account,
+      users,
       sessions,
       identifier,
-      cookie: sessionCookie(trust),
+      cookie,
       passwordFromSettings: deps.settings.adminPassword !== undefined,
+      oidcName: oidc?.name,
     });
     app.get('/api/session', open, s.session);
     app.post(
@@ -291,22 +333,65 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
       { onRequest: [...checks, loginLimit.check], onResponse: loginLimit.settle },
       audited('session.sign_in', s.login, { failureAction: 'session.sign_in_failed' }),
     );
-    app.post('/api/logout', admin, audited('session.sign_out', s.logout));
+    // Wrong or used tokens (403) count like wrong setup tokens.
+    app.post(
+      '/api/invite/accept',
+      { onRequest: [...checks, setupLimit.check], onResponse: setupLimit.settle },
+      s.acceptInvite,
+    );
+    app.post('/api/logout', everyone, audited('session.sign_out', s.logout));
+    app.get('/api/me', everyone, s.me);
+    if (oidc) {
+      const o = createOidcHandlers({
+        client: new OidcClient({ ...oidc.client, now }),
+        seal: new TransactionSeal(store.meta, now),
+        decide: oidcSignIn({ users, store, mapping: oidc.mapping, autoCreate: oidc.autoCreate }),
+        startSession: async (request, reply, userId) => {
+          const user = await store.users.get(userId);
+          const { token, session } = await auditLog.commit(
+            (tx) => sessions.start(userId, tx.sessions),
+            () => ({
+              actor: user ? userActor(user) : { kind: 'user', id: userId, name: null },
+              client: clientAddress(request),
+              action: 'session.sign_in',
+              target: null,
+              outcome: 'success',
+              reason: null,
+            }),
+          );
+          cookie.set(request, reply, token, session.expiresAt - session.createdAt);
+        },
+        publicUrl: oidc.publicUrl,
+        trust,
+      });
+      app.get('/api/oidc/login', open, o.login);
+      app.get('/api/oidc/callback', open, o.callback);
+    }
     app.post(
       '/api/password',
-      { onRequest: [...checks, session, loginLimit.check], onResponse: loginLimit.settle },
+      { onRequest: [...everyone.onRequest, loginLimit.check], onResponse: loginLimit.settle },
       audited('password.change', s.changePassword),
     );
 
-    const keys = createKeyHandlers({ store, index });
-    app.get('/api/keys', admin, keys.list);
-    app.post('/api/keys', admin, audited('key.create', keys.create));
-    app.patch('/api/keys/:id', admin, audited('key.update', keys.update));
-    app.delete('/api/keys/:id', admin, audited('key.delete', keys.remove));
-    app.get('/api/limits', admin, createLimitsHandler(usage.limits));
-    app.get('/api/budgets', admin, createBudgetsHandler(store, usage, deps.now));
-    app.get('/api/queue', admin, createQueueHandler(deps.queue, deps.now));
-    app.get('/api/queue/stream', admin, createQueueStreamHandler(deps.queue, deps.now));
+    const usersApi = createUsersHandlers({
+      users,
+      origin: (request) => deps.settings.publicUrl ?? trust.origin(request.raw) ?? '',
+      keysChanged: () => index.reload(),
+    });
+    app.get('/api/users', readers, usersApi.list);
+    app.post('/api/users', admins, usersApi.create);
+    app.post('/api/users/invite', admins, usersApi.invite);
+    app.patch('/api/users/:id', admins, usersApi.update);
+
+    const keys = createKeyHandlers({ store, index, catalog });
+    app.get('/api/keys', everyone, keys.list);
+    app.post('/api/keys', keyOwners, audited('key.create', keys.create));
+    app.patch('/api/keys/:id', keyOwners, audited('key.update', keys.update));
+    app.delete('/api/keys/:id', keyOwners, audited('key.delete', keys.remove));
+    app.get('/api/limits', everyone, createLimitsHandler(usage.limits));
+    app.get('/api/budgets', everyone, createBudgetsHandler(store, usage, deps.now));
+    app.get('/api/queue', readers, createQueueHandler(deps.queue, deps.now));
+    app.get('/api/queue/stream', readers, createQueueStreamHandler(deps.queue, deps.now));
 
     const view = deps.admin.liveView ?? new UpstreamView({ client: deps.admin.llamaSwap, logger: deps.logger });
     if (!deps.admin.liveView) app.addHook('onClose', async () => view.close());
@@ -315,8 +400,9 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
       app.addHook('onClose', async () => stopFeeding());
     }
     const models = createModelHandlers({ upstream: deps.admin.llamaSwap, view, logger: deps.logger });
-    app.get('/api/upstream', admin, models.upstreamStatus);
-    app.get('/api/models', admin, models.list);
+    app.get('/api/upstream', readers, models.upstreamStatus);
+    // Members pick models for their keys and snippets: names and states only, no load/unload.
+    app.get('/api/models', everyone, models.list);
     const manage = createManageModelHandlers({
       upstream: deps.admin.llamaSwap,
       keys: deps.keys,
@@ -328,18 +414,18 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
     app.get('/models', manage.list);
     app.post('/models/load', manage.load);
     app.post('/models/unload', manage.unload);
-    app.post('/api/models/unload-all', admin, audited('model.unload_all', models.unloadAll));
-    app.post('/api/models/:id/load', admin, audited('model.load', models.load));
-    app.post('/api/models/:id/unload', admin, audited('model.unload', models.unload));
+    app.post('/api/models/unload-all', admins, audited('model.unload_all', models.unloadAll));
+    app.post('/api/models/:id/load', admins, audited('model.load', models.load));
+    app.post('/api/models/:id/unload', admins, audited('model.unload', models.unload));
     app.get(
       '/api/logs/stream',
-      admin,
+      readers,
       createLogStreamHandler({ upstream: deps.admin.llamaSwap, view, gatewayLog: deps.admin.gatewayLog }),
     );
     const stillSignedIn = async (request: FastifyRequest) => (await identifier.identify(request)) !== undefined;
     app.get(
       '/api/live',
-      admin,
+      readers,
       createLiveStreamHandler({
         view,
         gatewayLog: deps.admin.gatewayLog,
@@ -348,24 +434,35 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
         stillSignedIn,
       }),
     );
-    app.get('/api/endpoints', admin, createEndpointsHandler({ publicUrl: deps.settings.publicUrl, keys: deps.keys }));
+    app.get(
+      '/api/endpoints',
+      everyone,
+      createEndpointsHandler({ publicUrl: deps.settings.publicUrl, keys: deps.keys }),
+    );
 
     if (deps.configEditor) {
+      // Admins only: config.yaml may hold upstream API keys, which viewers must not see.
       const config = createConfigHandlers({ editor: deps.configEditor, onConfigChanged: () => void view.refresh() });
-      const adminConfigText = { ...admin, bodyLimit: CONFIG_BODY_LIMIT_BYTES };
-      app.get('/api/config', admin, config.load);
+      const adminConfigText = { ...admins, bodyLimit: CONFIG_BODY_LIMIT_BYTES };
+      app.get('/api/config', admins, config.load);
       app.put('/api/config', adminConfigText, audited('config.save', config.save));
       app.post('/api/config/validate', adminConfigText, config.validate);
       app.post('/api/config/format', adminConfigText, audited('config.format', config.format));
-      app.get('/api/config/reload-status', admin, config.reloadStatus);
+      app.get('/api/config/reload-status', admins, config.reloadStatus);
     }
 
-    const usageApi = createUsageHandlers({ usage, store: store.usage });
-    app.get('/api/usage/summary', admin, usageApi.summary);
-    app.get('/api/usage/requests', admin, usageApi.requests);
-    app.get('/api/usage/requests/:id', admin, usageApi.request);
-    app.get('/api/usage/export', admin, createUsageExportHandler({ usage, store: store.usage, now }));
-    app.get('/api/audit', admin, createAuditHandler(store.audit));
+    const usageApi = createUsageHandlers({
+      usage,
+      store: store.usage,
+      ownedKeyIds: async (userId) => (await store.keys.list({ ownerId: userId })).map((key) => key.id),
+      keyOwners: () => keyOwnerNames(store),
+    });
+    app.get('/api/usage/summary', everyone, usageApi.summary);
+    app.get('/api/usage/requests', everyone, usageApi.requests);
+    app.get('/api/usage/requests/:id', everyone, usageApi.request);
+    // Exports and the audit log list every key and user: not for members, who see only their own.
+    app.get('/api/usage/export', readers, createUsageExportHandler({ usage, store: store.usage, now }));
+    app.get('/api/audit', readers, createAuditHandler(store.audit));
   }
 
   return {
@@ -373,6 +470,18 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
       return url.startsWith('/v1/') || url === '/v1' || url.startsWith('/v1?') ? v1 : undefined;
     },
   };
+}
+
+/** Key id → the user who owns it, to name the user beside each call in the request log. */
+async function keyOwnerNames(store: Store): Promise<ReadonlyMap<string, { id: string; name: string }>> {
+  const [keys, users] = await Promise.all([store.keys.list(), store.users.list()]);
+  const names = new Map(users.map((user) => [user.id, user.name]));
+  const owners = new Map<string, { id: string; name: string }>();
+  for (const key of keys) {
+    const name = key.ownerId === null ? undefined : names.get(key.ownerId);
+    if (name !== undefined) owners.set(key.id, { id: key.ownerId!, name });
+  }
+  return owners;
 }
 
 /** One tap from two optional ones (the usage tap and an extra one from tests). */
@@ -397,11 +506,28 @@ function bothTaps(a: TapFactory | undefined, b: TapFactory | undefined): TapFact
 
 type Hook = (...args: never[]) => unknown;
 
+/** One `/api/*` route and who may call it (`public`: no session needed). */
+export interface AdminRouteAccess {
+  method: string;
+  url: string;
+  roles: readonly UserRole[] | 'public';
+}
+
+const routeAccess = new WeakMap<FastifyInstance, AdminRouteAccess[]>();
+
+/** Every `/api/*` route registered on `app` so far, with its declared roles (the role tests iterate it). */
+export function adminRouteAccess(app: FastifyInstance): readonly AdminRouteAccess[] {
+  return routeAccess.get(app) ?? [];
+}
+
 /**
  * Refuses, at start, an `/api/*` route without the cross-site checks, or without the admin
- * session step unless it is in PUBLIC_ADMIN_ROUTES.
+ * session step and exactly one declared role (`allowRoles`, after the session step) unless it
+ * is in PUBLIC_ADMIN_ROUTES.
  */
 export function guardAdminRoutes(app: FastifyInstance, session: Hook, checks: readonly Hook[]): void {
+  const seen: AdminRouteAccess[] = [];
+  routeAccess.set(app, seen);
   app.addHook('onRoute', (route: RouteOptions) => {
     if (route.url !== '/api' && !route.url.startsWith('/api/')) return;
     const hooks: unknown[] =
@@ -410,9 +536,25 @@ export function guardAdminRoutes(app: FastifyInstance, session: Hook, checks: re
     if (!checks.every((check) => hooks.includes(check))) {
       throw new Error(`route table: ${what} lacks the sameOrigin/jsonContentType checks every /api route needs`);
     }
-    if (!PUBLIC_ADMIN_ROUTES.has(route.url) && !hooks.includes(session)) {
+    const methods = (Array.isArray(route.method) ? route.method : [route.method]).map(String);
+    if (PUBLIC_ADMIN_ROUTES.has(route.url)) {
+      for (const method of methods) seen.push({ method, url: route.url, roles: 'public' });
+      return;
+    }
+    if (!hooks.includes(session)) {
       throw new Error(`route table: ${what} has no adminSession step; add it or list the route in PUBLIC_ADMIN_ROUTES`);
     }
+    const declared = hooks.flatMap((hook, i) => {
+      const roles = declaredRoles(hook);
+      return roles ? [{ roles, i }] : [];
+    });
+    if (declared.length !== 1 || declared[0]!.i < hooks.indexOf(session)) {
+      const count = declared.length;
+      throw new Error(
+        `route table: ${what} must declare exactly one allowRoles(...) step after adminSession (it has ${count})`,
+      );
+    }
+    for (const method of methods) seen.push({ method, url: route.url, roles: declared[0]!.roles });
   });
 }
 

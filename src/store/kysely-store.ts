@@ -7,6 +7,7 @@ import { sql, type Insertable, type Kysely, type Selectable, type Updateable } f
 import type { AdminSessionsTable, ApiKeysTable, Database } from './schema.js';
 import { createAuditStore } from './audit-queries.js';
 import { createUsageStore, type AppendUsage } from './usage-queries.js';
+import { createInviteStore, createUserStore } from './user-queries.js';
 import {
   AmbiguousKeyReferenceError,
   BUDGET_PERIODS,
@@ -52,8 +53,10 @@ export function createKyselyStore(db: Kysely<Database>, hooks: DialectHooks): St
       return structuredClone(record);
     },
 
-    async list() {
-      const rows = await db.selectFrom('api_keys').selectAll().orderBy('created_at').orderBy('id').execute();
+    async list(filter) {
+      let query = db.selectFrom('api_keys').selectAll();
+      if (filter) query = query.where('owner_id', '=', filter.ownerId);
+      const rows = await query.orderBy('created_at').orderBy('id').execute();
       return rows.map(toRecord);
     },
 
@@ -149,6 +152,7 @@ export function createKyselyStore(db: Kysely<Database>, hooks: DialectHooks): St
           created_at: record.createdAt,
           last_seen_at: record.lastSeenAt,
           expires_at: record.expiresAt,
+          user_id: record.userId,
         })
         .execute();
     },
@@ -172,9 +176,10 @@ export function createKyselyStore(db: Kysely<Database>, hooks: DialectHooks): St
       const result = await db.deleteFrom('admin_sessions').where('id', '=', id).executeTakeFirst();
       return Number(result.numDeletedRows) > 0;
     },
-    async deleteAllExcept(keepId) {
+    async deleteAllExcept(keepId, userId) {
       let query = db.deleteFrom('admin_sessions');
       if (keepId !== null) query = query.where('id', '<>', keepId);
+      if (userId !== undefined) query = query.where('user_id', '=', userId);
       const result = await query.executeTakeFirst();
       return Number(result.numDeletedRows);
     },
@@ -201,12 +206,20 @@ export function createKyselyStore(db: Kysely<Database>, hooks: DialectHooks): St
     keys,
     meta,
     sessions,
+    users: createUserStore(db, hooks.writeKeys),
+    invites: createInviteStore(db),
     usage: createUsageStore(db, hooks.appendUsage),
     audit: createAuditStore(db),
     transaction: (work) =>
       hooks.transaction(db, (conn) => {
         const scoped = createKyselyStore(conn, hooks);
-        return work({ keys: scoped.keys, meta: scoped.meta, sessions: scoped.sessions, audit: scoped.audit });
+        return work({
+          keys: scoped.keys,
+          meta: scoped.meta,
+          users: scoped.users,
+          sessions: scoped.sessions,
+          audit: scoped.audit,
+        });
       }),
     watchKeys: (onChange) => hooks.watchKeys(onChange),
     close() {
@@ -240,6 +253,7 @@ function toRow(record: KeyRecord): Insertable<ApiKeysTable> {
     budget_requests: record.budget.requests,
     budget_gpu_seconds: record.budget.gpuSeconds,
     budget_period: record.budget.period,
+    owner_id: record.ownerId,
   };
 }
 
@@ -287,6 +301,7 @@ function toRecord(row: Selectable<ApiKeysTable>): KeyRecord {
       gpuSeconds: nullableNumber(row.budget_gpu_seconds),
       period: parsePeriod(row.id, row.budget_period),
     },
+    ownerId: row.owner_id,
   };
 }
 
@@ -304,6 +319,7 @@ function toSessionRecord(row: Selectable<AdminSessionsTable>): AdminSessionRecor
     createdAt: Number(row.created_at),
     lastSeenAt: Number(row.last_seen_at),
     expiresAt: Number(row.expires_at),
+    userId: row.user_id,
   };
 }
 

@@ -6,6 +6,7 @@
  * builder with portable types (`text`, `integer`, `bigint`) so SQLite and PostgreSQL share it;
  * take `Kysely<unknown>` because a migration must not depend on today's row types.
  */
+import { randomBytes } from 'node:crypto';
 import {
   Migrator,
   SqliteAdapter,
@@ -186,6 +187,59 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
         .addPrimaryKeyConstraint('audit_log_pk', ['at', 'id'])
         .execute();
       await db.schema.createIndex('audit_log_action_idx').on('audit_log').columns(['action', 'at', 'id']).execute();
+    },
+  },
+  /**
+   * People instead of one password: users with roles, invitations, an owner per key and a user
+   * per session. An existing admin password becomes the first admin user (`admin`), and every
+   * existing session becomes theirs, so nobody is signed out by the upgrade.
+   */
+  '0009_users': {
+    async up(db: Kysely<unknown>): Promise<void> {
+      await db.schema
+        .createTable('users')
+        .addColumn('id', 'text', (c) => c.primaryKey())
+        .addColumn('name', 'text', (c) => c.notNull().unique())
+        .addColumn('email', 'text')
+        .addColumn('role', 'text', (c) => c.notNull())
+        .addColumn('sign_in', 'text', (c) => c.notNull())
+        .addColumn('password_hash', 'text')
+        .addColumn('oidc_issuer', 'text')
+        .addColumn('oidc_subject', 'text')
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('disabled_at', 'bigint')
+        .addColumn('allowed_models', 'text', (c) => c.notNull().defaultTo('[]'))
+        .execute();
+      // NULLs never collide in a unique index (both engines), so password users need no pair.
+      await db.schema
+        .createIndex('users_oidc_idx')
+        .on('users')
+        .columns(['oidc_issuer', 'oidc_subject'])
+        .unique()
+        .execute();
+      await db.schema
+        .createTable('user_invites')
+        .addColumn('token_hash', 'text', (c) => c.primaryKey())
+        .addColumn('user_id', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('expires_at', 'bigint', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('user_invites_user_idx').on('user_invites').column('user_id').execute();
+      await db.schema.alterTable('api_keys').addColumn('owner_id', 'text').execute();
+      await db.schema.createIndex('api_keys_owner_idx').on('api_keys').column('owner_id').execute();
+      await db.schema.alterTable('admin_sessions').addColumn('user_id', 'text').execute();
+
+      const { rows } = await sql<{
+        value: string;
+      }>`select value from meta where key = ${'admin.password_hash'}`.execute(db);
+      const passwordHash = rows[0]?.value;
+      if (passwordHash === undefined) return;
+      const id = `usr_${randomBytes(9).toString('base64url')}`;
+      await sql`insert into users (id, name, role, sign_in, password_hash, created_at, allowed_models)
+        values (${id}, ${'admin'}, ${'admin'}, ${'password'}, ${passwordHash}, ${Date.now()}, ${'[]'})`.execute(db);
+      await sql`insert into meta (key, value) values (${'admin.first_user_id'}, ${id})`.execute(db);
+      await sql`delete from meta where key = ${'admin.password_hash'}`.execute(db);
+      await sql`update admin_sessions set user_id = ${id}`.execute(db);
     },
   },
   /** The `manage` scope: the key may list, load and unload models (`/models*`); off for every existing key. */

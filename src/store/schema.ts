@@ -35,6 +35,8 @@ export interface ApiKeysTable {
   budget_requests: NullableInt8;
   budget_gpu_seconds: NullableInt8;
   budget_period: Generated<string>;
+  /** `users.id` of the owner; null for keys made with the admin token or the CLI. */
+  owner_id: string | null;
 }
 
 export interface MetaTable {
@@ -50,6 +52,34 @@ export interface AdminSessionsTable {
   created_at: Int8;
   last_seen_at: Int8;
   /** Absolute end, whatever the activity. */
+  expires_at: Int8;
+  /** `users.id`; null only for sessions an older version started. */
+  user_id: string | null;
+}
+
+/** One person who may sign in (`UserRecord`). */
+export interface UsersTable {
+  id: string;
+  name: string;
+  email: string | null;
+  /** `admin` | `member` | `viewer` */
+  role: string;
+  /** `password` | `oidc` */
+  sign_in: string;
+  password_hash: string | null;
+  oidc_issuer: string | null;
+  oidc_subject: string | null;
+  created_at: Int8;
+  disabled_at: NullableInt8;
+  /** JSON array of model ids a member may allow on their keys; `[]` means every model. */
+  allowed_models: string;
+}
+
+/** A pending invitation link; only the SHA-256 hex of its token. */
+export interface UserInvitesTable {
+  token_hash: string;
+  user_id: string;
+  created_at: Int8;
   expires_at: Int8;
 }
 
@@ -124,6 +154,8 @@ export interface Database {
   api_keys: ApiKeysTable;
   meta: MetaTable;
   admin_sessions: AdminSessionsTable;
+  users: UsersTable;
+  user_invites: UserInvitesTable;
   usage_requests: UsageRequestsTable;
   usage_minutes: UsageRollupTable;
   usage_hours: UsageRollupTable;

@@ -61,6 +61,8 @@ export interface KeyRecord {
   /** The `manage` scope: may list, load and unload models (`/models*`). */
   manage: boolean;
   budget: KeyBudget;
+  /** The user who owns the key; `null` for keys made with the admin token or the CLI. */
+  ownerId: string | null;
 }
 
 /** What may change on an existing key. Absent fields stay as they are. */
@@ -93,8 +95,8 @@ export class AmbiguousKeyReferenceError extends Error {
 export interface KeyStore {
   /** Inserts a new key. Fails if the id or hash already exists. */
   create(record: KeyRecord): Promise<KeyRecord>;
-  /** Every key, oldest first. */
-  list(): Promise<KeyRecord[]>;
+  /** Every key, oldest first; only the keys of `ownerId` when given. */
+  list(filter?: { ownerId: string }): Promise<KeyRecord[]>;
   get(id: string): Promise<KeyRecord | undefined>;
   /**
    * Resolves what an operator typed: an exact id, or the start of an id (`key_…`) or of a
@@ -138,6 +140,8 @@ export interface AdminSessionRecord {
   lastSeenAt: number;
   /** Absolute end, whatever the activity. */
   expiresAt: number;
+  /** Who signed in. `null` only for a session an older version started (read as the first admin). */
+  userId: string | null;
 }
 
 export interface AdminSessionStore {
@@ -148,8 +152,11 @@ export interface AdminSessionStore {
   touch(id: string, at: number): Promise<void>;
   /** Returns whether a session was deleted. */
   delete(id: string): Promise<boolean>;
-  /** Deletes every session except `keepId` (every one when `null`); returns how many. */
-  deleteAllExcept(keepId: string | null): Promise<number>;
+  /**
+   * Deletes every session except `keepId` (every one when `null`); returns how many. With
+   * `userId`, only that user's sessions.
+   */
+  deleteAllExcept(keepId: string | null, userId?: string): Promise<number>;
   /**
    * Deletes the sessions past their absolute end (`expiresAt <= now`) or idle since before
    * `idleBefore` (`lastSeenAt < idleBefore`); returns how many.
@@ -221,6 +228,8 @@ export interface UsageCursor {
 
 export interface UsageListQuery {
   keyId?: string;
+  /** Only calls made with one of these keys (a member's own keys); empty matches nothing. */
+  keyIds?: readonly string[];
   model?: string;
   /** Inclusive status range (`{min: 500, max: 599}` for 5xx, or one code). */
   status?: { min: number; max: number };
@@ -276,6 +285,8 @@ export interface UsageRollupQuery {
   /** Width of the returned buckets: a multiple of the resolution. */
   stepMs: number;
   groupBy: 'key' | 'model' | null;
+  /** Only calls made with one of these keys (a member's own keys); empty matches nothing. */
+  keyIds?: readonly string[];
 }
 
 export interface UsagePruneCutoffs {
@@ -352,8 +363,88 @@ export interface AuditStore {
 export interface StoreTransaction {
   readonly keys: KeyStore;
   readonly meta: MetaStore;
+  readonly users: UserStore;
   readonly sessions: AdminSessionStore;
   readonly audit: AuditStore;
+}
+
+/** What a user may do: `admin` everything, `member` their own keys and usage, `viewer` read-only. */
+export type UserRole = 'admin' | 'member' | 'viewer';
+export const USER_ROLES: readonly UserRole[] = Object.freeze(['admin', 'member', 'viewer']);
+
+/** How a user signs in: a password kept here (scrypt), or an OpenID Connect provider. */
+export type SignInMethod = 'password' | 'oidc';
+
+/** One person who may sign in to the dashboard. */
+export interface UserRecord {
+  /** `usr_` + 12 base62 characters. */
+  id: string;
+  /** Unique (case-sensitive); what a password user types to sign in. */
+  name: string;
+  email: string | null;
+  role: UserRole;
+  signIn: SignInMethod;
+  /** `scrypt$N$r$p$salt$hash`; null for OIDC users and for invited users who have not set one yet. */
+  passwordHash: string | null;
+  /** The OpenID Provider's issuer and the user's `sub` there; both null for password users. */
+  oidcIssuer: string | null;
+  oidcSubject: string | null;
+  createdAt: number;
+  /** Set while the user is disabled: no sign-in, no session, none of their keys work. */
+  disabledAt: number | null;
+  /**
+   * Models a member may allow on their own keys (ids, aliases, `*` patterns); empty means every
+   * model. Admin-set; unused for admins and viewers.
+   */
+  allowedModels: string[];
+}
+
+/** What may change on a user. Absent fields stay as they are. */
+export interface UserPatch {
+  name?: string;
+  email?: string | null;
+  role?: UserRole;
+  passwordHash?: string | null;
+  disabledAt?: number | null;
+  allowedModels?: string[];
+  /** Links the user to an OpenID Provider's subject: from now on they sign in there (`signIn: 'oidc'`). */
+  oidc?: { issuer: string; subject: string };
+}
+
+export interface UserStore {
+  /** Inserts a user. Fails if the id, the name or the (issuer, subject) pair already exists. */
+  create(record: UserRecord): Promise<UserRecord>;
+  /** Every user, oldest first. */
+  list(): Promise<UserRecord[]>;
+  get(id: string): Promise<UserRecord | undefined>;
+  findByName(name: string): Promise<UserRecord | undefined>;
+  findByOidc(issuer: string, subject: string): Promise<UserRecord | undefined>;
+  /**
+   * Applies the patch; returns the updated record, or `undefined` when the id is unknown.
+   * Announced like a key write (`watchKeys`): a disabled user's keys stop on every replica.
+   */
+  update(id: string, patch: UserPatch): Promise<UserRecord | undefined>;
+  count(): Promise<number>;
+}
+
+/** A pending invitation: the link's token is never stored, only its SHA-256 hex. */
+export interface InviteRecord {
+  tokenHash: string;
+  /** The invited user (created with the invitation, without a password). */
+  userId: string;
+  createdAt: number;
+  expiresAt: number;
+}
+
+export interface InviteStore {
+  create(record: InviteRecord): Promise<void>;
+  /**
+   * Uses up the invitation with this token hash in one statement, whatever its age: of two
+   * requests racing with one link exactly one gets it back. The caller checks `expiresAt`.
+   */
+  take(tokenHash: string): Promise<InviteRecord | undefined>;
+  /** Deletes every invitation of a user (a new invitation replaces the old link). */
+  deleteForUser(userId: string): Promise<number>;
 }
 
 export interface Store {
@@ -364,6 +455,8 @@ export interface Store {
   readonly keys: KeyStore;
   readonly meta: MetaStore;
   readonly sessions: AdminSessionStore;
+  readonly users: UserStore;
+  readonly invites: InviteStore;
   /** The request log and its rollups (`usage/`). */
   readonly usage: UsageStore;
   /** Who changed what in the admin API (`audit/`). */
@@ -376,8 +469,8 @@ export interface Store {
    */
   transaction<T>(work: (tx: StoreTransaction) => Promise<T>): Promise<T>;
   /**
-   * Calls `onChange` when another connection or process changed the keys (the CLI, another
-   * replica). Writes through this store are not reported: their caller knows already.
+   * Calls `onChange` when another connection or process changed the keys or the users (the
+   * CLI, another replica). Writes through this store are not reported: their caller knows already.
    * May also fire spuriously (periodic resync); listeners reload, they do not diff.
    * Returns the unsubscribe function.
    */

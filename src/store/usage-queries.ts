@@ -77,6 +77,10 @@ export function createUsageStore(db: Kysely<Database>, appendUsage: AppendUsage)
           sql<number>`case when request_body is null and response_body is null then 0 else 1 end`.as('captured'),
         ]);
       if (query.keyId !== undefined) q = q.where('key_id', '=', query.keyId);
+      if (query.keyIds !== undefined) {
+        if (query.keyIds.length === 0) return [];
+        q = q.where('key_id', 'in', [...query.keyIds]);
+      }
       if (query.model !== undefined) q = q.where('model', '=', query.model);
       if (query.status !== undefined)
         q = q.where('status', '>=', query.status.min).where('status', '<=', query.status.max);
@@ -126,6 +130,10 @@ export function createUsageStore(db: Kysely<Database>, appendUsage: AppendUsage)
         .where('bucket', '>=', query.from)
         .where('bucket', '<', query.to)
         .groupBy(t);
+      if (query.keyIds !== undefined) {
+        if (query.keyIds.length === 0) return [];
+        q = q.where('key_id', 'in', [...query.keyIds]);
+      }
       if (groupColumn) q = q.groupBy(groupColumn);
       const rows = (await q.orderBy('t').orderBy('grp').execute()) as unknown as Array<
         Record<string, number | string | null>

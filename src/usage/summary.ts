@@ -68,12 +68,13 @@ export async function usageSummary(
   range: SummaryRange,
   groupBy: SummaryGroupBy | null,
   now: number,
+  keyIds?: readonly string[],
 ): Promise<UsageSummary> {
   const { rangeMs, stepMs, resolution } = SUMMARY_RANGES[range];
   // The bucket holding `now` is the last one: the current minute/quarter/day so far.
   const to = Math.floor(now / stepMs) * stepMs + stepMs;
   const from = to - rangeMs;
-  const buckets = await store.usage.rollup({ resolution, from, to, stepMs, groupBy });
+  const buckets = await store.usage.rollup({ resolution, from, to, stepMs, groupBy, ...(keyIds ? { keyIds } : {}) });
   const points = rangeMs / stepMs;
   const index = (bucket: number) => Math.floor((bucket - from) / stepMs);
 

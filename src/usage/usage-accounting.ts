@@ -78,7 +78,8 @@ export interface UsageAccounting {
   /** The response tap; undefined when recording is off. */
   readonly tap: TapFactory | undefined;
   readonly onStart: (ctx: ProxyContext) => void;
-  summary(range: SummaryRange, groupBy: SummaryGroupBy | null): Promise<UsageSummary>;
+  /** `keyIds`: only calls made with these keys (a member's own). */
+  summary(range: SummaryRange, groupBy: SummaryGroupBy | null, keyIds?: readonly string[]): Promise<UsageSummary>;
   /** Resolves once the limit store is usable: Redis connected, or given up on for now (at most ~1 s). */
   ready(): Promise<void>;
   /** Writes the queued records now. */
@@ -169,9 +170,9 @@ export function createUsageAccounting(options: UsageAccountingOptions): UsageAcc
     captureStep: capture ? captureRequestBody(settings.usageCaptureBytes) : undefined,
     tap: recording ? createUsageTap({ captureBytes: capture ? settings.usageCaptureBytes : 0 }) : undefined,
     onStart: createCallRecorder({ metrics, writer, now }),
-    summary(range, groupBy) {
+    summary(range, groupBy, keyIds) {
       if (!store) throw new Error('usage summary needs a store');
-      return usageSummary(store, range, groupBy, now());
+      return usageSummary(store, range, groupBy, now(), keyIds);
     },
     ready: () => redisLimits?.ready() ?? Promise.resolve(),
     flush: () => writer?.flush() ?? Promise.resolve(),

@@ -2,17 +2,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { loadSettings, SettingsError } from '../../src/settings.js';
-
-const errorOf = (env: NodeJS.ProcessEnv): string => {
-  try {
-    loadSettings(env);
-  } catch (error) {
-    expect(error).toBeInstanceOf(SettingsError);
-    return (error as Error).message;
-  }
-  throw new Error('expected loadSettings to throw');
-};
+import { loadSettings } from '../../src/settings.js';
+import { settingsError } from '../helpers/settings.js';
 
 describe('admin access settings', () => {
   it('defaults: no password, no trusted proxies, 7-day sessions', () => {
@@ -30,18 +21,21 @@ describe('admin access settings', () => {
 
   it('refuses GATEHOUSE_ADMIN_PASSWORD and its _FILE together', () => {
     expect(
-      errorOf({ GATEHOUSE_ADMIN_PASSWORD: 'a long enough password', GATEHOUSE_ADMIN_PASSWORD_FILE: '/run/secrets/x' }),
+      settingsError({
+        GATEHOUSE_ADMIN_PASSWORD: 'a long enough password',
+        GATEHOUSE_ADMIN_PASSWORD_FILE: '/run/secrets/x',
+      }),
     ).toContain('GATEHOUSE_ADMIN_PASSWORD and GATEHOUSE_ADMIN_PASSWORD_FILE are both set; set one of them');
   });
 
   it('refuses a password shorter than 12 characters without echoing it', () => {
-    const message = errorOf({ GATEHOUSE_ADMIN_PASSWORD: 'hunter2hunt' });
+    const message = settingsError({ GATEHOUSE_ADMIN_PASSWORD: 'hunter2hunt' });
     expect(message).toContain('GATEHOUSE_ADMIN_PASSWORD: must be at least 12 characters (it has 11)');
     expect(message).not.toContain('hunter2hunt');
   });
 
   it('names an unreadable password file', () => {
-    expect(errorOf({ GATEHOUSE_ADMIN_PASSWORD_FILE: '/nonexistent/gatehouse-password' })).toContain(
+    expect(settingsError({ GATEHOUSE_ADMIN_PASSWORD_FILE: '/nonexistent/gatehouse-password' })).toContain(
       'GATEHOUSE_ADMIN_PASSWORD_FILE: cannot read /nonexistent/gatehouse-password',
     );
   });
@@ -54,7 +48,7 @@ describe('admin access settings', () => {
       '::1',
     ]);
     for (const bad of ['10.0.0.0/33', 'proxy.local', '10.0.0.0/8/1', '::1/129', '10.0.0.0/x']) {
-      expect(errorOf({ GATEHOUSE_TRUSTED_PROXIES: `127.0.0.1,${bad}` })).toContain(
+      expect(settingsError({ GATEHOUSE_TRUSTED_PROXIES: `127.0.0.1,${bad}` })).toContain(
         `GATEHOUSE_TRUSTED_PROXIES: "${bad}" is not an IP address or CIDR`,
       );
     }
@@ -62,10 +56,10 @@ describe('admin access settings', () => {
 
   it('takes a session TTL between 5 minutes and 30 days, with a unit', () => {
     expect(loadSettings({ GATEHOUSE_SESSION_TTL: '12h' }).sessionTtlMs).toBe(12 * 3_600_000);
-    expect(errorOf({ GATEHOUSE_SESSION_TTL: '31d' })).toContain(
+    expect(settingsError({ GATEHOUSE_SESSION_TTL: '31d' })).toContain(
       'GATEHOUSE_SESSION_TTL: "31d" must be between 5m and 30d',
     );
-    expect(errorOf({ GATEHOUSE_SESSION_TTL: '1m' })).toContain('must be between 5m and 30d');
-    expect(errorOf({ GATEHOUSE_SESSION_TTL: '3600' })).toContain('is not a duration');
+    expect(settingsError({ GATEHOUSE_SESSION_TTL: '1m' })).toContain('must be between 5m and 30d');
+    expect(settingsError({ GATEHOUSE_SESSION_TTL: '3600' })).toContain('is not a duration');
   });
 });

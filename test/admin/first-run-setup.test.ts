@@ -46,7 +46,14 @@ describe('first run: the one-time setup link', () => {
     const gateway = await start();
     const res = await api(gateway, 'GET', '/api/session');
     expect(res.status).toBe(200);
-    expect(json(res.body)).toEqual({ authenticated: false, setupRequired: true, via: null });
+    expect(json(res.body)).toEqual({
+      authenticated: false,
+      setupRequired: true,
+      via: null,
+      user: null,
+      role: null,
+      oidc: null,
+    });
   });
 
   it('sets the password with the printed token and signs the browser in', async () => {
@@ -61,6 +68,9 @@ describe('first run: the one-time setup link', () => {
       authenticated: true,
       setupRequired: false,
       via: 'session',
+      user: expect.objectContaining({ name: 'admin', role: 'admin', status: 'active' }),
+      role: 'admin',
+      oidc: null,
     });
     expect((await api(gateway, 'GET', '/api/keys', { cookie })).status).toBe(200);
     expect(await gateway.store!.meta.get(SETUP_TOKEN_META_KEY)).toBeUndefined();
@@ -191,6 +201,9 @@ describe('first run: the one-time setup link', () => {
       authenticated: false,
       setupRequired: false,
       via: null,
+      user: null,
+      role: null,
+      oidc: null,
     });
   });
 
@@ -217,6 +230,9 @@ describe('GATEHOUSE_ADMIN_PASSWORD', () => {
       authenticated: false,
       setupRequired: false,
       via: null,
+      user: null,
+      role: null,
+      oidc: null,
     });
     const setup = await api(gateway, 'POST', '/api/setup', { body: { token: 'A'.repeat(43), password: PASSWORD } });
     expect(setup.status).toBe(409);

@@ -5,7 +5,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PASSWORD_META_KEY } from '../../src/auth/admin-account.js';
+import { AdminAccount } from '../../src/auth/admin-account.js';
 import { hashSessionToken } from '../../src/auth/admin-sessions.js';
 import { SQLITE_FILE_NAME } from '../../src/store/sqlite.js';
 import { startRecordingUpstream, type RecordingUpstream } from '../fakes/recording-upstream.js';
@@ -71,7 +71,7 @@ describe('admin secrets at rest and in logs', () => {
   });
 
   it('stores the password as scrypt with its parameters, and sessions as SHA-256 only', async () => {
-    expect(await gateway.store!.meta.get(PASSWORD_META_KEY)).toMatch(
+    expect((await new AdminAccount(gateway.store!).firstAdmin())?.passwordHash).toMatch(
       /^scrypt\$32768\$8\$3\$[A-Za-z0-9_-]{22}\$[A-Za-z0-9_-]{43}$/,
     );
     expect(await gateway.store!.sessions.findByTokenHash(hashSessionToken(sessions[2]!))).toBeDefined();

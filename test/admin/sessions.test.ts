@@ -59,6 +59,9 @@ describe('sessions', () => {
       authenticated: true,
       setupRequired: false,
       via: 'session',
+      user: expect.objectContaining({ name: 'admin', role: 'admin', status: 'active' }),
+      role: 'admin',
+      oidc: null,
     });
   });
 

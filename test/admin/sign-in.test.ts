@@ -208,6 +208,9 @@ describe('who may open the admin API', () => {
       authenticated: true,
       setupRequired: false,
       via: 'token',
+      user: null,
+      role: 'admin',
+      oidc: null,
     });
     const created = await api(gateway, 'POST', '/api/keys', { headers, body: { name: 'from a script' } });
     expect(created.status).toBe(201);
@@ -248,14 +251,28 @@ describe('who may open the admin API', () => {
       cookie,
       headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
     });
-    expect(json(res.body)).toEqual({ authenticated: true, setupRequired: false, via: 'session' });
+    expect(json(res.body)).toEqual({
+      authenticated: true,
+      setupRequired: false,
+      via: 'session',
+      user: expect.objectContaining({ name: 'admin', role: 'admin', status: 'active' }),
+      role: 'admin',
+      oidc: null,
+    });
     expect(sessionSetCookie(res)).toBeUndefined();
   });
 
   it('drops a dead cookie when the dashboard asks for the session state', async () => {
     const { gateway } = await ready();
     const res = await api(gateway, 'GET', '/api/session', { cookie: 'x'.repeat(43) });
-    expect(json(res.body)).toEqual({ authenticated: false, setupRequired: false, via: null });
+    expect(json(res.body)).toEqual({
+      authenticated: false,
+      setupRequired: false,
+      via: null,
+      user: null,
+      role: null,
+      oidc: null,
+    });
     expect(sessionSetCookie(res)).toMatch(/^gatehouse_session=; Max-Age=0;/);
   });
 

@@ -93,6 +93,8 @@ describe('POST /api/keys', () => {
       manage: false,
       budget: { tokens: 200000, requests: null, gpuSeconds: null, period: 'week' },
       status: 'active',
+      ownerId: null,
+      ownerName: null,
     });
     expect(res.body).not.toContain(hashApiKey(body.secret));
     expect((await store.keys.get(body.key.id as string))?.hash).toBe(hashApiKey(body.secret));

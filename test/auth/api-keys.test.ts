@@ -74,6 +74,7 @@ describe('API key format', () => {
       limits: { rpm: 5, tpm: null, concurrent: null },
       priority: 0,
       manage: false,
+      ownerId: null,
     });
     expect(JSON.stringify(record)).not.toContain(secret.slice(3));
   });
@@ -105,6 +106,8 @@ describe('key status', () => {
       priority: 0,
       manage: false,
       status: 'active',
+      ownerId: null,
+      ownerName: null,
     });
     expect(JSON.stringify(view)).not.toContain(record.hash);
   });

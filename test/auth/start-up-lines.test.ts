@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { prepareAdminAccess } from '../../src/auth/admin-bootstrap.js';
+import { AdminAccount } from '../../src/auth/admin-account.js';
 import { AdminSessions } from '../../src/auth/admin-sessions.js';
 import { newKeyRecord } from '../../src/auth/api-keys.js';
 import { authModeLine } from '../../src/auth/auth-mode.js';
@@ -96,8 +97,9 @@ describe('the admin password line', () => {
     const { logger, messages } = memoryLogger();
     await prepareAdminAccess({ store, adminPassword: 'first password of twenty', logger });
     const sessions = new AdminSessions({ store: store.sessions, ttlMs: 3_600_000 });
-    await sessions.start();
-    await sessions.start();
+    const admin = (await new AdminAccount(store).firstAdmin())!;
+    await sessions.start(admin.id);
+    await sessions.start(admin.id);
     await prepareAdminAccess({ store, adminPassword: 'second password of twenty', logger });
     // The same password again changes nothing and says nothing.
     await prepareAdminAccess({ store, adminPassword: 'second password of twenty', logger });

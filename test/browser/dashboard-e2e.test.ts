@@ -74,7 +74,7 @@ describe('first run and sign-in', () => {
     const t = await openPage(browser, gateway.url);
     try {
       await t.page.goto('/');
-      await t.page.getByLabel('Admin password').fill('wrong password here');
+      await t.page.getByLabel('Password', { exact: true }).fill('wrong password here');
       await t.page.getByRole('button', { name: 'Sign in' }).click();
       await t.page.getByText('That password is not right.').waitFor();
       await t.screenshot('e2e-real-sign-in-wrong');
@@ -83,7 +83,7 @@ describe('first run and sign-in', () => {
       await t.page.getByRole('link', { name: 'Settings' }).click();
       await t.screenshot('e2e-real-settings');
       await t.page.getByRole('main').getByRole('button', { name: 'Sign out' }).click();
-      await t.page.getByLabel('Admin password').waitFor();
+      await t.page.getByLabel('Password', { exact: true }).waitFor();
       const cookies = await t.context.cookies();
       const session = json(
         (

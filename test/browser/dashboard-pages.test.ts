@@ -94,11 +94,11 @@ describe('dashboard pages against the admin API contract', () => {
     const t = await start();
     await t.page.goto('/keys');
     await t.page.waitForURL('**/sign-in?next=%2Fkeys');
-    await t.page.getByLabel('Admin password').fill('wrong password');
+    await t.page.getByLabel('Password', { exact: true }).fill('wrong password');
     await t.page.getByRole('button', { name: 'Sign in' }).click();
     await t.page.getByText('That password is not right.').waitFor();
     await t.screenshot('sign-in-error-light');
-    await t.page.getByLabel('Admin password').fill(PASSWORD);
+    await t.page.getByLabel('Password', { exact: true }).fill(PASSWORD);
     await t.page.getByRole('button', { name: 'Sign in' }).click();
     await t.page.waitForURL('**/keys');
     await t.page.getByRole('heading', { name: 'API keys' }).waitFor();
@@ -290,7 +290,7 @@ describe('dashboard pages against the admin API contract', () => {
     api.endSessions();
     await t.page.getByText('Your session has ended.').waitFor({ timeout: 3000 });
     expect(new URL(t.page.url()).pathname).toBe('/sign-in');
-    await t.page.getByLabel('Admin password').fill(PASSWORD);
+    await t.page.getByLabel('Password', { exact: true }).fill(PASSWORD);
     await t.page.getByRole('button', { name: 'Sign in' }).click();
     // Exact: while its stream reconnects the page may say "Could not load the models" for a moment.
     await t.page.getByRole('heading', { name: 'Models', exact: true }).waitFor();

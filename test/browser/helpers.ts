@@ -154,10 +154,15 @@ export async function inPage<T = unknown>(page: Page, expression: string): Promi
   return page.evaluate<T>(expression);
 }
 
-/** Signs in through the form and waits for the app to leave the sign-in page. */
-export async function signIn(page: Page, password: string, options: { next?: string } = {}): Promise<void> {
+/** Signs in through the form (as `name`, else the first admin) and waits for the app to leave the sign-in page. */
+export async function signIn(
+  page: Page,
+  password: string,
+  options: { next?: string; name?: string } = {},
+): Promise<void> {
   await page.goto(options.next ? `/sign-in?next=${encodeURIComponent(options.next)}` : '/sign-in');
-  await page.getByLabel('Admin password').fill(password);
+  if (options.name !== undefined) await page.getByLabel('Name').fill(options.name);
+  await page.getByLabel('Password', { exact: true }).fill(password);
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.waitForURL((url) => url.pathname !== '/sign-in');
 }

@@ -134,7 +134,7 @@ describe('operator walkthrough', () => {
       const button = t.page.getByRole('banner').getByRole('button', { name: 'Sign out' });
       expect(await button.isVisible()).toBe(true);
       await button.click();
-      await t.page.getByLabel('Admin password').waitFor();
+      await t.page.getByLabel('Password', { exact: true }).waitFor();
       expect(new URL(t.page.url()).pathname).toBe('/sign-in');
     } finally {
       await t.close();

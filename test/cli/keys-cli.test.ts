@@ -271,6 +271,8 @@ describe('gatehouse keys list', () => {
       'models',
       'name',
       'note',
+      'ownerId',
+      'ownerName',
       'prefix',
       'priority',
       'revokedAt',

@@ -62,8 +62,11 @@ export function sessionToken(res: RawResponse): string {
   return value!;
 }
 
-export async function login(gateway: TestGateway, password = PASSWORD): Promise<string> {
-  const res = await api(gateway, 'POST', '/api/login', { body: { password } });
+/** Signs in (as the first admin when `name` is absent); returns the session token. */
+export async function login(gateway: TestGateway, password = PASSWORD, name?: string): Promise<string> {
+  const res = await api(gateway, 'POST', '/api/login', {
+    body: name === undefined ? { password } : { name, password },
+  });
   expect(res.status, res.body.toString()).toBe(200);
   return sessionToken(res);
 }

@@ -41,6 +41,8 @@ export interface TestGatewayOptions {
   dataDir?: string;
   /** What the admin API's upstream client takes the upstream for (default llama-swap). */
   upstreamKind?: UpstreamKindSetting;
+  /** Listen on this port (when its address must be known before: a redirect URI); default 0. */
+  port?: number;
 }
 
 export async function startTestGateway(
@@ -95,7 +97,7 @@ export async function startTestGateway(
       : {}),
     ...extra,
   });
-  const url = await app.listen(0, '127.0.0.1');
+  const url = await app.listen(options.port ?? 0, '127.0.0.1');
   if (setupToken) announceSetupLink(logger, url, setupToken);
   let closed = false;
   return {

@@ -7,9 +7,9 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { freePort } from './ports.js';
 
 const REDIS_SERVER_BIN = process.env.GATEHOUSE_TEST_REDIS_SERVER ?? 'redis-server';
 
@@ -101,16 +101,4 @@ export async function startTestRedis(options: { password?: string } = {}): Promi
     resume: () => void child?.kill('SIGCONT'),
     stop: kill,
   };
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
 }

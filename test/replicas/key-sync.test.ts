@@ -91,6 +91,17 @@ function browser(
   });
 }
 
+/** Signs in on one replica; returns the session cookie's value. */
+async function signIn(gw: GatewayProcess, body: { name?: string; password: string }): Promise<string> {
+  const res = await browser(gw, 'POST', '/api/login', undefined, body);
+  expect(res.status, res.body.toString()).toBe(200);
+  const cookie = /^gatehouse_session=([^;]+)/.exec(
+    res.headers['set-cookie']?.find((l) => l.startsWith('gatehouse_session=')) ?? '',
+  )?.[1];
+  expect(cookie).toMatch(/^[A-Za-z0-9_-]{43}$/);
+  return cookie!;
+}
+
 /**
  * Polls the other replica (a separate process: nothing to subscribe to) until `check` holds;
  * throws after `ms`, the sync delay the replicas promise.
@@ -177,15 +188,15 @@ describe('two replicas on one PostgreSQL database', () => {
   });
 
   it('an admin signed in on A is signed in on B, and signing out on B ends it on A', async () => {
-    const signIn = await browser(a, 'POST', '/api/login', undefined, { password: ADMIN_PASSWORD });
-    expect(signIn.status, signIn.body.toString()).toBe(200);
-    const cookie = /^gatehouse_session=([^;]+)/.exec(
-      signIn.headers['set-cookie']?.find((l) => l.startsWith('gatehouse_session=')) ?? '',
-    )?.[1];
-    expect(cookie).toMatch(/^[A-Za-z0-9_-]{43}$/);
-
+    const cookie = await signIn(a, { password: ADMIN_PASSWORD });
     const session = await browser(b, 'GET', '/api/session', cookie);
-    expect(json(session.body)).toEqual({ authenticated: true, setupRequired: false, via: 'session' });
+    expect(json(session.body)).toMatchObject({
+      authenticated: true,
+      setupRequired: false,
+      via: 'session',
+      user: { name: 'admin', role: 'admin' },
+      role: 'admin',
+    });
     const keysOnB = await browser(b, 'GET', '/api/keys', cookie);
     expect(keysOnB.status).toBe(200);
     expect((json(keysOnB.body) as { keys: unknown[] }).keys).toHaveLength(1);
@@ -193,6 +204,26 @@ describe('two replicas on one PostgreSQL database', () => {
     const signOut = await browser(b, 'POST', '/api/logout', cookie, {});
     expect(signOut.status, signOut.body.toString()).toBe(200);
     expect((await browser(a, 'GET', '/api/keys', cookie)).status).toBe(401);
+  });
+
+  it('a member disabled on A is signed out and their key refused on B within 1 s', async () => {
+    const password = 'a member password for replicas';
+    const created = await admin(a, 'POST', '/api/users', { name: 'mia', role: 'member', password });
+    expect(created.status, created.body.toString()).toBe(201);
+    const userId = (json(created.body) as { user: { id: string } }).user.id;
+    const cookie = await signIn(b, { name: 'mia', password });
+    const made = await browser(b, 'POST', '/api/keys', cookie, { name: 'mia laptop' });
+    expect(made.status, made.body.toString()).toBe(201);
+    const secret = (json(made.body) as { secret: string }).secret;
+    await within(1000, 'A accepting the member key', async () => (await v1(a, secret)).status === 200);
+
+    const disabled = await admin(a, 'PATCH', `/api/users/${userId}`, { disabled: true });
+    expect(disabled.status, disabled.body.toString()).toBe(200);
+    expect((await v1(a, secret)).status).toBe(401);
+    await within(1000, 'B refusing the disabled member key', async () => (await v1(b, secret)).status === 401);
+    expect((await browser(b, 'GET', '/api/keys', cookie)).status).toBe(401);
+    const again = await browser(b, 'POST', '/api/login', undefined, { name: 'mia', password });
+    expect(again.status).toBe(401);
   });
 
   it('never wrote the database password to either log', () => {

@@ -6,19 +6,10 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadSettings, SettingsError } from '../../src/settings.js';
+import { loadSettings } from '../../src/settings.js';
+import { settingsError } from '../helpers/settings.js';
 import { describePostgresUrl, describeStoreLocation, openStore } from '../../src/store/store.js';
 import { query, requirePostgres, TEST_DATABASE_URL, TestSchemas } from '../helpers/postgres.js';
-
-const errorOf = (env: NodeJS.ProcessEnv): string => {
-  try {
-    loadSettings(env);
-  } catch (error) {
-    expect(error).toBeInstanceOf(SettingsError);
-    return (error as Error).message;
-  }
-  throw new Error('expected loadSettings to throw');
-};
 
 const schemas = new TestSchemas();
 afterAll(() => schemas.dropAll());
@@ -39,12 +30,12 @@ describe('database settings', () => {
   });
 
   it('refuse another scheme or a non-URL without echoing the value', () => {
-    const mysql = errorOf({ GATEHOUSE_DATABASE_URL: 'mysql://root:hunter2hunter2@db/gh' });
+    const mysql = settingsError({ GATEHOUSE_DATABASE_URL: 'mysql://root:hunter2hunter2@db/gh' });
     expect(mysql).toContain(
       'GATEHOUSE_DATABASE_URL: only postgres:// and postgresql:// URLs are supported (got mysql://...)',
     );
     expect(mysql).not.toContain('hunter2hunter2');
-    const junk = errorOf({ GATEHOUSE_DATABASE_URL: 'host=db password=hunter2hunter2' });
+    const junk = settingsError({ GATEHOUSE_DATABASE_URL: 'host=db password=hunter2hunter2' });
     expect(junk).toContain('GATEHOUSE_DATABASE_URL: not a URL');
     expect(junk).not.toContain('hunter2hunter2');
   });
@@ -53,7 +44,7 @@ describe('database settings', () => {
     const file = join(mkdtempSync(join(tmpdir(), 'gh-dburl-')), 'url');
     writeFileSync(file, 'postgres://gh:secret@db/gh\n');
     expect(loadSettings({ GATEHOUSE_DATABASE_URL_FILE: file }).databaseUrl).toBe('postgres://gh:secret@db/gh');
-    expect(errorOf({ GATEHOUSE_DATABASE_URL: 'postgres://db/gh', GATEHOUSE_DATABASE_URL_FILE: file })).toContain(
+    expect(settingsError({ GATEHOUSE_DATABASE_URL: 'postgres://db/gh', GATEHOUSE_DATABASE_URL_FILE: file })).toContain(
       'GATEHOUSE_DATABASE_URL and GATEHOUSE_DATABASE_URL_FILE are both set; set one of them',
     );
   });
@@ -64,14 +55,14 @@ describe('database settings', () => {
         .databaseSchema,
     ).toBe('gatehouse_2');
     for (const bad of ['Gatehouse', '2fast', 'a-b', 'x"; drop table y; --', 'a'.repeat(41)]) {
-      expect(errorOf({ GATEHOUSE_DATABASE_URL: 'postgres://db/gh', GATEHOUSE_DATABASE_SCHEMA: bad })).toContain(
+      expect(settingsError({ GATEHOUSE_DATABASE_URL: 'postgres://db/gh', GATEHOUSE_DATABASE_SCHEMA: bad })).toContain(
         'GATEHOUSE_DATABASE_SCHEMA:',
       );
     }
   });
 
   it('refuse a schema without a URL: it would silently mean SQLite', () => {
-    expect(errorOf({ GATEHOUSE_DATABASE_SCHEMA: 'gatehouse' })).toContain(
+    expect(settingsError({ GATEHOUSE_DATABASE_SCHEMA: 'gatehouse' })).toContain(
       'GATEHOUSE_DATABASE_SCHEMA is set but GATEHOUSE_DATABASE_URL is not',
     );
   });

@@ -14,6 +14,7 @@ import { openPostgresStore, storeApplicationName } from '../../src/store/postgre
 import { describeStoreContract, keyRecord, waitFor } from './store-contract.js';
 import { usageRecord } from './usage-contract.js';
 import { expectUsageLogMigrated, writeOldUsageLog } from './usage-migration.js';
+import { expectOneAdminMigrated, writeOneAdminDatabase } from './users-migration.js';
 
 const url = process.env.GATEHOUSE_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const run = `gh_test_${process.pid}_${randomBytes(4).toString('hex')}`;
@@ -195,6 +196,21 @@ describe('PostgreSQL store', () => {
       });
       expect(new Map(byKey.map((b) => [b.group, b.requests]))).toEqual(expected);
       expect(await store.usage.count()).toBe([...expected.values()].reduce((a, b) => a + b, 0));
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('makes the one admin password of an older version the first admin user, keeping its sessions', async () => {
+    const schema = schemaFor('oneadmin');
+    const pool = new pg.Pool({ connectionString: url, max: 1, options: `-c search_path=${schema}` });
+    await pool.query(`create schema "${schema}"`);
+    const old = new Kysely<unknown>({ dialect: new PostgresDialect({ pool }) });
+    await writeOneAdminDatabase(old, { migrationTableSchema: schema });
+    await old.destroy();
+    const store = await openPostgresStore({ url, schema, poolSize: 2 });
+    try {
+      await expectOneAdminMigrated(store);
     } finally {
       await store.close();
     }

@@ -11,6 +11,7 @@ import {
   type AdminSessionRecord,
   type KeyRecord,
   type Store,
+  type UserRecord,
 } from '../../src/store/store.js';
 import { describeAuditContract } from './audit-contract.js';
 import { describeUsageContract } from './usage-contract.js';
@@ -26,6 +27,7 @@ function sessionRecord(overrides: Partial<AdminSessionRecord> = {}): AdminSessio
     createdAt: T0,
     lastSeenAt: T0,
     expiresAt: T0 + 30 * 86_400_000,
+    userId: null,
     ...overrides,
   };
 }
@@ -340,6 +342,62 @@ export function describeStoreContract(name: string, open: () => Promise<Store>):
         for (const r of [live, ended, idle]) await store.sessions.create(r);
         expect(await store.sessions.deleteExpired(now, now - 5000)).toBe(2);
         expect(await store.sessions.findByTokenHash(live.tokenHash)).toEqual(live);
+        expect(await store.sessions.count()).toBe(1);
+      });
+    });
+
+    describe('users and invitations', () => {
+      const user = (overrides: Partial<UserRecord> = {}): UserRecord => ({
+        id: `usr_${++sessionSerial}${process.pid}`,
+        name: `person ${sessionSerial}`,
+        email: null,
+        role: 'member',
+        signIn: 'password',
+        passwordHash: null,
+        oidcIssuer: null,
+        oidcSubject: null,
+        createdAt: T0,
+        disabledAt: null,
+        allowedModels: [],
+        ...overrides,
+      });
+
+      it('stores a user, finds them by name and by provider subject, and updates them', async () => {
+        const oidc = user({
+          signIn: 'oidc',
+          oidcIssuer: 'https://id.example',
+          oidcSubject: 's-1',
+          allowedModels: ['qwen*'],
+        });
+        await store.users.create(oidc);
+        expect(await store.users.get(oidc.id)).toEqual(oidc);
+        expect(await store.users.findByName(oidc.name)).toEqual(oidc);
+        expect(await store.users.findByOidc('https://id.example', 's-1')).toEqual(oidc);
+        expect(await store.users.findByOidc('https://other.example', 's-1')).toBeUndefined();
+        const updated = await store.users.update(oidc.id, { role: 'viewer', disabledAt: T0 + 1 });
+        expect(updated).toEqual({ ...oidc, role: 'viewer', disabledAt: T0 + 1 });
+        await expect(store.users.create(user({ name: oidc.name }))).rejects.toThrow();
+        await expect(
+          store.users.create(user({ signIn: 'oidc', oidcIssuer: 'https://id.example', oidcSubject: 's-1' })),
+        ).rejects.toThrow();
+      });
+
+      it('lets exactly one of two racing requests take an invitation', async () => {
+        const invited = await store.users.create(user());
+        const invite = { tokenHash: 'cd'.repeat(32), userId: invited.id, createdAt: T0, expiresAt: T0 + 1000 };
+        await store.invites.create(invite);
+        const taken = await Promise.all([store.invites.take(invite.tokenHash), store.invites.take(invite.tokenHash)]);
+        expect(taken.filter(Boolean)).toEqual([invite]);
+      });
+
+      it("lists a user's keys and ends only their sessions", async () => {
+        const owner = await store.users.create(user());
+        const mine = await store.keys.create(keyRecord({ ownerId: owner.id }));
+        await store.keys.create(keyRecord());
+        expect((await store.keys.list({ ownerId: owner.id })).map((k) => k.id)).toEqual([mine.id]);
+        await store.sessions.create(sessionRecord({ userId: owner.id }));
+        await store.sessions.create(sessionRecord({ userId: null }));
+        expect(await store.sessions.deleteAllExcept(null, owner.id)).toBe(1);
         expect(await store.sessions.count()).toBe(1);
       });
     });

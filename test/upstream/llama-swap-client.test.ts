@@ -1,8 +1,8 @@
-import { createServer } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createLlamaSwapClient, encodeModelPath, type LlamaSwapClient } from '../../src/upstream/llama-swap-client.js';
 import { UpstreamError } from '../../src/upstream/errors.js';
 import { startSimulator, type Simulator } from '../fakes/llama-swap/index.js';
+import { freePort } from '../helpers/ports.js';
 
 const CONFIG = {
   models: {
@@ -11,15 +11,6 @@ const CONFIG = {
   },
   peers: { box: { proxy: 'http://192.0.2.10:8080', models: ['remote'] } },
 };
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const srv = createServer().listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as { port: number }).port;
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 async function rejection(promise: Promise<unknown>): Promise<UpstreamError> {
   try {

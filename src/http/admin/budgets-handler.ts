@@ -16,10 +16,16 @@ export function createBudgetsHandler(
   usage: Pick<UsageAccounting, 'budgetUse'>,
   now: () => number = Date.now,
 ): Handler {
-  return async (_request, reply) => {
+  return async (request, reply) => {
     void reply.header('cache-control', 'no-store');
     const at = now();
-    const keys = (await store.keys.list()).filter((key) => hasBudget(key.budget) && keyStatus(key, at) === 'active');
+    // A member sees their own keys' budgets only.
+    const identity = request.adminIdentity;
+    const member = identity?.via === 'session' && identity.user.role === 'member' ? identity.user : undefined;
+    const owned = member ? { ownerId: member.id } : undefined;
+    const keys = (await store.keys.list(owned)).filter(
+      (key) => hasBudget(key.budget) && keyStatus(key, at) === 'active',
+    );
     return {
       keys: await Promise.all(
         keys.map(async (key) => {

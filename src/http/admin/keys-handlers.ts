@@ -3,14 +3,21 @@
  * admin-session chain are declared in the route table; these are only the handlers. The list is
  * oldest first (the store's order); the dashboard shows it newest first.
  *
+ * Owners: a key made in a signed-in dashboard belongs to that user, one made with the admin
+ * token to nobody. A member sees and changes only their own keys (others are 404, as if absent),
+ * only with models inside the allowance an admin set for them, never the queue priority, and
+ * never deletes the last key (that would open the API to everyone).
+ *
  * Responses never carry a key's hash; the raw key appears once, in the answer to the POST
  * that created it. Every write commits with its audit entry (`audited.ts`); after it the key
  * index reloads before the handler answers, so the next `/v1` request already sees the change.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { CreatedKey, DeletedKey, KeyList, UpdatedKey } from '../../admin-api/types.js';
+import type { AdminIdentity } from '../../auth/admin-identity.js';
 import { newKeyRecord, parseIsoTimestamp, toKeyView, type NewKeyInput } from '../../auth/api-keys.js';
 import type { KeyIndex } from '../../auth/key-index.js';
+import { outsideAllowance, type ModelCatalog } from '../../auth/model-access.js';
 import {
   BUDGET_PERIODS,
   type KeyBudget,
@@ -18,6 +25,7 @@ import {
   type KeyPatch,
   type KeyRecord,
   type Store,
+  type UserRecord,
 } from '../../store/store.js';
 import { GatewayError } from '../../core/errors.js';
 import type { AuditedHandler, AuditScope } from './audited.js';
@@ -25,7 +33,19 @@ import type { AuditedHandler, AuditScope } from './audited.js';
 export interface KeysHandlerDeps {
   store: Store;
   index: Pick<KeyIndex, 'reload' | 'flush'>;
+  /** llama-swap's models, to tell whether a member's key stays inside their allowance. */
+  catalog?: () => Promise<ModelCatalog | undefined>;
   now?: () => number;
+}
+
+/** The member a request acts for, or undefined for admins and the admin token. */
+function memberOf(identity: AdminIdentity | null): UserRecord | undefined {
+  return identity?.via === 'session' && identity.user.role === 'member' ? identity.user : undefined;
+}
+
+/** The owner a new key gets: the signed-in user; nobody for the admin token. */
+function ownerOf(identity: AdminIdentity | null): string | null {
+  return identity?.via === 'session' ? identity.user.id : null;
 }
 
 type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
@@ -42,32 +62,73 @@ function keyTarget(audit: AuditScope, key: Pick<KeyRecord, 'id' | 'name'>): void
   audit.target = { kind: 'key', id: key.id, name: key.name, version: null };
 }
 
-export function createKeyHandlers({ store, index, now = Date.now }: KeysHandlerDeps): KeysHandlers {
+export function createKeyHandlers({ store, index, catalog, now = Date.now }: KeysHandlerDeps): KeysHandlers {
   const findOr404 = async (request: FastifyRequest) => {
     const id = (request.params as { id?: unknown } | undefined)?.id;
     const key = typeof id === 'string' ? await store.keys.get(id) : undefined;
-    if (!key) throw new GatewayError('not_found', { message: `No API key with id ${JSON.stringify(id ?? '')}.` });
+    const member = memberOf(request.adminIdentity);
+    // Another user's key is answered as absent: a member learns nothing about it.
+    if (!key || (member && key.ownerId !== member.id))
+      throw new GatewayError('not_found', { message: `No API key with id ${JSON.stringify(id ?? '')}.` });
     return key;
   };
 
+  /** Refuses a member's model list outside their allowance, and any priority or manage scope they set. */
+  const checkMemberInput = async (
+    member: UserRecord | undefined,
+    input: { models?: string[]; priority?: number; manage?: boolean },
+    creating: boolean,
+  ) => {
+    if (!member) return;
+    // Loading and unloading models is an admin's: a member's key may not be given it either.
+    if (input.manage === true)
+      throw new GatewayError('admin_forbidden', {
+        message: 'Only an admin gives a key the manage scope.',
+        details: [{ path: '/manage', message: 'admin only' }],
+      });
+    if (input.priority !== undefined && input.priority !== 0)
+      throw new GatewayError('admin_forbidden', {
+        message: "Only an admin sets a key's queue priority.",
+        details: [{ path: '/priority', message: 'admin only' }],
+      });
+    if (input.models === undefined && !creating) return;
+    const outside = outsideAllowance(member.allowedModels, input.models ?? [], await catalog?.());
+    if (outside.length > 0)
+      throw new GatewayError('admin_forbidden', {
+        message: `Your keys may allow only these models: ${member.allowedModels.join(', ')}.`,
+        details: outside.map((model) => ({ path: '/models', message: `${model} is outside your allowance` })),
+      });
+    // Budget cap: when keys gain a budget (the key budgets change), a member's budget is
+    // checked here against the maximum an admin set for them.
+  };
+
+  const owners = async (keys: readonly KeyRecord[]): Promise<ReadonlyMap<string, string>> => {
+    if (!keys.some((key) => key.ownerId !== null)) return new Map();
+    return new Map((await store.users.list()).map((user) => [user.id, user.name]));
+  };
+
   return {
-    async list() {
+    async list(request) {
       // Opportunistic: lets the list show uses from the last few seconds. A failure here is
       // reported by the index's periodic flush; the list must not fail because of it.
       await index.flush().catch(() => {});
       const at = now();
-      return { keys: (await store.keys.list()).map((key) => toKeyView(key, at)) } satisfies KeyList;
+      const member = memberOf(request.adminIdentity);
+      const keys = await store.keys.list(member ? { ownerId: member.id } : undefined);
+      const names = await owners(keys);
+      return { keys: keys.map((key) => toKeyView(key, at, names)) } satisfies KeyList;
     },
 
     async create(request, reply, audit) {
       const at = now();
       const input = parseCreateBody(request.body, at);
-      const { record, secret } = newKeyRecord(input, at);
+      await checkMemberInput(memberOf(request.adminIdentity), input, true);
+      const { record, secret } = newKeyRecord({ ...input, ownerId: ownerOf(request.adminIdentity) }, at);
       keyTarget(audit, record);
       await audit.commit((tx) => tx.keys.create(record));
       await index.reload();
       reply.code(201);
-      return { key: toKeyView(record, at), secret } satisfies CreatedKey;
+      return { key: toKeyView(record, at, await owners([record])), secret } satisfies CreatedKey;
     },
 
     async update(request, _reply, audit) {
@@ -76,19 +137,24 @@ export function createKeyHandlers({ store, index, now = Date.now }: KeysHandlerD
       if (revoke) audit.action = 'key.revoke';
       const existing = await findOr404(request);
       keyTarget(audit, { id: existing.id, name: patch.name ?? existing.name });
+      await checkMemberInput(memberOf(request.adminIdentity), patch, false);
       // Revoking twice keeps the first revocation time.
       if (revoke) patch.revokedAt = existing.revokedAt ?? at;
       const updated = await audit.commit((tx) => tx.keys.update(existing.id, patch));
       if (!updated)
         throw new GatewayError('not_found', { message: `No API key with id ${JSON.stringify(existing.id)}.` });
       await index.reload();
-      return { key: toKeyView(updated, at) } satisfies UpdatedKey;
+      return { key: toKeyView(updated, at, await owners([updated])) } satisfies UpdatedKey;
     },
 
     async remove(request, _reply, audit) {
       const key = await findOr404(request);
       keyTarget(audit, key);
       const count = await store.keys.count();
+      if (count <= 1 && memberOf(request.adminIdentity))
+        throw new GatewayError('admin_forbidden', {
+          message: `${key.id} is the last API key: deleting it would open the API to everyone. Revoke it instead.`,
+        });
       if (count <= 1 && !lastKeyConfirmed(request)) {
         throw new GatewayError('conflict', {
           message:

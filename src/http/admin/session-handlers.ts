@@ -1,17 +1,19 @@
 /**
- * Admin API for the dashboard's session: `GET /api/session`, `POST /api/setup`,
- * `POST /api/login`, `POST /api/logout`, `POST /api/password`. Routes and their chains
+ * Admin API for the dashboard's session: `GET /api/session`, `GET /api/me`, `POST /api/setup`,
+ * `POST /api/login`, `POST /api/logout`, `POST /api/password`, `POST /api/invite/accept`. Routes and their chains
  * (same-origin, JSON, rate limit, session) are declared in the route table; these are only the
  * handlers. Passwords and tokens arrive in JSON bodies, which are never logged. Each change is
  * written with its audit entry in one transaction (`audited.ts`); a slow scrypt hash is made
  * before the transaction starts.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { AuthResult, SessionInfo } from '../../admin-api/types.js';
+import type { AuthResult, InviteAcceptInput, Me, SessionInfo } from '../../admin-api/types.js';
 import type { AdminAccount } from '../../auth/admin-account.js';
-import { SESSION_COOKIE, type AdminIdentifier } from '../../auth/admin-identity.js';
+import { roleOf, SESSION_COOKIE, type AdminIdentifier } from '../../auth/admin-identity.js';
+import { toUserView, type Users } from '../../auth/users.js';
+import type { UserRecord } from '../../store/store.js';
 import type { AdminSessions, StartedSession } from '../../auth/admin-sessions.js';
-import { sessionActor } from '../../audit/actor.js';
+import { userActor } from '../../audit/actor.js';
 import { passwordProblem } from '../../auth/passwords.js';
 import { SETUP_DONE_MESSAGE } from '../../auth/setup-pending.js';
 import { GatewayError } from '../../core/errors.js';
@@ -21,11 +23,14 @@ import type { SessionCookie } from './session-cookie.js';
 
 export interface SessionHandlerDeps {
   account: AdminAccount;
+  users: Users;
   sessions: AdminSessions;
   identifier: AdminIdentifier;
   cookie: SessionCookie;
   /** `GATEHOUSE_ADMIN_PASSWORD` manages the password: the API may not change it. */
   passwordFromSettings: boolean;
+  /** The OpenID Provider's name for the sign-in page; undefined without OIDC sign-in. */
+  oidcName?: string;
 }
 
 type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
@@ -36,23 +41,31 @@ export interface SessionHandlers {
   login: AuditedHandler;
   logout: AuditedHandler;
   changePassword: AuditedHandler;
+  me: Handler;
+  acceptInvite: Handler;
 }
 
 export function createSessionHandlers(deps: SessionHandlerDeps): SessionHandlers {
-  const { account, sessions, identifier, cookie, passwordFromSettings } = deps;
+  const { account, users, sessions, identifier, cookie, passwordFromSettings } = deps;
 
-  /** Opens a session in the action's transaction; its entry names the new session as the actor. */
-  const startSession = (audit: AuditScope, work: (tx: StoreTransaction) => Promise<void> = async () => {}) =>
-    audit.commit(async (tx) => {
-      await work(tx);
-      const started = await sessions.start(tx.sessions);
-      audit.actor = sessionActor(started.session.id);
-      return started;
-    });
-
-  const signedIn = (request: FastifyRequest, reply: FastifyReply, { token, session }: StartedSession) => {
+  const setCookie = (request: FastifyRequest, reply: FastifyReply, { token, session }: StartedSession) => {
     cookie.set(request, reply, token, session.expiresAt - session.createdAt);
     return { authenticated: true } satisfies AuthResult;
+  };
+
+  /** Opens the user's session in the action's transaction; its entry names the user as the actor. */
+  const signIn = async (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    audit: AuditScope,
+    work: (tx: StoreTransaction) => Promise<UserRecord>,
+  ) => {
+    const started = await audit.commit(async (tx) => {
+      const user = await work(tx);
+      audit.actor = userActor(user);
+      return sessions.start(user.id, tx.sessions);
+    });
+    return setCookie(request, reply, started);
   };
 
   return {
@@ -66,7 +79,36 @@ export function createSessionHandlers(deps: SessionHandlerDeps): SessionHandlers
         authenticated: identity !== undefined,
         setupRequired: !(await account.hasPassword()),
         via: identity?.via ?? null,
+        user: identity?.via === 'session' ? toUserView(identity.user) : null,
+        role: identity ? roleOf(identity) : null,
+        oidc: deps.oidcName === undefined ? null : { name: deps.oidcName },
       } satisfies SessionInfo;
+    },
+
+    async me(request) {
+      const identity = request.adminIdentity!;
+      return {
+        user: identity.via === 'session' ? toUserView(identity.user) : null,
+        role: roleOf(identity),
+      } satisfies Me;
+    },
+
+    async acceptInvite(request, reply) {
+      const body: InviteAcceptInput = readBody(request.body, ['token', 'password']);
+      requireStrong(body.password, '/password');
+      const result = await users.acceptInvite(body.token, body.password);
+      if (!result.ok) {
+        throw new GatewayError('admin_forbidden', {
+          message:
+            result.reason === 'expired'
+              ? 'This invitation has expired. Ask an admin for a new link.'
+              : result.reason === 'disabled'
+                ? 'This account is disabled.'
+                : 'This invitation is not valid (it may have been used already). Ask an admin for a new link.',
+        });
+      }
+      request.log.info({ event: 'invite_accepted', user_id: result.user.id }, 'invitation accepted');
+      return setCookie(request, reply, await sessions.start(result.user.id));
     },
 
     async setup(request, reply, audit) {
@@ -76,7 +118,7 @@ export function createSessionHandlers(deps: SessionHandlerDeps): SessionHandlers
         throw new GatewayError('conflict', { message: SETUP_DONE_MESSAGE });
       }
       const hash = await account.hashPassword(body.password);
-      const started = await startSession(audit, async (tx) => {
+      const answer = await signIn(request, reply, audit, async (tx) => {
         const claim = await account.claimSetupToken(body.token, tx.meta);
         if (claim !== 'claimed') {
           throw new GatewayError('admin_forbidden', {
@@ -86,23 +128,31 @@ export function createSessionHandlers(deps: SessionHandlerDeps): SessionHandlers
                 : 'No setup token is active (it was used already). Restart the gateway to print a new setup link.',
           });
         }
-        await account.storePasswordHash(hash, tx.meta);
+        return account.storePasswordHash(hash, tx);
       });
       request.log.warn({ event: 'admin_password_set' }, 'admin password set through the setup link');
-      return signedIn(request, reply, started);
+      return answer;
     },
 
     async login(request, reply, audit) {
       const body = readBody(request.body, ['password']);
-      if (!(await account.hasPassword())) {
+      // Without a name: the first admin (the one-password sign-in of earlier versions).
+      const name = readName(request.body);
+      if (name === undefined && !(await account.hasPassword())) {
         throw new GatewayError('admin_unauthorized', {
           message: "No admin password is set yet: open the setup link printed in the gateway's log.",
         });
       }
-      if (!(await account.verifyPassword(body.password))) {
-        throw new GatewayError('admin_unauthorized', { message: 'Wrong password.' });
+      const user =
+        name === undefined
+          ? await account.verifyPassword(body.password)
+          : await users.verifyPassword(name, body.password);
+      if (!user) {
+        throw new GatewayError('admin_unauthorized', {
+          message: name === undefined ? 'Wrong password.' : 'Wrong name or password.',
+        });
       }
-      return signedIn(request, reply, await startSession(audit));
+      return signIn(request, reply, audit, async () => user);
     },
 
     async logout(request, reply, audit) {
@@ -115,7 +165,15 @@ export function createSessionHandlers(deps: SessionHandlerDeps): SessionHandlers
     },
 
     async changePassword(request, _reply, audit) {
-      if (passwordFromSettings) {
+      // A signed-in user changes their own password; the admin token (a script) the first admin's.
+      const identity = request.adminIdentity;
+      const first = await account.firstAdmin();
+      const user = identity?.via === 'session' ? identity.user : first;
+      if (!user) throw new GatewayError('conflict', { message: 'No admin password is set yet.' });
+      if (user.signIn !== 'password') {
+        throw new GatewayError('conflict', { message: 'You sign in through your identity provider: change it there.' });
+      }
+      if (passwordFromSettings && first?.id === user.id) {
         throw new GatewayError('conflict', {
           message:
             'The admin password is set by GATEHOUSE_ADMIN_PASSWORD (or its _FILE): change it there and ' +
@@ -124,17 +182,16 @@ export function createSessionHandlers(deps: SessionHandlerDeps): SessionHandlers
       }
       const body = readBody(request.body, ['currentPassword', 'newPassword']);
       requireStrong(body.newPassword, '/newPassword');
-      if (!(await account.verifyPassword(body.currentPassword))) {
+      if (!(await users.verifyPassword(user.name, body.currentPassword))) {
         throw new GatewayError('admin_unauthorized', {
           message: 'The current password is wrong.',
           details: [{ path: '/currentPassword', message: 'does not match' }],
         });
       }
       const hash = await account.hashPassword(body.newPassword);
-      const identity = request.adminIdentity;
       const ended = await audit.commit(async (tx) => {
-        await account.storePasswordHash(hash, tx.meta);
-        return sessions.endAllExcept(identity?.via === 'session' ? identity.sessionId : null, tx.sessions);
+        await tx.users.update(user.id, { passwordHash: hash });
+        return sessions.endAllExcept(identity?.via === 'session' ? identity.sessionId : null, user.id, tx.sessions);
       });
       request.log.warn(
         { event: 'admin_password_changed', sessions_ended: ended },
@@ -143,6 +200,18 @@ export function createSessionHandlers(deps: SessionHandlerDeps): SessionHandlers
       return {};
     },
   };
+}
+
+/** The optional `name` of a sign-in body; absent or empty means the first admin. */
+function readName(body: unknown): string | undefined {
+  const name = (body as Record<string, unknown>).name;
+  if (name === undefined || name === '') return undefined;
+  if (typeof name !== 'string')
+    throw new GatewayError('validation_failed', {
+      message: 'Invalid: name.',
+      details: [{ path: '/name', message: 'must be a string' }],
+    });
+  return name;
 }
 
 /** The named string fields of a JSON object body, or 422 listing every problem. */

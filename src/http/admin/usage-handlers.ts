@@ -19,13 +19,23 @@ const REQUESTS_MAX_LIMIT = 500;
 export interface UsageHandlerDeps {
   usage: Pick<UsageAccounting, 'summary' | 'flush'>;
   store: UsageStore;
+  /** The keys a member owns: their usage is all a member sees. */
+  ownedKeyIds: (userId: string) => Promise<string[]>;
+  /** Key id → its owner, to name the user beside each call. */
+  keyOwners: () => Promise<ReadonlyMap<string, { id: string; name: string }>>;
 }
 
-export function createUsageHandlers({ usage, store }: UsageHandlerDeps): {
+export function createUsageHandlers({ usage, store, ownedKeyIds, keyOwners }: UsageHandlerDeps): {
   summary: Handler;
   requests: Handler;
   request: Handler;
 } {
+  /** The keys a member's view is limited to; undefined for everyone else (they see all usage). */
+  const scope = async (request: FastifyRequest): Promise<string[] | undefined> => {
+    const identity = request.adminIdentity;
+    return identity?.via === 'session' && identity.user.role === 'member' ? ownedKeyIds(identity.user.id) : undefined;
+  };
+
   return {
     async summary(request) {
       const query = request.query as Record<string, unknown>;
@@ -43,6 +53,7 @@ export function createUsageHandlers({ usage, store }: UsageHandlerDeps): {
       return usage.summary(
         range as SummaryRange,
         (groupBy ?? null) as SummaryGroupBy | null,
+        await scope(request),
       ) satisfies Promise<UsageSummary>;
     },
 
@@ -60,23 +71,32 @@ export function createUsageHandlers({ usage, store }: UsageHandlerDeps): {
       issues.throwIfAny();
       await usage.flush();
       // One row more than asked tells whether there is a next page.
-      const rows = await store.list({ keyId, model, status, from, to, after, limit: limit + 1 });
+      const keyIds = await scope(request);
+      const rows = await store.list({ keyId, keyIds, model, status, from, to, after, limit: limit + 1 });
       const page = rows.slice(0, limit);
+      const owners = await keyOwners();
       const last = page.at(-1);
       return {
-        requests: page.map(toRequestView),
+        requests: page.map((row) => toRequestView(row, owners)),
         nextCursor: rows.length > limit && last ? encodeCursor({ at: last.at, id: last.id }) : null,
       } satisfies UsageRequestPage;
     },
 
     async request(request) {
       const id = (request.params as { id?: unknown } | undefined)?.id;
-      const record = typeof id === 'string' ? await store.get(id) : undefined;
+      const found = typeof id === 'string' ? await store.get(id) : undefined;
+      const keyIds = await scope(request);
+      // A member asking for another user's call learns only that there is none for them.
+      const record =
+        found && (keyIds === undefined || (found.keyId !== null && keyIds.includes(found.keyId))) ? found : undefined;
       if (!record)
         throw new GatewayError('not_found', { message: `No usage record with id ${JSON.stringify(id ?? '')}.` });
       return {
         request: {
-          ...toRequestView({ ...record, captured: record.requestBody !== null || record.responseBody !== null }),
+          ...toRequestView(
+            { ...record, captured: record.requestBody !== null || record.responseBody !== null },
+            await keyOwners(),
+          ),
           requestBody: record.requestBody,
           responseBody: record.responseBody,
         },
@@ -88,12 +108,16 @@ export function createUsageHandlers({ usage, store }: UsageHandlerDeps): {
 /** One row of the request log as the API answers it (tests read it under this name). */
 export type RequestView = UsageRequest;
 
-function toRequestView(row: UsageListRow | (UsageRecord & { captured: boolean })): UsageRequest {
+function toRequestView(
+  row: UsageListRow | (UsageRecord & { captured: boolean }),
+  owners: ReadonlyMap<string, { id: string; name: string }>,
+): UsageRequest {
   return {
     id: row.id,
     at: new Date(row.at).toISOString(),
     requestId: row.requestId,
     key: row.keyId === null ? null : { id: row.keyId, name: row.keyName },
+    owner: (row.keyId === null ? undefined : owners.get(row.keyId)) ?? null,
     model: row.model,
     method: row.method,
     endpoint: row.endpoint,

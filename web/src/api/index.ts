@@ -9,4 +9,5 @@ export * from './logs.js';
 export * from './models.js';
 export * from './session.js';
 export * from './usage.js';
+export * from './users.js';
 export type * from '../../../src/admin-api/types.js';

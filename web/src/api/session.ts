@@ -10,8 +10,10 @@ export function completeSetup(token: string, password: string): Promise<AuthResu
   return request<AuthResult>('POST', '/api/setup', { body: { token, password }, signOutOn401: false });
 }
 
-export function signIn(password: string): Promise<AuthResult> {
-  return request<AuthResult>('POST', '/api/login', { body: { password }, signOutOn401: false });
+/** Without a name: the first admin (the one password of earlier versions). */
+export function signIn(password: string, name = ''): Promise<AuthResult> {
+  const body = name.trim() === '' ? { password } : { name: name.trim(), password };
+  return request<AuthResult>('POST', '/api/login', { body, signOutOn401: false });
 }
 
 export function signOut(): Promise<AuthResult> {

@@ -11,9 +11,11 @@ export type PageName =
   | 'endpoints'
   | 'config'
   | 'audit'
+  | 'users'
   | 'settings'
   | 'sign-in'
   | 'setup'
+  | 'invite'
   | 'not-found';
 
 const PATHS: Record<string, PageName> = {
@@ -25,13 +27,15 @@ const PATHS: Record<string, PageName> = {
   '/endpoints': 'endpoints',
   '/config': 'config',
   '/audit': 'audit',
+  '/users': 'users',
   '/settings': 'settings',
+  '/invite': 'invite',
   '/sign-in': 'sign-in',
   '/setup': 'setup',
 };
 
 /** Pages that work without a session. */
-export const PUBLIC_PAGES: ReadonlySet<PageName> = new Set(['sign-in', 'setup']);
+export const PUBLIC_PAGES: ReadonlySet<PageName> = new Set(['sign-in', 'setup', 'invite']);
 
 /**
  * Asked before the app navigates away from the current page (a page with unsaved work sets

@@ -1,4 +1,12 @@
-import { getSession, isApiError, ApiError } from '../api/index.js';
+import { getSession, isApiError, ApiError, type User, type UserRole } from '../api/index.js';
+import type { PageName } from './router.svelte';
+
+/** The pages each role may open; the server refuses the rest anyway. */
+const ROLE_PAGES: Record<UserRole, ReadonlySet<PageName>> = {
+  admin: new Set(['models', 'logs', 'usage', 'keys', 'endpoints', 'config', 'audit', 'users', 'settings', 'not-found']),
+  viewer: new Set(['models', 'logs', 'usage', 'keys', 'endpoints', 'audit', 'users', 'settings', 'not-found']),
+  member: new Set(['usage', 'keys', 'endpoints', 'settings', 'not-found']),
+};
 
 /** What the app knows about the admin session. Loaded once at start, then kept by events. */
 class Session {
@@ -8,6 +16,26 @@ class Session {
   error = $state<ApiError | null>(null);
   /** Set when a signed-in session ended by itself; the sign-in page says so. */
   expired = $state(false);
+  /** The signed-in user (null for the admin token) and what they may do. */
+  user = $state<User | null>(null);
+  role = $state<UserRole | null>(null);
+  /** The OpenID Provider's name when the sign-in page offers it, else null. */
+  oidcName = $state<string | null>(null);
+
+  /** Whether the signed-in role may open `page`. */
+  may(page: PageName): boolean {
+    return this.role !== null && ROLE_PAGES[this.role].has(page);
+  }
+
+  /** Admins change things; viewers look; members change only their own keys. */
+  get canEdit(): boolean {
+    return this.role === 'admin';
+  }
+
+  /** Where a role lands: members have no Models page. */
+  get home(): string {
+    return this.role === 'member' ? '/endpoints' : '/models';
+  }
 
   async load(): Promise<void> {
     this.phase = 'loading';
@@ -15,6 +43,9 @@ class Session {
       const info = await getSession();
       this.authenticated = info.authenticated;
       this.setupRequired = info.setupRequired;
+      this.user = info.user;
+      this.role = info.role;
+      this.oidcName = info.oidc?.name ?? null;
       this.error = null;
       this.phase = 'ready';
     } catch (err) {
@@ -23,15 +54,16 @@ class Session {
     }
   }
 
-  signedIn(): void {
-    this.authenticated = true;
+  /** After a sign-in: who it is comes from the server. */
+  async signedIn(): Promise<void> {
     this.expired = false;
-    this.setupRequired = false;
-    this.phase = 'ready';
+    await this.load();
   }
 
   signedOut(): void {
     this.authenticated = false;
+    this.user = null;
+    this.role = null;
     if (this.phase === 'loading') this.phase = 'ready';
   }
 }

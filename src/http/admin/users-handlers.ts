@@ -1,0 +1,196 @@
+/**
+ * Admin API for users: `GET/POST /api/users`, `PATCH /api/users/:id`, `POST /api/users/invite`.
+ * Routes, their chains and who may call them are in the route table; these are only the
+ * handlers. An invitation link carries its token in the fragment (`/invite#token=...`), so it
+ * never reaches a server log or a Referer; the answer that creates it is the only place it appears.
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { CreatedUser, Invitation, UserList } from '../../admin-api/types.js';
+import { passwordProblem } from '../../auth/passwords.js';
+import { toUserView, type Users } from '../../auth/users.js';
+import { GatewayError } from '../../core/errors.js';
+import { USER_ROLES, type UserRecord, type UserRole } from '../../store/store.js';
+
+export interface UsersHandlerDeps {
+  users: Users;
+  /** The origin people open the dashboard at, for the link: GATEHOUSE_PUBLIC_URL or the request's own. */
+  origin: (request: FastifyRequest) => string;
+  /** Reloads the key index after a change that alters what keys may do (disabling). */
+  keysChanged: () => Promise<void>;
+}
+
+type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
+
+const NAME_MAX = 100;
+const EMAIL_MAX = 320;
+const MODELS_MAX = 500;
+
+export function createUsersHandlers({ users, origin, keysChanged }: UsersHandlerDeps): {
+  list: Handler;
+  create: Handler;
+  invite: Handler;
+  update: Handler;
+} {
+  const invitation = async (request: FastifyRequest, user: UserRecord): Promise<Invitation> => {
+    const { token, expiresAt } = await users.issueInvite(user.id);
+    return { url: `${origin(request)}/invite#token=${token}`, expiresAt: new Date(expiresAt).toISOString() };
+  };
+
+  const createUser = async (request: FastifyRequest, allowPassword: boolean) => {
+    const input = parseNewUser(request.body, allowPassword);
+    if (await users.findByName(input.name))
+      throw new GatewayError('conflict', {
+        message: `A user named ${JSON.stringify(input.name)} exists already.`,
+        details: [{ path: '/name', message: 'taken' }],
+      });
+    const created = await users.createPasswordUser(input);
+    const user =
+      input.allowedModels.length > 0
+        ? ((await users.update(created.id, { allowedModels: input.allowedModels })) ?? created)
+        : created;
+    request.log.info({ event: 'user_created', user_id: user.id, role: user.role }, 'user created');
+    return { user, invite: input.password === undefined ? await invitation(request, user) : null };
+  };
+
+  return {
+    async list() {
+      return { users: (await users.list()).map(toUserView) } satisfies UserList;
+    },
+
+    async create(request, reply) {
+      const { user, invite } = await createUser(request, true);
+      reply.code(201);
+      return { user: toUserView(user), invite } satisfies CreatedUser;
+    },
+
+    /** `{userId}`: a new link for a user who has not set a password; otherwise a new user with one. */
+    async invite(request, reply) {
+      const body = request.body as Record<string, unknown> | null;
+      if (body && typeof body === 'object' && 'userId' in body) {
+        const user = typeof body.userId === 'string' ? await users.get(body.userId) : undefined;
+        if (!user) throw new GatewayError('not_found', { message: 'No such user.' });
+        if (user.signIn !== 'password' || user.passwordHash !== null || user.disabledAt !== null)
+          throw new GatewayError('conflict', {
+            message: 'Only an invited user who has not set a password yet can get a new link.',
+          });
+        return { user: toUserView(user), invite: await invitation(request, user) } satisfies CreatedUser;
+      }
+      const { user, invite } = await createUser(request, false);
+      reply.code(201);
+      return { user: toUserView(user), invite } satisfies CreatedUser;
+    },
+
+    async update(request) {
+      const id = (request.params as { id?: unknown } | undefined)?.id;
+      const current = typeof id === 'string' ? await users.get(id) : undefined;
+      if (!current) throw new GatewayError('not_found', { message: `No user with id ${JSON.stringify(id ?? '')}.` });
+      const change = parsePatch(request.body);
+      const identity = request.adminIdentity;
+      const self = identity?.via === 'session' && identity.user.id === current.id;
+      const losesAdmin =
+        current.role === 'admin' &&
+        ((change.role !== undefined && change.role !== 'admin') || change.disabled === true);
+      if (self && losesAdmin)
+        throw new GatewayError('conflict', {
+          message: 'You cannot demote or disable yourself: ask another admin.',
+        });
+      if (losesAdmin && current.disabledAt === null && !(await users.anotherEnabledAdmin(current.id)))
+        throw new GatewayError('conflict', { message: 'This is the last enabled admin: promote someone else first.' });
+      const updated = await users.update(current.id, change);
+      if (!updated) throw new GatewayError('not_found', { message: `No user with id ${JSON.stringify(id)}.` });
+      if (change.disabled !== undefined) await keysChanged();
+      request.log.info(
+        { event: 'user_updated', user_id: updated.id, role: updated.role, disabled: updated.disabledAt !== null },
+        'user updated',
+      );
+      return { user: toUserView(updated) };
+    },
+  };
+}
+
+interface Issue {
+  path: string;
+  message: string;
+}
+
+function fail(issues: Issue[]): never {
+  throw new GatewayError('validation_failed', {
+    message: `Invalid: ${issues.map((i) => i.path.slice(1) || 'body').join(', ')}.`,
+    details: issues,
+  });
+}
+
+function asObject(body: unknown, allowed: readonly string[], issues: Issue[]): Record<string, unknown> {
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    fail([{ path: '', message: 'must be an object' }]);
+  const object = body as Record<string, unknown>;
+  for (const field of Object.keys(object))
+    if (!allowed.includes(field))
+      issues.push({ path: `/${field}`, message: `unknown field; expected one of ${allowed.join(', ')}` });
+  return object;
+}
+
+function parseRole(value: unknown, issues: Issue[]): UserRole | undefined {
+  const role = USER_ROLES.find((r) => r === value);
+  if (!role) issues.push({ path: '/role', message: `must be one of ${USER_ROLES.join(', ')}` });
+  return role;
+}
+
+function parseAllowedModels(value: unknown, issues: Issue[]): string[] {
+  if (
+    !Array.isArray(value) ||
+    value.length > MODELS_MAX ||
+    !value.every((m) => typeof m === 'string' && m.trim() !== '')
+  ) {
+    issues.push({
+      path: '/allowedModels',
+      message: `must be an array of at most ${MODELS_MAX} model ids ([] = every model)`,
+    });
+    return [];
+  }
+  return [...new Set(value.map((m: string) => m.trim()))];
+}
+
+function parseNewUser(
+  body: unknown,
+  allowPassword: boolean,
+): { name: string; email: string | null; role: UserRole; allowedModels: string[]; password?: string } {
+  const issues: Issue[] = [];
+  const fields = ['name', 'email', 'role', 'allowedModels', ...(allowPassword ? ['password'] : [])];
+  const object = asObject(body, fields, issues);
+  const name = typeof object.name === 'string' ? object.name.trim() : '';
+  // eslint-disable-next-line no-control-regex -- control characters are exactly what is refused.
+  if (name === '' || name.length > NAME_MAX || /[\u0000-\u001f\u007f]/.test(name))
+    issues.push({ path: '/name', message: `required: 1 to ${NAME_MAX} characters, no control characters` });
+  let email: string | null = null;
+  if (object.email !== undefined && object.email !== null && object.email !== '') {
+    if (typeof object.email !== 'string' || object.email.length > EMAIL_MAX || !/^[^\s@]+@[^\s@]+$/.test(object.email))
+      issues.push({ path: '/email', message: 'must be an email address' });
+    else email = object.email;
+  }
+  const role = parseRole(object.role, issues);
+  const allowedModels = object.allowedModels === undefined ? [] : parseAllowedModels(object.allowedModels, issues);
+  let password: string | undefined;
+  if (object.password !== undefined) {
+    const problem = typeof object.password === 'string' ? passwordProblem(object.password) : 'must be a string';
+    if (problem) issues.push({ path: '/password', message: problem });
+    else password = object.password as string;
+  }
+  if (issues.length > 0 || !role) fail(issues);
+  return { name, email, role, allowedModels, ...(password !== undefined ? { password } : {}) };
+}
+
+function parsePatch(body: unknown): { role?: UserRole; disabled?: boolean; allowedModels?: string[] } {
+  const issues: Issue[] = [];
+  const object = asObject(body, ['role', 'disabled', 'allowedModels'], issues);
+  const change: { role?: UserRole; disabled?: boolean; allowedModels?: string[] } = {};
+  if (object.role !== undefined) change.role = parseRole(object.role, issues);
+  if (object.disabled !== undefined) {
+    if (typeof object.disabled !== 'boolean') issues.push({ path: '/disabled', message: 'must be true or false' });
+    else change.disabled = object.disabled;
+  }
+  if (object.allowedModels !== undefined) change.allowedModels = parseAllowedModels(object.allowedModels, issues);
+  if (Object.keys(object).length === 0) issues.push({ path: '', message: 'nothing to change' });
+  if (issues.length > 0) fail(issues);
+  return change;
+}

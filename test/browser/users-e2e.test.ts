@@ -1,0 +1,95 @@
+/**
+ * Users in headless Chromium against the real gateway and the llama-swap simulator: an admin
+ * invites a member on the Users page and copies the link; the member opens it in another
+ * browser, sets a password, and lands on a dashboard with only Usage, API keys and Endpoints,
+ * where they make a key of their own. Screenshots: test-results/screenshots/users-*.png.
+ */
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEMO_CONFIG, startSimulator, type Simulator } from '../fakes/llama-swap/index.js';
+import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { rawRequest } from '../helpers/http.js';
+import { launchBrowser, openPage, requireDashboardBuild, signIn } from './helpers.js';
+
+const ADMIN_PASSWORD = 'users page admin password';
+const MEMBER_PASSWORD = 'the member chose this one';
+let browser: Browser;
+let sim: Simulator;
+let gateway: TestGateway;
+
+beforeAll(async () => {
+  requireDashboardBuild();
+  browser = await launchBrowser();
+  sim = await startSimulator({ config: DEMO_CONFIG });
+  gateway = await startTestGateway(sim.url, { adminPassword: ADMIN_PASSWORD }, {}, { withStore: true });
+}, 60_000);
+afterAll(async () => {
+  await browser?.close();
+  await gateway?.close();
+  await sim?.close();
+});
+
+describe('inviting a member', () => {
+  it('the admin invites, the member accepts the link and sees only their restricted dashboard', async () => {
+    const admin = await openPage(browser, gateway.url);
+    const member = await openPage(browser, gateway.url);
+    try {
+      await signIn(admin.page, ADMIN_PASSWORD, { next: '/users' });
+      await admin.page.getByRole('heading', { name: 'Users', exact: true }).waitFor();
+      await admin.page.getByLabel('Name').fill('Maya');
+      await admin.page.getByLabel('Role').selectOption('member');
+      await admin.page.getByRole('button', { name: 'Create invitation link' }).click();
+      const linkField = admin.page.getByRole('textbox', { name: 'Invitation link for Maya' });
+      await linkField.waitFor();
+      const link = await linkField.inputValue();
+      expect(link).toMatch(new RegExp(`^${gateway.url}/invite#token=[A-Za-z0-9_-]{43}$`));
+      await admin.page.getByRole('cell', { name: 'invited' }).waitFor();
+      await admin.screenshot('users-invited');
+
+      await member.page.goto(link);
+      await member.page.getByLabel('New password').fill(MEMBER_PASSWORD);
+      await member.page.getByLabel('Repeat the password').fill(MEMBER_PASSWORD);
+      await member.page.getByRole('button', { name: 'Set password and sign in' }).click();
+      await member.page.waitForURL((url) => url.pathname === '/endpoints');
+      await member.page.getByRole('heading', { name: 'Endpoints' }).waitFor();
+      const nav = member.page.getByRole('complementary', { name: 'Main' });
+      expect(await nav.getByRole('link').allTextContents()).toEqual(
+        expect.arrayContaining([expect.stringContaining('Usage'), expect.stringContaining('API keys')]),
+      );
+      const labels = (await nav.getByRole('link').allTextContents()).map((t) => t.trim());
+      expect(labels).toEqual(['Usage', 'API keys', 'Endpoints', 'Settings']);
+
+      // Pages outside the role send the member back to their start page.
+      await member.page.goto('/models');
+      await member.page.waitForURL((url) => url.pathname === '/endpoints');
+
+      await member.page.goto('/keys');
+      await member.page.getByRole('button', { name: 'Create key' }).first().click();
+      const dialog = member.page.getByRole('dialog', { name: 'Create an API key' });
+      await dialog.getByLabel('Name').fill('maya laptop');
+      await dialog.getByRole('button', { name: 'Create key' }).click();
+      const created = member.page.getByRole('dialog', { name: 'Key created' });
+      const secret = await created.getByLabel('The new API key').inputValue();
+      expect(secret).toMatch(/^sk-[0-9A-Za-z]{43}$/);
+      await created.getByRole('button', { name: 'Done' }).click();
+      const call = await rawRequest(`${gateway.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${secret}` },
+        body: JSON.stringify({ model: 'qwen', messages: [{ role: 'user', content: 'hi' }] }),
+      });
+      expect(call.status).toBe(200);
+      await member.screenshot('users-member-keys');
+      const keys = await gateway.store!.keys.list();
+      const users = await gateway.store!.users.list();
+      const maya = users.find((u) => u.name === 'Maya')!;
+      expect(keys.map((k) => ({ name: k.name, ownerId: k.ownerId }))).toEqual([
+        { name: 'maya laptop', ownerId: maya.id },
+      ]);
+      expect(member.console.errors).toEqual([]);
+      expect(member.console.failedResources).toEqual([]);
+    } finally {
+      await admin.close();
+      await member.close();
+    }
+  }, 60_000);
+});

@@ -1,0 +1,44 @@
+/**
+ * A database as the one-password versions left it (before migration 0009_users): an admin
+ * password in `meta`, a signed-in session, a key. Each engine's tests and the upgrade test
+ * build it with this, then open it with today's code.
+ */
+import { sql, type Kysely } from 'kysely';
+import { expect } from 'vitest';
+import { hashSessionToken } from '../../src/auth/admin-sessions.js';
+import { hashPassword } from '../../src/auth/passwords.js';
+import { migrateUpTo } from '../../src/store/migrations.js';
+import type { Store } from '../../src/store/store.js';
+
+const BEFORE_USERS = '0006_usage_queue_ms';
+export const OLD_PASSWORD = 'the one admin password of old';
+/** A session cookie value the old version handed out. */
+export const OLD_SESSION_TOKEN = 'O'.repeat(43);
+export const OLD_KEY_ID = 'key_oldoldoldold';
+
+export async function writeOneAdminDatabase(
+  old: Kysely<unknown>,
+  options: { migrationTableSchema?: string; disableTransactions?: boolean } = {},
+  now = Date.now(),
+): Promise<void> {
+  await migrateUpTo(old, BEFORE_USERS, options);
+  const hash = await hashPassword(OLD_PASSWORD, { N: 1024, r: 8, p: 1 });
+  await sql`insert into meta (key, value) values ('admin.password_hash', ${hash})`.execute(old);
+  await sql`insert into admin_sessions (id, token_hash, created_at, last_seen_at, expires_at)
+    values ('old-session', ${hashSessionToken(OLD_SESSION_TOKEN)}, ${now}, ${now}, ${now + 86_400_000})`.execute(old);
+  await sql`insert into api_keys (id, name, prefix, hash, created_at, allowed_models, note)
+    values (${OLD_KEY_ID}, 'old key', 'sk-oldold', ${'a'.repeat(64)}, ${now}, '[]', '')`.execute(old);
+}
+
+/** The old admin is now the first admin user, holding the session; the key has no owner. */
+export async function expectOneAdminMigrated(store: Store): Promise<void> {
+  expect(store.migrationsApplied).toContain('0009_users');
+  const users = await store.users.list();
+  expect(users).toHaveLength(1);
+  expect(users[0]).toMatchObject({ name: 'admin', role: 'admin', signIn: 'password', disabledAt: null });
+  expect(users[0]!.passwordHash).toMatch(/^scrypt\$/);
+  expect(await store.meta.get('admin.first_user_id')).toBe(users[0]!.id);
+  expect(await store.meta.get('admin.password_hash')).toBeUndefined();
+  expect((await store.sessions.findByTokenHash(hashSessionToken(OLD_SESSION_TOKEN)))?.userId).toBe(users[0]!.id);
+  expect((await store.keys.get(OLD_KEY_ID))?.ownerId).toBeNull();
+}
