@@ -47,7 +47,7 @@ function workDir(home: string): string {
   return cwd;
 }
 
-export const CLAUDE_CODE: CliClient = {
+const CLAUDE_CODE: CliClient = {
   name: 'claude-code',
   npm: { pkg: '@anthropic-ai/claude-code', version: '2.1.332', bin: 'claude' },
   invocation: ({ url, key, model, home, prompt }) => ({
@@ -80,7 +80,7 @@ export const CLAUDE_CODE: CliClient = {
   error: (events) => events.find((e) => e.type === 'result' && e.is_error)?.result,
 };
 
-export const OPENCODE: CliClient = {
+const OPENCODE: CliClient = {
   name: 'opencode',
   npm: { pkg: 'opencode-ai', version: '1.18.33', bin: 'opencode' },
   invocation({ url, key, model, home, prompt }) {
@@ -138,7 +138,7 @@ export const OPENCODE: CliClient = {
   error: (events) => events.find((e) => e.type === 'error')?.error?.data?.message,
 };
 
-export const CODEX: CliClient = {
+const CODEX: CliClient = {
   name: 'codex',
   npm: { pkg: '@openai/codex', version: '0.169.0', bin: 'codex' },
   invocation({ url, key, model, home, prompt }) {

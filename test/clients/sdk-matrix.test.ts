@@ -18,6 +18,7 @@ import {
   REFUSED_MODEL,
   SLOW,
   startStack,
+  TOKENS,
   type Stack,
 } from './matrix.js';
 
@@ -36,6 +37,7 @@ const TEXT = 'hello gatehouse';
 
 /** Runs a cancel cell: the stream is slow, the client aborts it, Gatehouse records the client leaving. */
 async function cancelCell(abortMidStream: () => Promise<void>): Promise<void> {
+  const knobs = { ...stack.sim.knobs };
   Object.assign(stack.sim.knobs, SLOW);
   try {
     const before = (await stack.calls()).length;
@@ -45,7 +47,7 @@ async function cancelCell(abortMidStream: () => Promise<void>): Promise<void> {
     const [call] = (await stack.waitForCalls((calls) => calls.length > before)).slice(before);
     expect(call).toMatchObject({ status: 200, streamed: true, clientAborted: true, errorClass: 'client_abort' });
   } finally {
-    Object.assign(stack.sim.knobs, { tokens: 6, tokensPerSecond: 0 });
+    Object.assign(stack.sim.knobs, knobs);
   }
 }
 
@@ -65,7 +67,7 @@ matrix.cell('openai', 'streaming', async () => {
   let text = '';
   for await (const chunk of stream) text += chunk.choices[0]?.delta?.content ?? '';
   expect(text).toBe(ANSWER);
-  expect((await stack.calls()).at(-1)).toMatchObject({ status: 200, streamed: true, outputTokens: 6 });
+  expect((await stack.calls()).at(-1)).toMatchObject({ status: 200, streamed: true, outputTokens: TOKENS });
 });
 
 matrix.cell('openai', 'tool round trip', async () => {
@@ -141,9 +143,9 @@ matrix.cell('@anthropic-ai/sdk', 'streaming', async () => {
   const stream = anthropic().messages.stream({ model: CHAT_MODEL, max_tokens: 64, messages: ASK });
   let text = '';
   stream.on('text', (delta) => (text += delta));
-  expect((await stream.finalMessage()).usage.output_tokens).toBe(6);
+  expect((await stream.finalMessage()).usage.output_tokens).toBe(TOKENS);
   expect(text).toBe(ANSWER);
-  expect((await stack.calls()).at(-1)).toMatchObject({ status: 200, streamed: true, outputTokens: 6 });
+  expect((await stack.calls()).at(-1)).toMatchObject({ status: 200, streamed: true, outputTokens: TOKENS });
 });
 
 matrix.cell('@anthropic-ai/sdk', 'tool round trip', async () => {

@@ -21,8 +21,7 @@ export interface NpmClient {
 export type Installed = { ok: true; bin: string } | { ok: false; reason: string };
 
 /** Where the clients are kept between runs; `GATEHOUSE_TEST_CLIENTS_DIR` moves it. */
-export const CLIENTS_CACHE =
-  process.env.GATEHOUSE_TEST_CLIENTS_DIR ?? join(homedir(), '.cache', 'gatehouse-test-clients');
+const CLIENTS_CACHE = process.env.GATEHOUSE_TEST_CLIENTS_DIR ?? join(homedir(), '.cache', 'gatehouse-test-clients');
 
 const INSTALL_TIMEOUT_MS = 240_000;
 
