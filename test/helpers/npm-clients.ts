@@ -56,12 +56,10 @@ export async function installNpmClient(client: NpmClient): Promise<Installed> {
   ).catch((error: unknown) => ({ code: null, stderr: String(error), timedOut: false }));
   if (result.code !== 0) {
     rmSync(staging, { recursive: true, force: true });
+    const errors = result.stderr.split('\n').filter((l) => l.startsWith('npm error') && !l.includes('complete log'));
     const why = result.timedOut
       ? `timed out after ${INSTALL_TIMEOUT_MS / 1000} s`
-      : (result.stderr
-          .trim()
-          .split('\n')
-          .findLast((l) => l.trim() !== '') ?? `exit ${String(result.code)}`);
+      : (errors.find((l) => l.includes('request to')) ?? errors[0] ?? `exit ${String(result.code)}`);
     return { ok: false, reason: `npm install ${spec} failed (no registry access?): ${why}` };
   }
   rmSync(dir, { recursive: true, force: true });
