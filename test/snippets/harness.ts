@@ -3,16 +3,18 @@
  * protected by a key created through the admin API and once in open mode; running programs
  * (curl, bash, node, python3) with a bounded time; and the requests a configured client makes.
  */
-import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'vitest';
 import { completionText, DEMO_CONFIG, startSimulator, type Simulator } from '../fakes/llama-swap/index.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { json, rawRequest } from '../helpers/http.js';
-import { REPO_ROOT } from '../helpers/process.js';
+import { cleanEnv, scratchDir as freshDir, run, type RunResult } from '../helpers/programs.js';
 import { createLlamaSwapClient } from '../../src/upstream/llama-swap-client.js';
 import type { SnippetContext, SnippetKey } from '../../src/snippets/index.js';
+
+export { cleanEnv, run, type RunResult };
 
 export const MODEL = 'qwen3-8b';
 export const EMBEDDING_MODEL = 'nomic-embed';
@@ -74,56 +76,14 @@ export function requireProgram(name: string): void {
   if (found.status !== 0) throw new Error(`${name} is required by the snippet tests and was not found on PATH`);
 }
 
-/** A fresh scratch directory inside the repo (test-results is git-ignored), so Node resolves node_modules. */
+/** A fresh scratch directory for one snippet test file. */
 export function scratchDir(name: string): string {
-  const dir = join(REPO_ROOT, 'test-results', 'snippets', name);
-  rmSync(dir, { recursive: true, force: true });
-  mkdirSync(dir, { recursive: true });
-  return dir;
-}
-
-export interface RunResult {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Runs a program to completion with only the given environment; killed after `timeoutMs`. */
-export function run(
-  command: string,
-  args: string[],
-  options: { env: Record<string, string>; cwd?: string; timeoutMs?: number },
-): Promise<RunResult> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, {
-      cwd: options.cwd ?? REPO_ROOT,
-      env: options.env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
-    child.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
-    const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 10_000);
-    child.once('error', (error) => {
-      clearTimeout(timer);
-      reject(error);
-    });
-    child.once('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-  });
+  return freshDir('snippets', name);
 }
 
 /** Runs snippet text exactly as a user pastes it into bash. */
 export function runBash(text: string, env: Record<string, string>, cwd?: string): Promise<RunResult> {
   return run('bash', ['-c', text], { env, ...(cwd === undefined ? {} : { cwd }) });
-}
-
-/** A minimal environment, so nothing from the test runner's shell leaks into a client. */
-export function cleanEnv(home: string, extra: Record<string, string> = {}): Record<string, string> {
-  return { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, LANG: 'C.UTF-8', ...extra };
 }
 
 // --- The requests a configured client makes, from the values a snippet gave it. ---
