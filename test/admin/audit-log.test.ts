@@ -11,7 +11,6 @@ import BetterSqlite3 from 'better-sqlite3';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AuditEntry, AuditPage } from '../../src/admin-api/types.js';
 import { AuditRetention } from '../../src/audit/retention.js';
-import { hashSessionToken } from '../../src/auth/admin-sessions.js';
 import { runKeysCommand } from '../../src/cli/keys.js';
 import { ConfigEditor } from '../../src/config-editor/config-editor.js';
 import { loadSettings } from '../../src/settings.js';
@@ -83,12 +82,6 @@ async function entryCount(): Promise<number> {
   return (await auditPage('?limit=500')).entries.length;
 }
 
-async function sessionIdOf(cookie: string): Promise<string> {
-  const session = await gateway.store!.sessions.findByTokenHash(hashSessionToken(cookie));
-  expect(session).toBeDefined();
-  return session!.id;
-}
-
 /** Every row of the table as the database holds it. */
 function rawAuditRows(): string {
   const db = new BetterSqlite3(sqliteFileIn(gateway.dataDir), { readonly: true });
@@ -104,6 +97,11 @@ function expectOk(res: RawResponse, status = 200): void {
 }
 
 const browser = { kind: 'session', name: null } as const;
+/** A signed-in actor is their user: here the first admin, whom setup created. */
+async function firstAdmin() {
+  const user = await gateway.store!.users.findByName('admin');
+  return { kind: 'user', id: user!.id, name: 'admin' };
+}
 const scriptActor = { kind: 'admin-token', id: null, name: null } as const;
 
 describe('the audit entry of every admin action', () => {
@@ -111,7 +109,7 @@ describe('the audit entry of every admin action', () => {
   let sessionB = '';
   let keyId = '';
 
-  it('records setup, its refusal, sign-in and a failed sign-in, naming the session each opened', async () => {
+  it('records setup, its refusal, sign-in and a failed sign-in, naming the user each signed in', async () => {
     const before = await entryCount();
     const wrong = await api(gateway, 'POST', '/api/setup', {
       body: { token: 'A'.repeat(43), password: PASSWORD },
@@ -143,7 +141,7 @@ describe('the audit entry of every admin action', () => {
       {
         ...common,
         action: 'setup.complete',
-        actor: { ...browser, id: await sessionIdOf(sessionA) },
+        actor: await firstAdmin(),
         outcome: 'success',
         reason: null,
       },
@@ -157,7 +155,7 @@ describe('the audit entry of every admin action', () => {
       {
         ...common,
         action: 'session.sign_in',
-        actor: { ...browser, id: await sessionIdOf(sessionB) },
+        actor: await firstAdmin(),
         outcome: 'success',
         reason: null,
       },
@@ -177,7 +175,7 @@ describe('the audit entry of every admin action', () => {
     expect(lastKey.status).toBe(409);
     expectOk(await asToken('DELETE', `/api/keys/${keyId}?confirm=last`));
 
-    const session = { ...browser, id: await sessionIdOf(sessionB) };
+    const session = await firstAdmin();
     const key = (name: string) => ({ kind: 'key', id: keyId, name, version: null });
     expect(
       (await entriesSince(before)).map((e) => [e.action, e.actor, e.target, e.outcome, e.reason, e.client]),
@@ -216,7 +214,7 @@ describe('the audit entry of every admin action', () => {
     expect((await api(gateway, 'POST', '/api/models/nope/unload', { cookie: sessionB, body: {} })).status).toBe(404);
     expectOk(await asToken('POST', '/api/models/unload-all', {}));
 
-    const session = { ...browser, id: await sessionIdOf(sessionB) };
+    const session = await firstAdmin();
     const model = (id: string) => ({ kind: 'model', id, name: null, version: null });
     expect((await entriesSince(before)).map((e) => [e.action, e.actor, e.target, e.outcome, e.reason])).toEqual([
       ['model.load', session, model('qwen'), 'success', null],
@@ -238,10 +236,9 @@ describe('the audit entry of every admin action', () => {
       body: { currentPassword: PASSWORD, newPassword: NEW_PASSWORD },
     });
     expectOk(changed);
-    const idB = await sessionIdOf(sessionB);
     expectOk(await api(gateway, 'POST', '/api/logout', { cookie: sessionB, body: {} }));
 
-    const session = { ...browser, id: idB };
+    const session = await firstAdmin();
     expect((await entriesSince(before)).map((e) => [e.action, e.actor, e.outcome, e.reason])).toEqual([
       ['password.change', session, 'failure', 'admin_unauthorized'],
       ['password.change', session, 'success', null],

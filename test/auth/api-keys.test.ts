@@ -74,6 +74,7 @@ describe('API key format', () => {
       limits: { rpm: 5, tpm: null, concurrent: null },
       priority: 0,
       manage: false,
+      budget: { tokens: null, requests: null, gpuSeconds: null, period: 'day' },
       ownerId: null,
     });
     expect(JSON.stringify(record)).not.toContain(secret.slice(3));
@@ -105,6 +106,7 @@ describe('key status', () => {
       limits: { rpm: null, tpm: null, concurrent: null },
       priority: 0,
       manage: false,
+      budget: { tokens: null, requests: null, gpuSeconds: null, period: 'day' },
       status: 'active',
       ownerId: null,
       ownerName: null,

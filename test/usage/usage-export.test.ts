@@ -23,7 +23,7 @@ const FORMULA_MODEL = '=HYPERLINK("http://evil.example","x")';
 
 const CALL_HEADER =
   'id,at,requestId,keyId,keyName,model,method,endpoint,status,streamed,inputTokens,outputTokens,cachedTokens,' +
-  'tokensSource,ttfbMs,ttftMs,durationMs,bytesIn,bytesOut,clientAborted,errorClass,queueMs';
+  'tokensSource,ttfbMs,ttftMs,durationMs,bytesIn,bytesOut,clientAborted,errorClass,queueMs,gpuMs';
 const SUM_HEADER = 'requests,errors,aborted,inputTokens,outputTokens,cachedTokens,durationMsAvg,firstAt,lastAt';
 
 /** Five calls over three UTC days; r5 has captured bodies. */
@@ -120,7 +120,7 @@ describe.each(['sqlite', 'postgres'] as const)('usage export (%s)', (kind) => {
       `${CALL_HEADER}\r\n` +
         `${zoe.id},2030-01-01T23:59:00.000Z,${zoe.requestId},key_zoe,"Zoë, ""the"" tester\nsecond line",` +
         `"'=HYPERLINK(""http://evil.example"",""x"")",POST,/v1/chat/completions,429,false,,,,,,,3,120,2000,false,` +
-        'rate_limited,\r\n',
+        'rate_limited,,30.25\r\n',
     );
   });
 
