@@ -95,7 +95,8 @@ export async function startTestProvider(options: TestProviderOptions): Promise<T
   provider.on('server_error', (_ctx, error) => {
     console.error('test OpenID Provider: server_error', error);
   });
-  server.on('request', provider.callback());
+  const handle = provider.callback();
+  server.on('request', (req, res) => void handle(req, res));
 
   return {
     issuer,
