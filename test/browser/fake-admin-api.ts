@@ -296,6 +296,21 @@ export function registerFakeAdminApi(app: FastifyInstance, initial: Partial<Fake
     authenticated: authed(request),
     setupRequired: state.password === null,
     via: authed(request) ? 'session' : null,
+    // The one operator of this fake is the first admin.
+    user: authed(request)
+      ? {
+          id: 'usr_fakeadmin01',
+          name: 'admin',
+          email: null,
+          role: 'admin',
+          signIn: 'password',
+          status: 'active',
+          createdAt: '2030-01-01T00:00:00.000Z',
+          disabledAt: null,
+          allowedModels: [],
+        }
+      : null,
+    role: authed(request) ? 'admin' : null,
   }));
 
   app.post('/api/setup', async (request, reply) => {
