@@ -7,6 +7,7 @@ import { randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { demoUsage, registerFakeUsageApi, type FakeUsageState } from './fake-usage.js';
+import type { KeyBudget } from '../../src/admin-api/types.js';
 
 export interface FakeModel {
   id: string;
@@ -33,7 +34,19 @@ export interface FakeKey {
   note: string;
   limits: { rpm: number | null; tpm: number | null; concurrent: number | null };
   priority: number;
+  manage: boolean;
+  budget: KeyBudget;
+  ownerId: string | null;
+  ownerName: string | null;
 }
+
+/** What every fake key has unless it says otherwise: no budget, no manage scope, no owner. */
+const KEY_DEFAULTS = {
+  manage: false,
+  budget: { tokens: null, requests: null, gpuSeconds: null, period: 'day' },
+  ownerId: null,
+  ownerName: null,
+} satisfies Partial<FakeKey>;
 
 export interface FakeState extends FakeUsageState {
   password: string | null;
@@ -157,7 +170,7 @@ function demoModels(): FakeModel[] {
 
 export function demoKeys(): FakeKey[] {
   const limits = { rpm: null, tpm: null, concurrent: null };
-  return [
+  const keys: Array<Omit<FakeKey, keyof typeof KEY_DEFAULTS>> = [
     {
       id: 'key_01',
       name: 'open-webui',
@@ -229,6 +242,7 @@ export function demoKeys(): FakeKey[] {
       priority: 0,
     },
   ];
+  return keys.map((key) => ({ ...KEY_DEFAULTS, ...key }));
 }
 
 const ESC = '\u001b[';
@@ -365,6 +379,8 @@ export function registerFakeAdminApi(app: FastifyInstance, initial: Partial<Fake
       note?: string;
       limits?: Partial<FakeKey['limits']>;
       priority?: number;
+      manage?: boolean;
+      budget?: Partial<KeyBudget>;
     };
     if (!body.name?.trim())
       return fail(reply, 422, 'validation_failed', 'Validation failed.', [{ path: '/name', message: 'required' }]);
@@ -382,6 +398,9 @@ export function registerFakeAdminApi(app: FastifyInstance, initial: Partial<Fake
       note: body.note ?? '',
       limits: { rpm: null, tpm: null, concurrent: null, ...body.limits },
       priority: body.priority ?? 0,
+      ...KEY_DEFAULTS,
+      manage: body.manage ?? false,
+      budget: { ...KEY_DEFAULTS.budget, ...body.budget },
     };
     state.keys.unshift(key);
     return reply.code(201).send({ key, secret });
@@ -397,6 +416,8 @@ export function registerFakeAdminApi(app: FastifyInstance, initial: Partial<Fake
     if (body.note !== undefined) key.note = body.note;
     if (body.limits !== undefined) key.limits = { ...key.limits, ...body.limits };
     if (body.priority !== undefined) key.priority = body.priority;
+    if (body.manage !== undefined) key.manage = body.manage;
+    if (body.budget !== undefined) key.budget = { ...key.budget, ...body.budget };
     if (body.revoked) {
       key.status = 'revoked';
       key.revokedAt = new Date().toISOString();
