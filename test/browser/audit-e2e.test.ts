@@ -8,7 +8,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startRecordingUpstream, type RecordingUpstream } from '../fakes/recording-upstream.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { rawRequest } from '../helpers/http.js';
-import { launchBrowser, openPage, requireDashboardBuild, signIn, type TestPage } from './helpers.js';
+import { closeCheckedPages, launchBrowser, openPage, requireDashboardBuild, signIn, type TestPage } from './helpers.js';
 
 const PASSWORD = 'audit page passphrase';
 const ADMIN_TOKEN = 'audit-e2e-admin-token';
@@ -48,13 +48,7 @@ beforeAll(async () => {
   expect((await keyCall('DELETE', `/api/keys/${last}`)).status).toBe(200);
 }, 60_000);
 
-afterEach(async () => {
-  for (const t of open.splice(0)) {
-    expect(t.console.errors).toEqual([]);
-    expect(t.externalRequests()).toEqual([]);
-    await t.close();
-  }
-});
+afterEach(() => closeCheckedPages(open));
 
 afterAll(async () => {
   await browser?.close();

@@ -9,7 +9,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { countPromptTokens, DEMO_CONFIG, startSimulator, type Simulator } from '../fakes/llama-swap/index.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { json, rawRequest } from '../helpers/http.js';
-import { launchBrowser, openPage, requireDashboardBuild, signIn, type TestPage } from './helpers.js';
+import { closeCheckedPages, launchBrowser, openPage, requireDashboardBuild, signIn, type TestPage } from './helpers.js';
 
 const PASSWORD = 'budget page passphrase';
 const ADMIN_TOKEN = 'budget-e2e-admin-token';
@@ -34,13 +34,7 @@ beforeAll(async () => {
   );
 }, 60_000);
 
-afterEach(async () => {
-  for (const t of open.splice(0)) {
-    expect(t.console.errors).toEqual([]);
-    expect(t.externalRequests()).toEqual([]);
-    await t.close();
-  }
-});
+afterEach(() => closeCheckedPages(open));
 
 afterAll(async () => {
   await browser?.close();

@@ -13,6 +13,7 @@ import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { chromium, type Browser, type BrowserContext, type ConsoleMessage, type Page } from 'playwright-core';
+import { expect } from 'vitest';
 import { defaultDashboardRoot, registerDashboard } from '../../src/http/dashboard.js';
 
 const CHROMIUM_PATH = '/usr/bin/chromium';
@@ -195,4 +196,13 @@ export async function serveDashboard(
   await options.setup?.(app);
   const address = await app.listen({ port: 0, host: '127.0.0.1' });
   return { app, url: address, close: () => app.close() };
+}
+
+/** Closes the pages a test opened, once it checked that none logged a console error or left loopback. */
+export async function closeCheckedPages(open: TestPage[]): Promise<void> {
+  for (const t of open.splice(0)) {
+    expect(t.console.errors).toEqual([]);
+    expect(t.externalRequests()).toEqual([]);
+    await t.close();
+  }
 }

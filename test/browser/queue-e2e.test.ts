@@ -9,7 +9,15 @@ import type { ApiKey } from '../../src/admin-api/types.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { startHoldingUpstream, type HoldingUpstream } from '../helpers/holding-upstream.js';
 import { json, rawRequest } from '../helpers/http.js';
-import { launchBrowser, openPage, PHONE, requireDashboardBuild, signIn, type TestPage } from './helpers.js';
+import {
+  closeCheckedPages,
+  launchBrowser,
+  openPage,
+  PHONE,
+  requireDashboardBuild,
+  signIn,
+  type TestPage,
+} from './helpers.js';
 
 const PASSWORD = 'queue page passphrase';
 const ADMIN_TOKEN = 'queue-e2e-admin-token';
@@ -31,13 +39,7 @@ beforeAll(async () => {
   );
 }, 60_000);
 
-afterEach(async () => {
-  for (const t of open.splice(0)) {
-    expect(t.console.errors).toEqual([]);
-    expect(t.externalRequests()).toEqual([]);
-    await t.close();
-  }
-});
+afterEach(() => closeCheckedPages(open));
 
 afterAll(async () => {
   await browser?.close();

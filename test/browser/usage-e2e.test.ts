@@ -10,13 +10,14 @@ import { countPromptTokens, DEMO_CONFIG, startSimulator, type Simulator } from '
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { json, rawRequest, type RawResponse } from '../helpers/http.js';
 import {
+  closeCheckedPages,
   inPage,
   launchBrowser,
   openPage,
+  type OpenPageOptions,
   PHONE,
   requireDashboardBuild,
   signIn,
-  type OpenPageOptions,
   type TestPage,
 } from './helpers.js';
 
@@ -43,13 +44,7 @@ beforeAll(async () => {
   );
 }, 60_000);
 
-afterEach(async () => {
-  for (const t of open.splice(0)) {
-    expect(t.console.errors).toEqual([]);
-    expect(t.externalRequests()).toEqual([]);
-    await t.close();
-  }
-});
+afterEach(() => closeCheckedPages(open));
 
 afterAll(async () => {
   await browser?.close();

@@ -10,7 +10,7 @@ import { DEMO_CONFIG, startSimulator, type Simulator } from '../fakes/llama-swap
 import type { TestGateway } from '../helpers/gateway.js';
 import { rawRequest } from '../helpers/http.js';
 import { createKey, recordFor, requestId, startUsageGateway } from '../usage/usage-helpers.js';
-import { launchBrowser, openPage, requireDashboardBuild, signIn, type TestPage } from './helpers.js';
+import { closeCheckedPages, launchBrowser, openPage, requireDashboardBuild, signIn, type TestPage } from './helpers.js';
 
 const PASSWORD = 'usage export passphrase';
 const AWKWARD = 'Zoë, "the" tester';
@@ -44,13 +44,7 @@ beforeAll(async () => {
   await call(zoe.secret, 'llama-3.2-3b');
 }, 60_000);
 
-afterEach(async () => {
-  for (const t of open.splice(0)) {
-    expect(t.console.errors).toEqual([]);
-    expect(t.externalRequests()).toEqual([]);
-    await t.close();
-  }
-});
+afterEach(() => closeCheckedPages(open));
 
 afterAll(async () => {
   await browser?.close();
