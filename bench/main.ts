@@ -78,14 +78,20 @@ async function startTargets(
     mkdirSync(dataDir, { recursive: true });
     const extra = await scenario.prepare?.({
       dataDir,
-      runGatehouse: (args) => runGatehouse(args, dataDir, scenario.gatewayEnv),
+      runGatehouse: (args) => runGatehouse(args, dataDir, scenario.gatewayEnv, scenario.bin),
     });
     if (extra?.cleanup) cleanups.push({ id: scenario.id, run: extra.cleanup });
     const gatewayEnv = { ...scenario.gatewayEnv, ...extra?.gatewayEnv };
     const headers = { ...scenario.requestHeaders, ...extra?.requestHeaders };
     const nodeArgs = options.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${resolve(options.cpuProfDir)}`] : [];
     const startGateway = () =>
-      group.startGateway(`gateway ${scenario.id}`, { upstreamUrl: upstream.url, dataDir, env: gatewayEnv, nodeArgs });
+      group.startGateway(`gateway ${scenario.id}`, {
+        upstreamUrl: upstream.url,
+        dataDir,
+        env: gatewayEnv,
+        nodeArgs,
+        bin: scenario.bin,
+      });
     const gateway = await startGateway();
     const id = `gateway:${scenario.id}`;
     starters.set(id, startGateway);

@@ -39,6 +39,8 @@ export interface GatewayLaunch {
   env: Readonly<Record<string, string>>;
   /** Extra node flags, e.g. `--cpu-prof`. */
   nodeArgs: readonly string[];
+  /** Another checkout's CLI entry to run instead of this one's (the `baseline` scenario). */
+  bin?: string;
 }
 
 export class ProcessGroup {
@@ -86,7 +88,7 @@ export class ProcessGroup {
       process.execPath,
       [
         ...launch.nodeArgs,
-        GATEHOUSE_BIN,
+        launch.bin ?? GATEHOUSE_BIN,
         'serve',
         '--port',
         String(port),
@@ -195,12 +197,13 @@ export function runGatehouse(
   args: readonly string[],
   dataDir: string,
   extraEnv: Readonly<Record<string, string>>,
+  bin = GATEHOUSE_BIN,
   timeoutMs = 20_000,
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      [GATEHOUSE_BIN, ...args],
+      [bin, ...args],
       { env: gatehouseEnv(dataDir, extraEnv), timeout: timeoutMs, killSignal: 'SIGKILL' },
       (error, stdout, stderr) => {
         const code = error ? (typeof error.code === 'number' ? error.code : null) : 0;

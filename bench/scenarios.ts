@@ -13,6 +13,8 @@
  * gateway answers, and a `cleanup` run after every gateway process has stopped.
  */
 import { randomInt } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import pg from 'pg';
 
 export interface ScenarioContext {
@@ -47,6 +49,8 @@ export interface Scenario extends ScenarioSetup {
    * skips an unavailable scenario and says so in the report; naming it with --scenarios fails.
    */
   unavailable?: () => Promise<string | undefined>;
+  /** Another checkout's `bin/gatehouse` to run instead of this one's. */
+  bin?: string;
   prepare?: (ctx: ScenarioContext) => Promise<PreparedScenario>;
 }
 
@@ -55,6 +59,13 @@ const BENCH_DATABASE_URL_ENV = 'GATEHOUSE_BENCH_DATABASE_URL';
 const DEFAULT_BENCH_DATABASE_URL = 'postgres://postgres@127.0.0.1:5432/test';
 const PG_CONNECT_TIMEOUT_MS = 3000;
 const PG_QUERY_TIMEOUT_MS = 15_000;
+
+/** Another checkout (built) whose gateway the `baseline` scenario runs, as keyed, for a before/after. */
+const BASELINE_ENV = 'GATEHOUSE_BENCH_BASELINE';
+const baselineBin = () => {
+  const dir = process.env[BASELINE_ENV]?.trim();
+  return dir ? join(resolve(dir), 'bin', 'gatehouse') : undefined;
+};
 
 const benchDatabaseUrl = () => process.env[BENCH_DATABASE_URL_ENV]?.trim() || DEFAULT_BENCH_DATABASE_URL;
 
@@ -98,6 +109,20 @@ const scenarios: readonly Scenario[] = [
     byDefault: true,
     gatewayEnv: { GATEHOUSE_USAGE_RECORDING: 'false' },
     requestHeaders: {},
+    prepare: requireKey,
+  },
+  {
+    id: 'baseline',
+    title: `as keyed, run from the checkout in ${BASELINE_ENV} (built), for a before/after comparison`,
+    byDefault: false,
+    gatewayEnv: {},
+    requestHeaders: {},
+    bin: baselineBin(),
+    async unavailable() {
+      const bin = baselineBin();
+      if (bin === undefined) return `set ${BASELINE_ENV} to another checkout of Gatehouse, built`;
+      return existsSync(bin) ? undefined : `no ${bin}`;
+    },
     prepare: requireKey,
   },
   {
