@@ -5,13 +5,16 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { betaTool } from '@anthropic-ai/sdk/helpers/beta/json-schema';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
-import { APICallError, embed, generateText, jsonSchema, stepCountIs, streamText, tool } from 'ai';
+import type { AIMessageChunk, BaseMessageLike } from '@langchain/core/messages';
+import type { Runnable } from '@langchain/core/runnables';
+import { tool } from '@langchain/core/tools';
+import { ChatOpenAI, OpenAIClient, OpenAIEmbeddings } from '@langchain/openai';
+import { APICallError, embed, generateText, jsonSchema, stepCountIs, streamText, tool as aiTool } from 'ai';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, expect } from 'vitest';
-import { embedding } from '../fakes/llama-swap/index.js';
+import { completionPieces, embedding } from '../fakes/llama-swap/index.js';
 import {
   ANSWER,
-  CELLS,
   CHAT_MODEL,
   ClientMatrix,
   EMBEDDING_MODEL,
@@ -222,7 +225,7 @@ matrix.cell(AI, 'tool round trip', async () => {
     maxRetries: 0,
     stopWhen: stepCountIs(3),
     tools: {
-      get_weather: tool({
+      get_weather: aiTool({
         description: 'Weather of a city',
         inputSchema: jsonSchema<{ city: string }>(CITY),
         execute: (input) => {
@@ -273,10 +276,102 @@ matrix.cell(AI, 'cancel', () =>
 );
 
 // --- @langchain/openai --------------------------------------------------------------------------
-for (const cell of CELLS) {
-  matrix.notApplicable(
-    '@langchain/openai',
-    cell,
-    '@langchain/openai is not installed: it is not a dev dependency yet, so its cells are not written',
-  );
+const LC = '@langchain/openai';
+const chat = (apiKey = stack.key.secret, model = CHAT_MODEL) =>
+  new ChatOpenAI({ model, apiKey, maxRetries: 0, configuration: { baseURL: `${stack.gateway.url}/v1` } });
+
+/** Streams one turn and merges its chunks, as LangChain's docs do to read streamed tool calls. */
+async function streamTurn(model: Runnable<BaseMessageLike[], AIMessageChunk>, messages: BaseMessageLike[]) {
+  let full: AIMessageChunk | undefined;
+  for await (const chunk of await model.stream(messages)) full = full ? full.concat(chunk) : chunk;
+  return full!;
 }
+
+matrix.cell(LC, 'chat', async () => {
+  const message = await chat().invoke(ASK);
+  expect(message.content).toBe(ANSWER);
+  expect(message.usage_metadata).toMatchObject({ output_tokens: TOKENS });
+});
+
+matrix.cell(LC, 'streaming', async () => {
+  const pieces: unknown[] = [];
+  let last: AIMessageChunk | undefined;
+  for await (const chunk of await chat().stream(ASK)) {
+    if (chunk.content !== '') pieces.push(chunk.content);
+    last = chunk;
+  }
+  expect(pieces).toEqual(completionPieces(CHAT_MODEL, TOKENS));
+  // streamUsage is on by default: the usage chunk from stream_options.include_usage comes last.
+  expect(last?.usage_metadata).toMatchObject({ output_tokens: TOKENS });
+  expect((await stack.calls()).at(-1)).toMatchObject({ status: 200, streamed: true, outputTokens: TOKENS });
+});
+
+matrix.cell(LC, 'tool round trip', async () => {
+  // @langchain/openai has no tool runner (agents live in LangGraph): the loop is the one its docs show.
+  const seen: unknown[] = [];
+  const weather = tool(
+    (input: unknown) => {
+      seen.push(input);
+      return '{"sky":"clear"}';
+    },
+    { name: 'get_weather', description: 'Weather of a city', schema: CITY },
+  );
+  const model = chat().bindTools([weather]);
+  const messages: BaseMessageLike[] = [...ASK];
+  const call = await streamTurn(model, messages);
+  expect(call.tool_calls).toEqual([
+    { type: 'tool_call', id: expect.any(String), name: 'get_weather', args: { city: 'alpha' } },
+  ]);
+  messages.push(call);
+  for (const toolCall of call.tool_calls!) messages.push(await weather.invoke(toolCall));
+  const final = await streamTurn(model, messages);
+  expect(final.tool_calls).toEqual([]);
+  expect(final.content).toMatch(/\S/);
+  expect(seen).toEqual([{ city: 'alpha' }]);
+});
+
+matrix.notApplicable(
+  LC,
+  'embeddings (float)',
+  'OpenAIEmbeddings has no encoding_format option and sends none, so its openai client always asks for base64',
+);
+
+matrix.cell(LC, 'embeddings (base64)', async () => {
+  const embeddings = new OpenAIEmbeddings({
+    model: EMBEDDING_MODEL,
+    apiKey: stack.key.secret,
+    maxRetries: 0,
+    configuration: { baseURL: `${stack.gateway.url}/v1` },
+  });
+  expect(await embeddings.embedQuery(TEXT)).toEqual(expectedEmbedding());
+  // The answer on the wire was base64, which the client decoded.
+  const answer = stack.sim.received.findLast((r) => r.path === '/v1/embeddings')!;
+  expect(JSON.parse(answer.sentBytes.toString())).toMatchObject({ data: [{ embedding: expect.any(String) }] });
+});
+
+matrix.cell(LC, 'errors', async () => {
+  // A 403 comes through as the openai client's own error; LangChain tags only some statuses, 401 among them.
+  const refused = await chat(stack.restrictedKey.secret, REFUSED_MODEL)
+    .invoke(ASK)
+    .catch((e: unknown) => e);
+  expect(refused).toBeInstanceOf(OpenAIClient.PermissionDeniedError);
+  expect(refused).toMatchObject({ status: 403, code: 'model_not_allowed' });
+  const badKey = await chat('not-a-gatehouse-key')
+    .invoke(ASK)
+    .catch((e: unknown) => e);
+  expect(badKey).toBeInstanceOf(OpenAIClient.AuthenticationError);
+  expect(badKey).toMatchObject({ status: 401, lc_error_code: 'MODEL_AUTHENTICATION' });
+});
+
+matrix.cell(LC, 'cancel', () =>
+  cancelCell(async () => {
+    const controller = new AbortController();
+    const stream = await chat().stream(ASK, { signal: controller.signal });
+    let chunks = 0;
+    const error = await (async () => {
+      for await (const chunk of stream) if (chunk.content !== '' && ++chunks === 3) controller.abort();
+    })().catch((e: unknown) => e);
+    expect(chunks).toBe(3);
+    expect(error).toMatchObject({ name: 'AbortError' });
+  }),
+);
