@@ -6,8 +6,8 @@ import { BUDGET_PERIODS, type KeyBudget } from '../../store/store.js';
 
 /** Budgets are per month at most: a trillion tokens is beyond any one GPU box. */
 const BUDGET_MAX = 1_000_000_000_000;
-export const BUDGET_AMOUNTS = ['tokens', 'requests', 'gpuSeconds'] as const;
-export type BudgetAmount = (typeof BUDGET_AMOUNTS)[number];
+const BUDGET_AMOUNTS = ['tokens', 'requests', 'gpuSeconds'] as const;
+type BudgetAmount = (typeof BUDGET_AMOUNTS)[number];
 
 /**
  * `null` clears every amount; an object names the amounts and period it changes. Problems go to
