@@ -9,7 +9,7 @@ export const BUDGET_FIELDS = ['tokens', 'requests', 'gpuSeconds'] as const;
 export type BudgetField = (typeof BUDGET_FIELDS)[number];
 export const BUDGET_PERIODS: readonly BudgetPeriod[] = ['day', 'week', 'month'];
 
-/** The server's bound (src/http/admin/keys-handlers.ts). */
+/** The server's bound (src/http/admin/budget-input.ts). */
 const BUDGET_MAX = 1_000_000_000_000;
 /** A bar warns from this share of its budget on. */
 const BUDGET_WARN_AT = 0.8;
