@@ -21,6 +21,8 @@ export interface User {
   disabledAt: Iso | null;
   /** Models a member may allow on their own keys; empty: every model. */
   allowedModels: string[];
+  /** The most a member's non-revoked keys may hold in budgets together; null: no cap. */
+  maxBudget: KeyBudget | null;
 }
 
 export interface SessionInfo {
@@ -52,6 +54,8 @@ export interface NewUserInput {
   email?: string | null;
   role: UserRole;
   allowedModels?: string[];
+  /** An object sets the amounts and period it names (absent amounts: none); null: no cap. */
+  maxBudget?: Partial<KeyBudget> | null;
   /** `POST /api/users` only: set a password now instead of sending an invitation. */
   password?: string;
 }
@@ -74,6 +78,8 @@ export interface UserPatch {
   role?: UserRole;
   disabled?: boolean;
   allowedModels?: string[];
+  /** An object changes the amounts and period it names; null removes the cap. */
+  maxBudget?: Partial<KeyBudget> | null;
 }
 
 /** `POST /api/invite/accept`: the token from the link's fragment and the new password. */

@@ -89,6 +89,7 @@ export class AdminAccount {
         createdAt: this.#now(),
         disabledAt: null,
         allowedModels: [],
+        maxBudget: null,
       });
     } catch (error) {
       // Replicas starting together with GATEHOUSE_ADMIN_PASSWORD: one creates `admin`, the others

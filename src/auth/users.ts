@@ -9,7 +9,7 @@
  * on every replica (`KeyIndex` refuses keys whose owner is disabled).
  */
 import { createHash, randomBytes } from 'node:crypto';
-import type { Store, UserRecord, UserRole, UserStore } from '../store/store.js';
+import type { KeyBudget, Store, UserRecord, UserRole, UserStore } from '../store/store.js';
 import type { User } from '../admin-api/types.js';
 import { DEFAULT_SCRYPT_COST, hashPassword, verifyPassword, type ScryptCost } from './passwords.js';
 
@@ -160,10 +160,10 @@ export class Users {
     return { ok: true, user, created: true };
   }
 
-  /** Changes role and/or enabled state. Disabling ends the user's sessions at once. */
+  /** Changes role, enabled state, allowance or budget cap. Disabling ends the user's sessions at once. */
   async update(
     userId: string,
-    change: { role?: UserRole; disabled?: boolean; allowedModels?: string[] },
+    change: { role?: UserRole; disabled?: boolean; allowedModels?: string[]; maxBudget?: KeyBudget | null },
   ): Promise<UserRecord | undefined> {
     const current = await this.#store.users.get(userId);
     if (!current) return undefined;
@@ -173,6 +173,7 @@ export class Users {
       ...(change.role !== undefined ? { role: change.role } : {}),
       ...(disabledAt !== undefined ? { disabledAt } : {}),
       ...(change.allowedModels !== undefined ? { allowedModels: change.allowedModels } : {}),
+      ...(change.maxBudget !== undefined ? { maxBudget: change.maxBudget } : {}),
     });
     if (updated && updated.disabledAt !== null) await this.#store.sessions.deleteAllExcept(null, userId);
     return updated;
@@ -205,6 +206,7 @@ function blankUser(at: number): UserRecord {
     createdAt: at,
     disabledAt: null,
     allowedModels: [],
+    maxBudget: null,
   };
 }
 
@@ -229,5 +231,6 @@ export function toUserView(user: UserRecord): User {
     createdAt: new Date(user.createdAt).toISOString(),
     disabledAt: user.disabledAt === null ? null : new Date(user.disabledAt).toISOString(),
     allowedModels: [...user.allowedModels],
+    maxBudget: user.maxBudget && { ...user.maxBudget },
   };
 }

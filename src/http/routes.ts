@@ -36,7 +36,7 @@
  *   POST /api/password  change own password, end other sessions everyone → loginRateLimit → handler
  *   GET  /api/users     list users                              readers → handler
  *   POST /api/users | /api/users/invite   create / invite (one-time link)   admins → handler
- *   PATCH /api/users/:id   role, disabled, allowedModels        admins → handler
+ *   PATCH /api/users/:id   role, disabled, allowedModels, maxBudget   admins → handler
  *   GET  /api/keys      list keys (a member: their own)         everyone → handler
  *   POST /api/keys      create a key (shown once)               keyOwners → handler
  *   PATCH/DELETE /api/keys/:id                                  keyOwners → handler

@@ -251,6 +251,15 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
         .execute();
     },
   },
+  /** The most a member's keys may hold in budgets together; null period: no cap (every existing user). */
+  '0011_user_max_budget': {
+    async up(db: Kysely<unknown>): Promise<void> {
+      // One column per statement: SQLite's ALTER TABLE adds one at a time.
+      for (const column of ['max_budget_tokens', 'max_budget_requests', 'max_budget_gpu_seconds'])
+        await db.schema.alterTable('users').addColumn(column, 'bigint').execute();
+      await db.schema.alterTable('users').addColumn('max_budget_period', 'text').execute();
+    },
+  },
 };
 
 /**

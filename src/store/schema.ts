@@ -73,6 +73,11 @@ export interface UsersTable {
   disabled_at: NullableInt8;
   /** JSON array of model ids a member may allow on their keys; `[]` means every model. */
   allowed_models: string;
+  /** The cap on a member's key budgets together; `max_budget_period` null: no cap. */
+  max_budget_tokens: NullableInt8;
+  max_budget_requests: NullableInt8;
+  max_budget_gpu_seconds: NullableInt8;
+  max_budget_period: string | null;
 }
 
 /** A pending invitation link; only the SHA-256 hex of its token. */

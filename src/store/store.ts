@@ -397,6 +397,11 @@ export interface UserRecord {
    * model. Admin-set; unused for admins and viewers.
    */
   allowedModels: string[];
+  /**
+   * The most a member's non-revoked keys may hold in budgets together, per kind, in its period;
+   * null: no cap. Admin-set; unused for admins and viewers.
+   */
+  maxBudget: KeyBudget | null;
 }
 
 /** What may change on a user. Absent fields stay as they are. */
@@ -407,6 +412,7 @@ export interface UserPatch {
   passwordHash?: string | null;
   disabledAt?: number | null;
   allowedModels?: string[];
+  maxBudget?: KeyBudget | null;
   /** Links the user to an OpenID Provider's subject: from now on they sign in there (`signIn: 'oidc'`). */
   oidc?: { issuer: string; subject: string };
 }

@@ -5,8 +5,8 @@
  */
 import type { Insertable, Kysely, Selectable, Updateable } from 'kysely';
 import type { Database, UserInvitesTable, UsersTable } from './schema.js';
-import type { InviteRecord, InviteStore, UserRecord, UserRole, UserStore, SignInMethod } from './store.js';
-import { USER_ROLES } from './store.js';
+import type { InviteRecord, InviteStore, KeyBudget, UserRecord, UserRole, UserStore, SignInMethod } from './store.js';
+import { BUDGET_PERIODS, USER_ROLES } from './store.js';
 
 type WriteKeys = <T>(db: Kysely<Database>, write: (db: Kysely<Database>) => Promise<T>) => Promise<T>;
 
@@ -45,6 +45,7 @@ export function createUserStore(db: Kysely<Database>, writeKeys: WriteKeys): Use
       if (patch.passwordHash !== undefined) values.password_hash = patch.passwordHash;
       if (patch.disabledAt !== undefined) values.disabled_at = patch.disabledAt;
       if (patch.allowedModels !== undefined) values.allowed_models = JSON.stringify(patch.allowedModels);
+      if (patch.maxBudget !== undefined) Object.assign(values, maxBudgetColumns(patch.maxBudget));
       if (patch.oidc !== undefined) {
         values.sign_in = 'oidc';
         values.oidc_issuer = patch.oidc.issuer;
@@ -108,7 +109,17 @@ function toUserRow(record: UserRecord): Insertable<UsersTable> {
     created_at: record.createdAt,
     disabled_at: record.disabledAt,
     allowed_models: JSON.stringify(record.allowedModels),
+    ...maxBudgetColumns(record.maxBudget),
   };
+}
+
+function maxBudgetColumns(budget: KeyBudget | null) {
+  return {
+    max_budget_tokens: budget?.tokens ?? null,
+    max_budget_requests: budget?.requests ?? null,
+    max_budget_gpu_seconds: budget?.gpuSeconds ?? null,
+    max_budget_period: budget?.period ?? null,
+  } satisfies Updateable<UsersTable>;
 }
 
 function toUserRecord(row: Selectable<UsersTable>): UserRecord {
@@ -124,6 +135,22 @@ function toUserRecord(row: Selectable<UsersTable>): UserRecord {
     createdAt: Number(row.created_at),
     disabledAt: row.disabled_at === null ? null : Number(row.disabled_at),
     allowedModels: readModels(row),
+    maxBudget: readMaxBudget(row),
+  };
+}
+
+/** A damaged period must not read as "no cap" (that would lift the member's limit): failing names the row. */
+function readMaxBudget(row: Selectable<UsersTable>): KeyBudget | null {
+  if (row.max_budget_period === null) return null;
+  const period = BUDGET_PERIODS.find((p) => p === row.max_budget_period);
+  if (!period)
+    throw new Error(`users.max_budget_period of ${row.id} is not day, week or month: ${row.max_budget_period}`);
+  const amount = (value: number | string | null) => (value === null ? null : Number(value));
+  return {
+    tokens: amount(row.max_budget_tokens),
+    requests: amount(row.max_budget_requests),
+    gpuSeconds: amount(row.max_budget_gpu_seconds),
+    period,
   };
 }
 

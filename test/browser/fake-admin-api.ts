@@ -322,6 +322,7 @@ export function registerFakeAdminApi(app: FastifyInstance, initial: Partial<Fake
           createdAt: '2030-01-01T00:00:00.000Z',
           disabledAt: null,
           allowedModels: [],
+          maxBudget: null,
         }
       : null,
     role: authed(request) ? 'admin' : null,

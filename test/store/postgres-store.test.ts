@@ -14,7 +14,12 @@ import { openPostgresStore, storeApplicationName } from '../../src/store/postgre
 import { describeStoreContract, keyRecord, waitFor } from './store-contract.js';
 import { usageRecord } from './usage-contract.js';
 import { expectUsageLogMigrated, writeOldUsageLog } from './usage-migration.js';
-import { expectOneAdminMigrated, writeOneAdminDatabase } from './users-migration.js';
+import {
+  expectOneAdminMigrated,
+  expectUsersKeptWithoutCap,
+  writeOneAdminDatabase,
+  writeUsersBeforeMaxBudget,
+} from './users-migration.js';
 
 const url = process.env.GATEHOUSE_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const run = `gh_test_${process.pid}_${randomBytes(4).toString('hex')}`;
@@ -211,6 +216,21 @@ describe('PostgreSQL store', () => {
     const store = await openPostgresStore({ url, schema, poolSize: 2 });
     try {
       await expectOneAdminMigrated(store);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('keeps the users of a database from before maximum budgets, each with no cap', async () => {
+    const schema = schemaFor('maxbudget');
+    const pool = new pg.Pool({ connectionString: url, max: 1, options: `-c search_path=${schema}` });
+    await pool.query(`create schema "${schema}"`);
+    const old = new Kysely<unknown>({ dialect: new PostgresDialect({ pool }) });
+    await writeUsersBeforeMaxBudget(old, { migrationTableSchema: schema });
+    await old.destroy();
+    const store = await openPostgresStore({ url, schema, poolSize: 2 });
+    try {
+      await expectUsersKeptWithoutCap(store);
     } finally {
       await store.close();
     }

@@ -10,6 +10,7 @@ import { openSqliteStore, SQLITE_FILE_NAME } from '../../src/store/sqlite.js';
 import { openStore } from '../../src/store/store.js';
 import { describeStoreContract, keyRecord, waitFor } from './store-contract.js';
 import { expectUsageLogMigrated, writeOldUsageLog } from './usage-migration.js';
+import { expectUsersKeptWithoutCap, writeUsersBeforeMaxBudget } from './users-migration.js';
 
 const root = mkdtempSync(join(tmpdir(), 'gatehouse-sqlite-store-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -141,6 +142,22 @@ describe('SQLite store', () => {
     raw.prepare("insert into kysely_migration (name, timestamp) values ('9999_from_the_future', 'x')").run();
     raw.close();
     await expect(openSqliteStore({ dataDir })).rejects.toThrow(/9999_from_the_future/);
+  });
+
+  it('keeps the users of a database from before maximum budgets, each with no cap', async () => {
+    const dataDir = join(root, 'before-max-budget');
+    mkdirSync(dataDir, { recursive: true });
+    const old = new Kysely<unknown>({
+      dialect: new SqliteDialect({ database: new BetterSqlite3(join(dataDir, SQLITE_FILE_NAME)) }),
+    });
+    await writeUsersBeforeMaxBudget(old, { disableTransactions: true });
+    await old.destroy();
+    const store = await openSqliteStore({ dataDir });
+    try {
+      await expectUsersKeptWithoutCap(store);
+    } finally {
+      await store.close();
+    }
   });
 
   it('keeps a request log written before it was keyed by time, and finds calls through the new indexes', async () => {

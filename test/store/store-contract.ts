@@ -359,6 +359,7 @@ export function describeStoreContract(name: string, open: () => Promise<Store>):
         createdAt: T0,
         disabledAt: null,
         allowedModels: [],
+        maxBudget: null,
         ...overrides,
       });
 
@@ -380,6 +381,17 @@ export function describeStoreContract(name: string, open: () => Promise<Store>):
         await expect(
           store.users.create(user({ signIn: 'oidc', oidcIssuer: 'https://id.example', oidcSubject: 's-1' })),
         ).rejects.toThrow();
+      });
+
+      it("stores a member's maximum budget beyond 32 bits, changes it and clears it", async () => {
+        const cap = { tokens: 5_000_000_000_000, requests: null, gpuSeconds: 3600, period: 'week' as const };
+        const member = await store.users.create(user({ maxBudget: cap }));
+        expect(await store.users.get(member.id)).toEqual({ ...member, maxBudget: cap });
+        const monthly = { tokens: null, requests: 10, gpuSeconds: null, period: 'month' as const };
+        expect((await store.users.update(member.id, { maxBudget: monthly }))?.maxBudget).toEqual(monthly);
+        expect((await store.users.update(member.id, { role: 'admin' }))?.maxBudget).toEqual(monthly);
+        expect((await store.users.update(member.id, { maxBudget: null }))?.maxBudget).toBeNull();
+        expect((await store.users.get(member.id))?.maxBudget).toBeNull();
       });
 
       it('lets exactly one of two racing requests take an invitation', async () => {

@@ -42,3 +42,27 @@ export async function expectOneAdminMigrated(store: Store): Promise<void> {
   expect((await store.sessions.findByTokenHash(hashSessionToken(OLD_SESSION_TOKEN)))?.userId).toBe(users[0]!.id);
   expect((await store.keys.get(OLD_KEY_ID))?.ownerId).toBeNull();
 }
+
+const BEFORE_MAX_BUDGET = '0010_api_key_manage';
+const CAPLESS_USER_ID = 'usr_beforecapxx';
+
+/** A database as the version before migration 0011_user_max_budget left it: a member with an allowance. */
+export async function writeUsersBeforeMaxBudget(
+  old: Kysely<unknown>,
+  options: { migrationTableSchema?: string; disableTransactions?: boolean } = {},
+): Promise<void> {
+  await migrateUpTo(old, BEFORE_MAX_BUDGET, options);
+  await sql`insert into users (id, name, role, sign_in, created_at, allowed_models)
+    values (${CAPLESS_USER_ID}, 'mia', 'member', 'password', ${Date.UTC(2030, 0, 1)}, '["qwen"]')`.execute(old);
+}
+
+/** The member is still there, unchanged, with no maximum budget. */
+export async function expectUsersKeptWithoutCap(store: Store): Promise<void> {
+  expect(store.migrationsApplied).toEqual(['0011_user_max_budget']);
+  expect(await store.users.get(CAPLESS_USER_ID)).toMatchObject({
+    name: 'mia',
+    role: 'member',
+    allowedModels: ['qwen'],
+    maxBudget: null,
+  });
+}

@@ -5,8 +5,9 @@
  *
  * Owners: a key made in a signed-in dashboard belongs to that user, one made with the admin
  * token to nobody. A member sees and changes only their own keys (others are 404, as if absent),
- * only with models inside the allowance an admin set for them, never the queue priority, and
- * never deletes the last key (that would open the API to everyone).
+ * only with models inside the allowance an admin set for them and budgets inside their maximum
+ * budget, never the queue priority, and never deletes the last key (that would open the API to
+ * everyone).
  *
  * Responses never carry a key's hash; the raw key appears once, in the answer to the POST
  * that created it. Every write commits with its audit entry (`audited.ts`); after it the key
@@ -18,17 +19,11 @@ import type { AdminIdentity } from '../../auth/admin-identity.js';
 import { newKeyRecord, parseIsoTimestamp, toKeyView, type NewKeyInput } from '../../auth/api-keys.js';
 import type { KeyIndex } from '../../auth/key-index.js';
 import { outsideAllowance, type ModelCatalog } from '../../auth/model-access.js';
-import {
-  BUDGET_PERIODS,
-  type KeyBudget,
-  type KeyLimits,
-  type KeyPatch,
-  type KeyRecord,
-  type Store,
-  type UserRecord,
-} from '../../store/store.js';
+import { budgetCapRefusal } from '../../auth/budget-cap.js';
+import type { KeyBudget, KeyLimits, KeyPatch, KeyRecord, KeyStore, Store, UserRecord } from '../../store/store.js';
 import { GatewayError } from '../../core/errors.js';
 import type { AuditedHandler, AuditScope } from './audited.js';
+import { parseBudget } from './budget-input.js';
 
 export interface KeysHandlerDeps {
   store: Store;
@@ -98,8 +93,8 @@ export function createKeyHandlers({ store, index, catalog, now = Date.now }: Key
         message: `Your keys may allow only these models: ${member.allowedModels.join(', ')}.`,
         details: outside.map((model) => ({ path: '/models', message: `${model} is outside your allowance` })),
       });
-    // Budget cap: when keys gain a budget (the key budgets change), a member's budget is
-    // checked here against the maximum an admin set for them.
+    // The maximum budget is checked by `fitBudgetCap` inside the write's transaction, where the
+    // member's other keys are read together with the write.
   };
 
   const owners = async (keys: readonly KeyRecord[]): Promise<ReadonlyMap<string, string>> => {
@@ -122,10 +117,14 @@ export function createKeyHandlers({ store, index, catalog, now = Date.now }: Key
     async create(request, reply, audit) {
       const at = now();
       const input = parseCreateBody(request.body, at);
-      await checkMemberInput(memberOf(request.adminIdentity), input, true);
+      const member = memberOf(request.adminIdentity);
+      await checkMemberInput(member, input, true);
       const { record, secret } = newKeyRecord({ ...input, ownerId: ownerOf(request.adminIdentity) }, at);
       keyTarget(audit, record);
-      await audit.commit((tx) => tx.keys.create(record));
+      await audit.commit(async (tx) => {
+        await fitBudgetCap(tx.keys, member, record.budget);
+        return tx.keys.create(record);
+      });
       await index.reload();
       reply.code(201);
       return { key: toKeyView(record, at, await owners([record])), secret } satisfies CreatedKey;
@@ -137,10 +136,16 @@ export function createKeyHandlers({ store, index, catalog, now = Date.now }: Key
       if (revoke) audit.action = 'key.revoke';
       const existing = await findOr404(request);
       keyTarget(audit, { id: existing.id, name: patch.name ?? existing.name });
-      await checkMemberInput(memberOf(request.adminIdentity), patch, false);
+      const member = memberOf(request.adminIdentity);
+      await checkMemberInput(member, patch, false);
+      // A revoked key (or one being revoked) holds no share of the cap, whatever its budget.
+      const capped = patch.budget !== undefined && !revoke && existing.revokedAt === null;
       // Revoking twice keeps the first revocation time.
       if (revoke) patch.revokedAt = existing.revokedAt ?? at;
-      const updated = await audit.commit((tx) => tx.keys.update(existing.id, patch));
+      const updated = await audit.commit(async (tx) => {
+        if (capped) await fitBudgetCap(tx.keys, member, { ...existing.budget, ...patch.budget }, existing.id);
+        return tx.keys.update(existing.id, patch);
+      });
       if (!updated)
         throw new GatewayError('not_found', { message: `No API key with id ${JSON.stringify(existing.id)}.` });
       await index.reload();
@@ -180,6 +185,22 @@ export function createKeyHandlers({ store, index, catalog, now = Date.now }: Key
   };
 }
 
+/**
+ * Refuses a member's key budget that does not fit their maximum beside their other non-revoked
+ * keys (`auth/budget-cap.ts`). `keys` is the write's transaction, so the sum is of what it commits with.
+ */
+async function fitBudgetCap(
+  keys: Pick<KeyStore, 'list'>,
+  member: UserRecord | undefined,
+  budget: KeyBudget,
+  keyId?: string,
+): Promise<void> {
+  if (!member?.maxBudget) return;
+  const others = (await keys.list({ ownerId: member.id })).filter((k) => k.revokedAt === null && k.id !== keyId);
+  const refusal = budgetCapRefusal(member.maxBudget, budget, others);
+  if (refusal) throw new GatewayError('admin_forbidden', refusal);
+}
+
 function lastKeyConfirmed(request: FastifyRequest): boolean {
   const query = request.query as Record<string, unknown> | undefined;
   const header = request.headers['x-confirm'];
@@ -199,8 +220,6 @@ const NOTE_MAX = 2000;
 const MODELS_MAX = 500;
 const MODEL_ID_MAX = 256;
 const LIMIT_MAX = 1_000_000_000;
-/** Budgets are per month at most: a trillion tokens is beyond any one GPU box. */
-const BUDGET_MAX = 1_000_000_000_000;
 const LIMIT_FIELDS = ['rpm', 'tpm', 'concurrent'] as const;
 const PRIORITY_MIN = -10;
 const PRIORITY_MAX = 10;
@@ -248,7 +267,8 @@ function parseCreateBody(body: unknown, nowMs: number): NewKeyInput {
   if (object.limits !== undefined) input.limits = parseLimits(object.limits, issues);
   if (object.priority !== undefined) input.priority = parsePriority(object.priority, issues);
   if (object.manage !== undefined) input.manage = parseManage(object.manage, issues);
-  if (object.budget !== undefined) input.budget = parseBudget(object.budget, issues);
+  if (object.budget !== undefined)
+    input.budget = parseBudget(object.budget, '/budget', (path, message) => issues.add(path, message));
   issues.throwIfAny();
   return input;
 }
@@ -268,7 +288,8 @@ function parsePatchBody(body: unknown): { patch: KeyPatch; revoke: boolean } {
   if (object.limits !== undefined) patch.limits = parseLimits(object.limits, issues);
   if (object.priority !== undefined) patch.priority = parsePriority(object.priority, issues);
   if (object.manage !== undefined) patch.manage = parseManage(object.manage, issues);
-  if (object.budget !== undefined) patch.budget = parseBudget(object.budget, issues);
+  if (object.budget !== undefined)
+    patch.budget = parseBudget(object.budget, '/budget', (path, message) => issues.add(path, message));
   const revoke = object.revoked === true;
   if (object.revoked !== undefined && object.revoked !== true) {
     issues.add('/revoked', 'only true is accepted: a revoked key cannot be reinstated; create a new one');
@@ -346,34 +367,4 @@ function parsePriority(value: unknown, issues: Issues): number | undefined {
       `must be a whole number from ${PRIORITY_MIN} to ${PRIORITY_MAX} (higher goes first)`,
     );
   return value;
-}
-
-const BUDGET_AMOUNTS = ['tokens', 'requests', 'gpuSeconds'] as const;
-
-/** `null` clears every amount; an object changes the amounts and period it names. */
-function parseBudget(value: unknown, issues: Issues): Partial<KeyBudget> | undefined {
-  if (value === null) return { tokens: null, requests: null, gpuSeconds: null };
-  if (typeof value !== 'object' || Array.isArray(value)) {
-    return issues.add(
-      '/budget',
-      'must be an object like {"tokens": 200000, "requests": null, "gpuSeconds": null, "period": "day"}, or null',
-    );
-  }
-  const budget: Partial<KeyBudget> = {};
-  for (const [field, raw] of Object.entries(value)) {
-    if (field === 'period') {
-      if (typeof raw === 'string' && (BUDGET_PERIODS as readonly string[]).includes(raw))
-        budget.period = raw as KeyBudget['period'];
-      else issues.add('/budget/period', `must be one of ${BUDGET_PERIODS.join(', ')}`);
-    } else if (!(BUDGET_AMOUNTS as readonly string[]).includes(field)) {
-      issues.add(`/budget/${field}`, `unknown field; expected one of ${[...BUDGET_AMOUNTS, 'period'].join(', ')}`);
-    } else if (raw === null) {
-      budget[field as (typeof BUDGET_AMOUNTS)[number]] = null;
-    } else if (typeof raw !== 'number' || !Number.isInteger(raw) || raw < 1 || raw > BUDGET_MAX) {
-      issues.add(`/budget/${field}`, `must be a whole number from 1 to ${BUDGET_MAX}, or null for no budget`);
-    } else {
-      budget[field as (typeof BUDGET_AMOUNTS)[number]] = raw;
-    }
-  }
-  return budget;
 }

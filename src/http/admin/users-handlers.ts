@@ -1,5 +1,6 @@
 /**
  * Admin API for users: `GET/POST /api/users`, `PATCH /api/users/:id`, `POST /api/users/invite`.
+ * A member's `maxBudget` is read by the key budget's own parser (`budget-input.ts`).
  * Routes, their chains and who may call them are in the route table; these are only the
  * handlers. An invitation link carries its token in the fragment (`/invite#token=...`), so it
  * never reaches a server log or a Referer; the answer that creates it is the only place it appears.
@@ -9,7 +10,8 @@ import type { CreatedUser, Invitation, UserList } from '../../admin-api/types.js
 import { passwordProblem } from '../../auth/passwords.js';
 import { toUserView, type Users } from '../../auth/users.js';
 import { GatewayError } from '../../core/errors.js';
-import { USER_ROLES, type UserRecord, type UserRole } from '../../store/store.js';
+import { hasBudget, USER_ROLES, type KeyBudget, type UserRecord, type UserRole } from '../../store/store.js';
+import { parseBudget } from './budget-input.js';
 
 export interface UsersHandlerDeps {
   users: Users;
@@ -45,8 +47,9 @@ export function createUsersHandlers({ users, origin, keysChanged }: UsersHandler
       });
     const created = await users.createPasswordUser(input);
     const user =
-      input.allowedModels.length > 0
-        ? ((await users.update(created.id, { allowedModels: input.allowedModels })) ?? created)
+      input.allowedModels.length > 0 || input.maxBudget !== null
+        ? ((await users.update(created.id, { allowedModels: input.allowedModels, maxBudget: input.maxBudget })) ??
+          created)
         : created;
     request.log.info({ event: 'user_created', user_id: user.id, role: user.role }, 'user created');
     return { user, invite: input.password === undefined ? await invitation(request, user) : null };
@@ -84,7 +87,12 @@ export function createUsersHandlers({ users, origin, keysChanged }: UsersHandler
       const id = (request.params as { id?: unknown } | undefined)?.id;
       const current = typeof id === 'string' ? await users.get(id) : undefined;
       if (!current) throw new GatewayError('not_found', { message: `No user with id ${JSON.stringify(id ?? '')}.` });
-      const change = parsePatch(request.body);
+      const { maxBudget, ...rest } = parsePatch(request.body);
+      // An object changes what it names, as a key's budget does; a cap without amounts is no cap.
+      const change =
+        maxBudget === undefined
+          ? rest
+          : { ...rest, maxBudget: maxBudget && toCap({ ...emptyCap(current.maxBudget), ...maxBudget }) };
       const identity = request.adminIdentity;
       const self = identity?.via === 'session' && identity.user.id === current.id;
       const losesAdmin =
@@ -151,12 +159,33 @@ function parseAllowedModels(value: unknown, issues: Issue[]): string[] {
   return [...new Set(value.map((m: string) => m.trim()))];
 }
 
+/** `null` is no cap; an object the amounts and period it names. */
+function parseMaxBudget(value: unknown, issues: Issue[]): Partial<KeyBudget> | null | undefined {
+  if (value === null) return null;
+  return parseBudget(value, '/maxBudget', (path, message) => issues.push({ path, message }));
+}
+
+function emptyCap(base: KeyBudget | null): KeyBudget {
+  return base ?? { tokens: null, requests: null, gpuSeconds: null, period: 'day' };
+}
+
+function toCap(budget: KeyBudget | null): KeyBudget | null {
+  return budget && hasBudget(budget) ? budget : null;
+}
+
 function parseNewUser(
   body: unknown,
   allowPassword: boolean,
-): { name: string; email: string | null; role: UserRole; allowedModels: string[]; password?: string } {
+): {
+  name: string;
+  email: string | null;
+  role: UserRole;
+  allowedModels: string[];
+  maxBudget: KeyBudget | null;
+  password?: string;
+} {
   const issues: Issue[] = [];
-  const fields = ['name', 'email', 'role', 'allowedModels', ...(allowPassword ? ['password'] : [])];
+  const fields = ['name', 'email', 'role', 'allowedModels', 'maxBudget', ...(allowPassword ? ['password'] : [])];
   const object = asObject(body, fields, issues);
   const name = typeof object.name === 'string' ? object.name.trim() : '';
   // eslint-disable-next-line no-control-regex -- control characters are exactly what is refused.
@@ -170,6 +199,8 @@ function parseNewUser(
   }
   const role = parseRole(object.role, issues);
   const allowedModels = object.allowedModels === undefined ? [] : parseAllowedModels(object.allowedModels, issues);
+  const cap = object.maxBudget === undefined ? null : parseMaxBudget(object.maxBudget, issues);
+  const maxBudget = cap ? toCap({ ...emptyCap(null), ...cap }) : null;
   let password: string | undefined;
   if (object.password !== undefined) {
     const problem = typeof object.password === 'string' ? passwordProblem(object.password) : 'must be a string';
@@ -177,19 +208,27 @@ function parseNewUser(
     else password = object.password as string;
   }
   if (issues.length > 0 || !role) fail(issues);
-  return { name, email, role, allowedModels, ...(password !== undefined ? { password } : {}) };
+  return { name, email, role, allowedModels, maxBudget, ...(password !== undefined ? { password } : {}) };
 }
 
-function parsePatch(body: unknown): { role?: UserRole; disabled?: boolean; allowedModels?: string[] } {
+interface ParsedPatch {
+  role?: UserRole;
+  disabled?: boolean;
+  allowedModels?: string[];
+  maxBudget?: Partial<KeyBudget> | null;
+}
+
+function parsePatch(body: unknown): ParsedPatch {
   const issues: Issue[] = [];
-  const object = asObject(body, ['role', 'disabled', 'allowedModels'], issues);
-  const change: { role?: UserRole; disabled?: boolean; allowedModels?: string[] } = {};
+  const object = asObject(body, ['role', 'disabled', 'allowedModels', 'maxBudget'], issues);
+  const change: ParsedPatch = {};
   if (object.role !== undefined) change.role = parseRole(object.role, issues);
   if (object.disabled !== undefined) {
     if (typeof object.disabled !== 'boolean') issues.push({ path: '/disabled', message: 'must be true or false' });
     else change.disabled = object.disabled;
   }
   if (object.allowedModels !== undefined) change.allowedModels = parseAllowedModels(object.allowedModels, issues);
+  if (object.maxBudget !== undefined) change.maxBudget = parseMaxBudget(object.maxBudget, issues);
   if (Object.keys(object).length === 0) issues.push({ path: '', message: 'nothing to change' });
   if (issues.length > 0) fail(issues);
   return change;

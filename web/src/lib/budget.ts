@@ -1,14 +1,15 @@
 /**
  * Key budgets in the Keys page: the dialog's fields → the API's `budget` object (empty = no
- * budget of that kind), the PATCH that changes only what changed, and each bar's numbers.
+ * budget of that kind), the PATCH that changes only what changed, and each bar's numbers. Also a
+ * member's maximum budget: its text, and what of it their keys leave for one more.
  */
-import type { BudgetPeriod, BudgetUse, KeyBudget } from '../../../src/admin-api/types.js';
+import type { ApiKey, BudgetPeriod, BudgetUse, KeyBudget } from '../../../src/admin-api/types.js';
 
 export const BUDGET_FIELDS = ['tokens', 'requests', 'gpuSeconds'] as const;
 export type BudgetField = (typeof BUDGET_FIELDS)[number];
 export const BUDGET_PERIODS: readonly BudgetPeriod[] = ['day', 'week', 'month'];
 
-/** The server's bound (src/http/admin/keys-handlers.ts). */
+/** The server's bound (src/http/admin/budget-input.ts). */
 const BUDGET_MAX = 1_000_000_000_000;
 /** A bar warns from this share of its budget on. */
 const BUDGET_WARN_AT = 0.8;
@@ -72,4 +73,45 @@ export function budgetBar(use: BudgetUse): { share: number; warn: boolean; text:
     warn: share >= BUDGET_WARN_AT,
     text: `${number(use.used)} / ${number(use.limit)} ${BUDGET_TEXT[use.kind].unit}`,
   };
+}
+
+const number = (n: number) => n.toLocaleString('en');
+
+/** `1,000 tokens, 100 requests per day`; `No cap` for null or a cap without amounts. */
+export function capText(cap: KeyBudget | null): string {
+  const parts = BUDGET_FIELDS.flatMap((field) => {
+    const value = cap?.[field] ?? null;
+    return value === null ? [] : [`${number(value)} ${BUDGET_TEXT[field].unit}`];
+  });
+  return cap && parts.length > 0 ? `${parts.join(', ')} per ${cap.period}` : 'No cap';
+}
+
+/**
+ * What a member's maximum budget leaves for one key, per capped kind: the cap less the budgets of
+ * their other non-revoked keys in the cap's period (the server's rule, `src/auth/budget-cap.ts`).
+ */
+export function capRoom(
+  cap: KeyBudget | null,
+  keys: readonly Pick<ApiKey, 'id' | 'status' | 'budget'>[],
+  exceptId?: string,
+): Partial<Record<BudgetField, number>> {
+  const room: Partial<Record<BudgetField, number>> = {};
+  if (!cap) return room;
+  const others = keys.filter((k) => k.status !== 'revoked' && k.id !== exceptId && k.budget.period === cap.period);
+  for (const field of BUDGET_FIELDS) {
+    const limit = cap[field];
+    if (limit === null) continue;
+    const held = others.reduce((sum, k) => sum + (k.budget[field] ?? 0), 0);
+    room[field] = Math.max(0, limit - held);
+  }
+  return room;
+}
+
+/** `600 tokens, 40 requests per day`: what `capRoom` leaves, as text. */
+export function roomText(room: Partial<Record<BudgetField, number>>, period: BudgetPeriod): string {
+  const parts = BUDGET_FIELDS.flatMap((field) => {
+    const value = room[field];
+    return value === undefined ? [] : [`${number(value)} ${BUDGET_TEXT[field].unit}`];
+  });
+  return `${parts.join(', ')} per ${period}`;
 }
