@@ -1,7 +1,8 @@
 /**
  * Writes usage records off the request path: a call appends its record to an in-memory queue
  * (no I/O), and batches of at most `batchSize` are written in one transaction each, every
- * `flushIntervalMs` or as soon as a batch is full. A crash loses at most what arrived since the
+ * `flushIntervalMs` or as soon as a batch is full; batches that waited for a running write are
+ * joined into the next one. A crash loses at most what arrived since the
  * last write. The queue is bounded: when the store is slow or down, new records are dropped and
  * COUNTED (`gatehouse_usage_records_dropped_total`) rather than grow without end; a batch that
  * failed goes back to the front of the queue and is retried on the next tick.
@@ -11,6 +12,8 @@ import type { UsageRecord, UsageStore } from '../store/store.js';
 export interface UsageWriterOptions {
   flushIntervalMs?: number;
   batchSize?: number;
+  /** Batches that waited while a write ran go out together, up to this many in one write. */
+  maxBatchesPerWrite?: number;
   maxQueue?: number;
   onWritten?: (n: number) => void;
   onDropped?: (n: number) => void;
@@ -20,6 +23,7 @@ export interface UsageWriterOptions {
 export class UsageWriter {
   readonly #store: Pick<UsageStore, 'append'>;
   readonly #batchSize: number;
+  readonly #maxBatchesPerWrite: number;
   readonly #maxQueue: number;
   readonly #options: UsageWriterOptions;
   readonly #timer: NodeJS.Timeout;
@@ -36,6 +40,7 @@ export class UsageWriter {
     this.#store = store;
     this.#options = options;
     this.#batchSize = options.batchSize ?? 200;
+    this.#maxBatchesPerWrite = options.maxBatchesPerWrite ?? 10;
     this.#maxQueue = options.maxQueue ?? 50_000;
     this.#timer = setInterval(() => {
       this.#sealOpen();
@@ -113,8 +118,21 @@ export class UsageWriter {
     this.#open = [];
   }
 
+  /**
+   * The oldest sealed batches, joined: a write costs a round trip (to the write thread or the
+   * database) whatever its size, so batches that piled up behind a write go out in one.
+   */
+  #takeWrite(): UsageRecord[] | undefined {
+    const first = this.#sealed.shift();
+    if (!first) return undefined;
+    let joined = first;
+    for (let n = 1; n < this.#maxBatchesPerWrite && this.#sealed.length > 0; n++)
+      joined = joined.concat(this.#sealed.shift()!);
+    return joined;
+  }
+
   async #drain(): Promise<void> {
-    for (let batch = this.#sealed.shift(); batch; batch = this.#sealed.shift()) {
+    for (let batch = this.#takeWrite(); batch; batch = this.#takeWrite()) {
       const n = batch.length;
       this.#queued -= n;
       try {

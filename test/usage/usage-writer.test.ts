@@ -29,11 +29,38 @@ function fakeStore(fail: () => Error | undefined): {
 describe('usage writer', () => {
   it('writes in batches of at most batchSize, in arrival order', async () => {
     const { store, written, batches } = fakeStore(() => undefined);
-    const writer = new UsageWriter(store, { batchSize: 3, flushIntervalMs: 60_000 });
+    const writer = new UsageWriter(store, { batchSize: 3, maxBatchesPerWrite: 1, flushIntervalMs: 60_000 });
     const records = Array.from({ length: 7 }, (_, i) => usageRecord({ at: i }));
     for (const r of records) writer.push(r);
     await writer.flush();
     expect(batches).toEqual([3, 3, 1]);
+    expect(written.map((r) => r.id)).toEqual(records.map((r) => r.id));
+    await writer.close();
+  });
+
+  it('joins the batches that piled up behind a running write into the next write, up to maxBatchesPerWrite', async () => {
+    const { store, written, batches } = fakeStore(() => undefined);
+    const append = store.append.bind(store);
+    let release: () => void = () => {};
+    const firstWriteHeld = new Promise<void>((resolve) => (release = resolve));
+    let first = true;
+    store.append = async (records) => {
+      if (first) {
+        first = false;
+        await firstWriteHeld;
+      }
+      return append(records);
+    };
+    const writer = new UsageWriter(store, { batchSize: 2, maxBatchesPerWrite: 3, flushIntervalMs: 60_000 });
+    const records = Array.from({ length: 10 }, (_, i) => usageRecord({ at: i }));
+    for (const r of records.slice(0, 2)) writer.push(r);
+    const flushed = writer.flush();
+    // Four more batches arrive while the first write is held.
+    for (const r of records.slice(2)) writer.push(r);
+    release();
+    await flushed;
+    await writer.flush();
+    expect(batches).toEqual([2, 6, 2]);
     expect(written.map((r) => r.id)).toEqual(records.map((r) => r.id));
     await writer.close();
   });
@@ -64,7 +91,12 @@ describe('usage writer', () => {
         ? Object.assign(new Error('UNIQUE constraint failed'), { code: 'SQLITE_CONSTRAINT_PRIMARYKEY' })
         : undefined,
     );
-    const writer = new UsageWriter(store, { batchSize: 2, flushIntervalMs: 60_000, onDropped: (n) => dropped.push(n) });
+    const writer = new UsageWriter(store, {
+      batchSize: 2,
+      maxBatchesPerWrite: 1,
+      flushIntervalMs: 60_000,
+      onDropped: (n) => dropped.push(n),
+    });
     for (let i = 0; i < 3; i++) writer.push(usageRecord());
     await writer.flush();
     expect(dropped).toEqual([2]);
@@ -163,7 +195,7 @@ describe('usage writer', () => {
       setImmediate(() => events.push('other work'));
       return append(records);
     };
-    const writer = new UsageWriter(store, { batchSize: 2, flushIntervalMs: 60_000 });
+    const writer = new UsageWriter(store, { batchSize: 2, maxBatchesPerWrite: 1, flushIntervalMs: 60_000 });
     for (let i = 0; i < 5; i++) writer.push(usageRecord());
     await writer.flush();
     expect(events).toEqual(['batch of 2', 'other work', 'batch of 2', 'other work', 'batch of 1']);
