@@ -102,6 +102,21 @@ export interface CallRequest {
   readonly priorForwardedFor: string | undefined;
 }
 
+/**
+ * A call's place in the admission queue, as the forwarder uses it. An object rather than
+ * closures kept on the call: a closure over the queue step's scope held every call's objects
+ * long enough to be promoted to the old generation (docs/decisions/0002).
+ */
+export interface QueuePlace {
+  /**
+   * Puts the call back in line after llama-swap answered 429, for at most the time it has left.
+   * Resolves true once it may be sent again, false when its time is up.
+   */
+  requeue(retryAfterMs: number | undefined): Promise<boolean>;
+  /** Ends a streaming call's keep-alive comments (`GATEHOUSE_SSE_KEEPALIVE`) once its answer starts. */
+  stopKeepAlive(): void;
+}
+
 /** What the steps decided about the call; each fact is written by the one step that decides it. */
 export interface CallDecisions {
   /** Set by `clientAuth`; `undefined` in open mode. */
@@ -118,13 +133,8 @@ export interface CallDecisions {
   requestBody: (() => string | undefined) | undefined;
   /** Time the call waited in the admission queue, ms; undefined until it passed the queue. */
   queueMs: number | undefined;
-  /**
-   * Set by the admission queue: puts the call back in line after llama-swap answered 429, for at
-   * most the time it has left. Resolves true once it may be sent again, false when its time is up.
-   */
-  requeue: ((retryAfterMs: number | undefined) => Promise<boolean>) | undefined;
-  /** Set by the admission queue for a streaming call: ends its keep-alive comments (`GATEHOUSE_SSE_KEEPALIVE`). */
-  stopKeepAlive: (() => void) | undefined;
+  /** Set by the admission queue once the call has its turn. */
+  queue: QueuePlace | undefined;
   /**
    * Set by the budget step: the key's use of its budget in the current period [start, end),
    * this call's reservation included (GPU time in ms). Read by the rate-limit headers.
@@ -247,8 +257,7 @@ export function newCallContext(req: IncomingMessage, res: ServerResponse, reques
       requestJson: undefined,
       requestBody: undefined,
       queueMs: undefined,
-      requeue: undefined,
-      stopKeepAlive: undefined,
+      queue: undefined,
       budgetUse: undefined,
     },
     outcome: new CallOutcome(request.startedAt),

@@ -55,7 +55,7 @@ export function createForwarder(options: UpstreamOptions, pool: UpstreamDispatch
     return new Promise<void>((resolve, reject) => {
       // A body held whole can be sent again; a streamed one is gone once sent.
       const resendable = isResendable(dispatchOptions.body);
-      const requeue = ctx.decided.requeue;
+      const queue = ctx.decided.queue;
       const send = (staleRetry: boolean): void => {
         ctx.outcome.forwarded();
         pool.dispatch(
@@ -63,9 +63,9 @@ export function createForwarder(options: UpstreamOptions, pool: UpstreamDispatch
           new Exchange(ctx, tapFactory, options, resolve, reject, {
             staleConnection: resendable && staleRetry ? () => send(false) : undefined,
             busy:
-              resendable && requeue
+              resendable && queue
                 ? (retryAfterMs, error) => {
-                    requeue(retryAfterMs).then((again) => (again ? send(true) : reject(error)), reject);
+                    queue.requeue(retryAfterMs).then((again) => (again ? send(true) : reject(error)), reject);
                   }
                 : undefined,
           }),
@@ -259,7 +259,7 @@ class Exchange implements Dispatcher.DispatchHandler {
 
   #sendHeaders(status: number, headers: IncomingHttpHeaders, contentType: string | undefined): void {
     const { ctx } = this;
-    ctx.decided.stopKeepAlive?.();
+    ctx.decided.queue?.stopKeepAlive();
     if (ctx.res.headersSent) return this.#continueEarlyStream(status, contentType);
     ctx.outcome.answer(status);
     const isSse = contentType?.startsWith('text/event-stream') === true;
@@ -305,7 +305,7 @@ class Exchange implements Dispatcher.DispatchHandler {
       this.#fail(new GatewayError('upstream_error', { status: held.status, message: text || `HTTP ${held.status}` }));
       return;
     }
-    ctx.decided.stopKeepAlive?.();
+    ctx.decided.queue?.stopKeepAlive();
     this.#held = undefined;
     const outHeaders = clientResponseHeaders(held.headers);
     outHeaders['x-request-id'] = ctx.request.requestId;
