@@ -36,6 +36,11 @@ export interface DialectHooks {
    * lock later once another connection (the usage thread, the CLI) had committed.
    */
   transaction<T>(db: Kysely<Database>, work: (db: Kysely<Database>) => Promise<T>): Promise<T>;
+  /**
+   * `StoreTransaction.lockKeyOwner` on the transaction `db`: an advisory lock on PostgreSQL, nothing
+   * on SQLite, whose transactions already hold the one write lock.
+   */
+  lockKeyOwner(db: Kysely<Database>, ownerId: string): Promise<void>;
   watchKeys(onChange: () => void): () => void;
   /** Writes a batch of usage records and its rollups in one transaction. */
   appendUsage: AppendUsage;
@@ -219,6 +224,7 @@ export function createKyselyStore(db: Kysely<Database>, hooks: DialectHooks): St
           users: scoped.users,
           sessions: scoped.sessions,
           audit: scoped.audit,
+          lockKeyOwner: (ownerId) => hooks.lockKeyOwner(conn, ownerId),
         });
       }),
     watchKeys: (onChange) => hooks.watchKeys(onChange),

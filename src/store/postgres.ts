@@ -1,7 +1,8 @@
 /**
  * The PostgreSQL store (`GATEHOUSE_DATABASE_URL=postgres://...`): same queries as SQLite
  * (`kysely-store.ts`), plus what only a server database needs: an advisory lock so replicas
- * starting together migrate once, and LISTEN/NOTIFY so every replica hears key changes.
+ * starting together migrate once, one per key owner so two cap checks never read the same sum,
+ * and LISTEN/NOTIFY so every replica hears key changes.
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { finished } from 'node:stream/promises';
@@ -74,6 +75,11 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
       return conn.isTransaction ? writeAndNotify(conn) : conn.transaction().execute(writeAndNotify);
     },
     transaction: (conn, work) => conn.transaction().execute(work),
+    lockKeyOwner: async (trx, ownerId) => {
+      // Named per schema, as the migration lock is: stores in other schemas never wait for it.
+      const key = advisoryLockKey(`gatehouse:key-owner:${schema}:${ownerId}`);
+      await sql`select pg_advisory_xact_lock(${key}::bigint)`.execute(trx);
+    },
     appendUsage: usageAppender(pool, db),
     watchKeys: watcher.watchKeys,
     stop: () => watcher.stop(),

@@ -89,6 +89,8 @@ async function openNow(file: string, options: SqliteStoreOptions): Promise<Store
           throw error;
         }
       }),
+    // The transaction began IMMEDIATE: it holds the database's one write lock already.
+    lockKeyOwner: () => Promise.resolve(),
     appendUsage: (records) => usageThread.append(records),
     watchKeys: watcher.watchKeys,
     stop: async () => {

@@ -366,6 +366,12 @@ export interface StoreTransaction {
   readonly users: UserStore;
   readonly sessions: AdminSessionStore;
   readonly audit: AuditStore;
+  /**
+   * Waits for, then holds until this transaction ends, a lock named after one key owner: a write
+   * that checks the sum of an owner's keys against a cap takes it before reading them, so two such
+   * writes cannot both pass on the same sum. Only other holders wait for it, not other writes.
+   */
+  lockKeyOwner(ownerId: string): Promise<void>;
 }
 
 /** What a user may do: `admin` everything, `member` their own keys and usage, `viewer` read-only. */

@@ -49,6 +49,24 @@ export async function query<R extends pg.QueryResultRow>(
   }
 }
 
+/**
+ * Resolves once `count` connections named `applicationName` (a store's, `storeApplicationName`)
+ * wait for a lock: a table's, a row's or an advisory one.
+ */
+export async function untilLockWaits(applicationName: string, count: number, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const { rows } = await query<{ n: number }>(
+      "select count(*)::int as n from pg_stat_activity where application_name = $1 and wait_event_type = 'Lock'",
+      [applicationName],
+    );
+    if (rows[0]?.n === count) return;
+    if (Date.now() > deadline)
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${count} connections of ${applicationName} to wait`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
 /** Hands out fresh schema names for one test file and drops them all at the end. */
 export class TestSchemas {
   readonly #run = `gh_t${process.pid}_${randomBytes(3).toString('hex')}`;

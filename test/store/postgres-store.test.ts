@@ -11,6 +11,7 @@ import pg from 'pg';
 import { afterAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { MIGRATIONS } from '../../src/store/migrations.js';
 import { openPostgresStore, storeApplicationName } from '../../src/store/postgres.js';
+import { untilLockWaits } from '../helpers/postgres.js';
 import { describeStoreContract, keyRecord, waitFor } from './store-contract.js';
 import { usageRecord } from './usage-contract.js';
 import { expectUsageLogMigrated, writeOldUsageLog } from './usage-migration.js';
@@ -147,6 +148,45 @@ describe('PostgreSQL store', () => {
     } finally {
       stop();
       vi.useRealTimers();
+      await store.close();
+    }
+  });
+
+  it('makes a transaction that locks a key owner wait for the one holding that owner, and for nobody else', async () => {
+    const schema = schemaFor('owner_lock');
+    const store = await openPostgresStore({ url, schema, poolSize: 4 });
+    const steps: string[] = [];
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let holding!: () => void;
+    const held = new Promise<void>((resolve) => (holding = resolve));
+    try {
+      const first = store.transaction(async (tx) => {
+        await tx.lockKeyOwner('usr_a');
+        holding();
+        await released;
+        steps.push('first ends');
+      });
+      await held;
+      // Another owner, or the same owner in another schema's store, does not wait.
+      await store.transaction((tx) => tx.lockKeyOwner('usr_b'));
+      const elsewhere = await openPostgresStore({ url, schema: schemaFor('owner_lock_b'), poolSize: 2 });
+      try {
+        await elsewhere.transaction((tx) => tx.lockKeyOwner('usr_a'));
+      } finally {
+        await elsewhere.close();
+      }
+
+      const second = store.transaction(async (tx) => {
+        await tx.lockKeyOwner('usr_a');
+        steps.push('second holds');
+      });
+      await untilLockWaits(storeApplicationName(schema), 1);
+      release();
+      await Promise.all([first, second]);
+      expect(steps).toEqual(['first ends', 'second holds']);
+    } finally {
+      release();
       await store.close();
     }
   });

@@ -20,7 +20,15 @@ import { newKeyRecord, parseIsoTimestamp, toKeyView, type NewKeyInput } from '..
 import type { KeyIndex } from '../../auth/key-index.js';
 import { outsideAllowance, type ModelCatalog } from '../../auth/model-access.js';
 import { budgetCapRefusal } from '../../auth/budget-cap.js';
-import type { KeyBudget, KeyLimits, KeyPatch, KeyRecord, KeyStore, Store, UserRecord } from '../../store/store.js';
+import type {
+  KeyBudget,
+  KeyLimits,
+  KeyPatch,
+  KeyRecord,
+  Store,
+  StoreTransaction,
+  UserRecord,
+} from '../../store/store.js';
 import { GatewayError } from '../../core/errors.js';
 import type { AuditedHandler, AuditScope } from './audited.js';
 import { parseBudget } from './budget-input.js';
@@ -93,8 +101,8 @@ export function createKeyHandlers({ store, index, catalog, now = Date.now }: Key
         message: `Your keys may allow only these models: ${member.allowedModels.join(', ')}.`,
         details: outside.map((model) => ({ path: '/models', message: `${model} is outside your allowance` })),
       });
-    // The maximum budget is checked by `fitBudgetCap` inside the write's transaction, where the
-    // member's other keys are read together with the write.
+    // The maximum budget is checked by `fitBudgetCap` inside the write's transaction, under the
+    // member's owner lock, where their other keys are read together with the write.
   };
 
   const owners = async (keys: readonly KeyRecord[]): Promise<ReadonlyMap<string, string>> => {
@@ -122,7 +130,7 @@ export function createKeyHandlers({ store, index, catalog, now = Date.now }: Key
       const { record, secret } = newKeyRecord({ ...input, ownerId: ownerOf(request.adminIdentity) }, at);
       keyTarget(audit, record);
       await audit.commit(async (tx) => {
-        await fitBudgetCap(tx.keys, member, record.budget);
+        await fitBudgetCap(tx, member, record.budget);
         return tx.keys.create(record);
       });
       await index.reload();
@@ -143,7 +151,7 @@ export function createKeyHandlers({ store, index, catalog, now = Date.now }: Key
       // Revoking twice keeps the first revocation time.
       if (revoke) patch.revokedAt = existing.revokedAt ?? at;
       const updated = await audit.commit(async (tx) => {
-        if (capped) await fitBudgetCap(tx.keys, member, { ...existing.budget, ...patch.budget }, existing.id);
+        if (capped) await fitBudgetCap(tx, member, { ...existing.budget, ...patch.budget }, existing.id);
         return tx.keys.update(existing.id, patch);
       });
       if (!updated)
@@ -187,16 +195,19 @@ export function createKeyHandlers({ store, index, catalog, now = Date.now }: Key
 
 /**
  * Refuses a member's key budget that does not fit their maximum beside their other non-revoked
- * keys (`auth/budget-cap.ts`). `keys` is the write's transaction, so the sum is of what it commits with.
+ * keys (`auth/budget-cap.ts`). `tx` is the write's transaction, so the sum is of what it commits with.
  */
 async function fitBudgetCap(
-  keys: Pick<KeyStore, 'list'>,
+  tx: Pick<StoreTransaction, 'keys' | 'lockKeyOwner'>,
   member: UserRecord | undefined,
   budget: KeyBudget,
   keyId?: string,
 ): Promise<void> {
   if (!member?.maxBudget) return;
-  const others = (await keys.list({ ownerId: member.id })).filter((k) => k.revokedAt === null && k.id !== keyId);
+  // Two writes of one member at once would otherwise both read the same sum and both fit (on
+  // PostgreSQL): the second waits here until the first commits, then reads its key too.
+  await tx.lockKeyOwner(member.id);
+  const others = (await tx.keys.list({ ownerId: member.id })).filter((k) => k.revokedAt === null && k.id !== keyId);
   const refusal = budgetCapRefusal(member.maxBudget, budget, others);
   if (refusal) throw new GatewayError('admin_forbidden', refusal);
 }
