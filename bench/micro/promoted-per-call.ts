@@ -8,11 +8,11 @@
  */
 import { execFileSync, fork, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ListeningMessage } from '../child-ipc.js';
+import { freePort } from '../processes.js';
 
 const WARMUP_CALLS = 1000;
 const MEASURED_CALLS = 5000;
@@ -25,14 +25,6 @@ interface SampleNode {
   selfSize: number;
   children: SampleNode[];
 }
-
-const freePort = (): Promise<number> =>
-  new Promise((done) => {
-    const probe = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = probe.address() as { port: number };
-      probe.close(() => done(port));
-    });
-  });
 
 const dir = mkdtempSync(join(tmpdir(), 'gatehouse-micro-'));
 const upstream = fork(join(here, '..', 'upstream-server.js'), [], { stdio: 'ignore' });
