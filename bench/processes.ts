@@ -162,7 +162,7 @@ export class ProcessGroup {
 }
 
 /** A port that was free a moment ago on 127.0.0.1 (the gateway's log, which would name it, goes to /dev/null). */
-export function freePort(): Promise<number> {
+function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once('error', reject);

@@ -6,13 +6,11 @@
  * growth, which shows up as tail latency (docs/decisions/0002-queue-place-without-closures.md).
  * Run: `npm run build && node dist/bench/micro/promoted-per-call.js [OTHER_CHECKOUT]` (bounded: 6,000 calls).
  */
-import { execFileSync, fork, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { ListeningMessage } from '../child-ipc.js';
-import { freePort } from '../processes.js';
+import { ProcessGroup, runGatehouse } from '../processes.js';
 
 const WARMUP_CALLS = 1000;
 const MEASURED_CALLS = 5000;
@@ -27,45 +25,21 @@ interface SampleNode {
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'gatehouse-micro-'));
-const upstream = fork(join(here, '..', 'upstream-server.js'), [], { stdio: 'ignore' });
-let gateway: ReturnType<typeof spawn> | undefined;
+const group = new ProcessGroup();
 try {
-  const upstreamPort = await new Promise<number>((done) =>
-    upstream.once('message', (m: ListeningMessage) => done(m.port)),
-  );
-  const env = { PATH: process.env.PATH, HOME: process.env.HOME, GATEHOUSE_DATA_DIR: dir };
-  const key = execFileSync(process.execPath, [bin, 'keys', 'create', '--name', 'micro', '--quiet'], { env })
-    .toString()
-    .trim();
-  const port = await freePort();
   const samples = join(dir, 'samples.json');
-  gateway = spawn(
-    process.execPath,
-    [
-      '--import',
-      join(here, 'heap-sampling-hook.js'),
-      bin,
-      'serve',
-      '--port',
-      String(port),
-      '--host',
-      '127.0.0.1',
-      '--upstream',
-      `http://127.0.0.1:${upstreamPort}`,
-    ],
-    { env: { ...env, HEAP_SAMPLES_OUT: samples }, stdio: 'ignore' },
-  );
-  const url = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 100; i++) {
-    if (
-      await fetch(`${url}/healthz`).then(
-        (r) => r.ok,
-        () => false,
-      )
-    )
-      break;
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  const created = await runGatehouse(['keys', 'create', '--name', 'micro', '--quiet'], dir, {}, bin);
+  const key = created.stdout.trim();
+  if (created.code !== 0 || key === '') throw new Error(`gatehouse keys create failed: ${created.stderr}`);
+  const upstream = await group.startBenchServer('upstream', './upstream-server.js');
+  const gateway = await group.startGateway('gateway', {
+    upstreamUrl: upstream.url,
+    dataDir: dir,
+    env: { HEAP_SAMPLES_OUT: samples },
+    nodeArgs: ['--import', join(here, 'heap-sampling-hook.js')],
+    bin,
+  });
+  const url = gateway.url;
   const call = async (): Promise<void> => {
     const res = await fetch(`${url}/v1/chat/completions`, {
       method: 'POST',
@@ -76,10 +50,10 @@ try {
     await res.arrayBuffer();
   };
   for (let i = 0; i < WARMUP_CALLS; i++) await call();
-  gateway.kill('SIGUSR2');
+  process.kill(gateway.pid, 'SIGUSR2');
   await new Promise((r) => setTimeout(r, 200));
   for (let i = 0; i < MEASURED_CALLS; i++) await call();
-  gateway.kill('SIGUSR2');
+  process.kill(gateway.pid, 'SIGUSR2');
   let profile: { head: SampleNode } | undefined;
   for (let i = 0; i < 50 && !profile; i++) {
     await new Promise((r) => setTimeout(r, 200));
@@ -105,8 +79,6 @@ try {
   for (const [site, bytes] of [...sites].sort((a, b) => b[1] - a[1]).slice(0, 8))
     console.log(`  ${(bytes / MEASURED_CALLS / 1024).toFixed(2).padStart(7)} KiB  ${site}`);
 } finally {
-  gateway?.kill('SIGINT');
-  upstream.kill();
-  await new Promise((r) => setTimeout(r, 300));
+  await group.stopAll();
   rmSync(dir, { recursive: true, force: true });
 }
