@@ -237,7 +237,11 @@ describe('usage queue overflow', () => {
     for (let i = 0; i < 6; i++) expect((await chat(gateway)).status).toBe(200);
     // The six calls end before their records are queued (the recorder runs after the answer).
     let m = await scrape(gateway);
-    for (let tries = 0; tries < 200 && valueOf(m, 'gatehouse_usage_records_dropped_total') < 4; tries++) {
+    // The drops happen as records arrive; the failed write waits for the writer's next tick.
+    const settled = () =>
+      valueOf(m, 'gatehouse_usage_records_dropped_total') >= 4 &&
+      valueOf(m, 'gatehouse_usage_write_failures_total') > 0;
+    for (let tries = 0; tries < 200 && !settled(); tries++) {
       await new Promise((r) => setTimeout(r, 25));
       m = await scrape(gateway);
     }
