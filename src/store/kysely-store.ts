@@ -33,7 +33,7 @@ export interface DialectHooks {
   /**
    * Runs `work` on one connection inside one transaction (`writeKeys` inside it joins it).
    * SQLite begins IMMEDIATE: a deferred transaction that reads first could not take the write
-   * lock later once another connection (the usage thread, the CLI) had committed.
+   * lock later once another connection (the CLI, another process) had committed.
    */
   transaction<T>(db: Kysely<Database>, work: (db: Kysely<Database>) => Promise<T>): Promise<T>;
   /**

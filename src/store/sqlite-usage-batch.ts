@@ -1,6 +1,6 @@
 /**
  * Writes a usage batch on a SQLite connection: prepared one-row statements for the request
- * rows and the rollup sums, in one synchronous transaction. Run by the usage write thread.
+ * rows and the rollup sums, in one synchronous transaction on the event loop.
  */
 import type BetterSqlite3 from 'better-sqlite3';
 import { Kysely, SqliteDialect } from 'kysely';

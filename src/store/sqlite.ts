@@ -12,7 +12,7 @@ import BetterSqlite3 from 'better-sqlite3';
 import { Kysely, SqliteDialect, sql } from 'kysely';
 import { ChangeListeners, createKyselyStore } from './kysely-store.js';
 import { migrateToLatest } from './migrations.js';
-import { createUsageWriteThread } from './sqlite-usage-thread.js';
+import { sqliteUsageBatchWriter } from './sqlite-usage-batch.js';
 import type { Database } from './schema.js';
 import type { Store } from './store.js';
 
@@ -71,7 +71,7 @@ async function openNow(file: string, options: SqliteStoreOptions): Promise<Store
   }
 
   const watcher = dataVersionWatcher(raw, options.pollIntervalMs ?? 250);
-  const usageThread = createUsageWriteThread({ file, busyTimeoutMs });
+  const writeUsageBatch = sqliteUsageBatchWriter(raw);
   return createKyselyStore(db, {
     kind: 'sqlite',
     migrationsApplied,
@@ -91,12 +91,11 @@ async function openNow(file: string, options: SqliteStoreOptions): Promise<Store
       }),
     // The transaction began IMMEDIATE: it holds the database's one write lock already.
     lockKeyOwner: () => Promise.resolve(),
-    appendUsage: (records) => usageThread.append(records),
+    // Under Kysely's lock on the connection, so a batch never joins a transaction that another
+    // write holds open across an await.
+    appendUsage: (records) => db.connection().execute(async () => writeUsageBatch(records)),
     watchKeys: watcher.watchKeys,
-    stop: async () => {
-      await usageThread.close();
-      await watcher.stop();
-    },
+    stop: () => watcher.stop(),
   });
 }
 

@@ -119,8 +119,8 @@ export class UsageWriter {
   }
 
   /**
-   * The oldest sealed batches, joined: a write costs a round trip (to the write thread or the
-   * database) whatever its size, so batches that piled up behind a write go out in one.
+   * The oldest sealed batches, joined: a write costs a round trip to the database whatever its
+   * size, so batches that piled up behind a write go out in one.
    */
   #takeWrite(): UsageRecord[] | undefined {
     const first = this.#sealed.shift();

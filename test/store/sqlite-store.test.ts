@@ -9,6 +9,7 @@ import { MIGRATIONS } from '../../src/store/migrations.js';
 import { openSqliteStore, SQLITE_FILE_NAME } from '../../src/store/sqlite.js';
 import { openStore } from '../../src/store/store.js';
 import { describeStoreContract, keyRecord, waitFor } from './store-contract.js';
+import { usageRecord } from './usage-contract.js';
 import { expectUsageLogMigrated, writeOldUsageLog } from './usage-migration.js';
 import { expectUsersKeptWithoutCap, writeUsersBeforeMaxBudget } from './users-migration.js';
 
@@ -32,6 +33,47 @@ function runNode(script: string): { exited: Promise<{ code: number | null; stder
 }
 
 describe('SQLite store', () => {
+  it("refuses a usage record it already holds with the driver's code, so the writer drops it instead of retrying", async () => {
+    const store = await openSqliteStore({ dataDir: join(root, 'usage-codes') });
+    try {
+      const record = usageRecord();
+      await store.usage.append([record]);
+      const error = await store.usage.append([record]).catch((e: unknown) => e as { code?: string });
+      expect(error?.code).toBe('SQLITE_CONSTRAINT_PRIMARYKEY');
+      expect(await store.usage.count()).toBe(1);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('writes a usage batch after a transaction that is open across an await, never inside it', async () => {
+    const store = await openSqliteStore({ dataDir: join(root, 'usage-beside-transaction') });
+    try {
+      const events: string[] = [];
+      let release!: () => void;
+      const held = new Promise<void>((resolve) => (release = resolve));
+      let entered!: () => void;
+      const inside = new Promise<void>((resolve) => (entered = resolve));
+      const rolledBack = store
+        .transaction(async (tx) => {
+          await tx.meta.set('probe', 'inside');
+          entered();
+          await held;
+          throw new Error('roll back');
+        })
+        .catch(() => events.push('transaction rolled back'));
+      await inside;
+      const appended = store.usage.append([usageRecord()]).then(() => events.push('usage written'));
+      release();
+      await Promise.all([rolledBack, appended]);
+      expect(events).toEqual(['transaction rolled back', 'usage written']);
+      expect(await store.meta.get('probe')).toBeUndefined();
+      expect(await store.usage.count()).toBe(1);
+    } finally {
+      await store.close();
+    }
+  });
+
   it('creates a missing data directory and database on first open', async () => {
     const dataDir = join(root, 'fresh', 'nested', 'data');
     expect(existsSync(dataDir)).toBe(false);

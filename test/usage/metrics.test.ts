@@ -251,7 +251,7 @@ describe('usage queue overflow', () => {
     expect(valueOf(m, 'gatehouse_requests_total', { model: 'qwen', key: 'none', status: '200' })).toBe(6);
 
     usage.append = append;
-    // A bound, not a measure: the first write starts the write thread, slow on a busy machine.
+    // A bound, not a measure: the writer retries on its next tick, late on a busy machine.
     const deadline = Date.now() + 20_000;
     while ((await usage.count()) < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
     expect(await usage.count()).toBe(2);
