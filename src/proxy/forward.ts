@@ -1,6 +1,6 @@
 /**
- * Forwards one call to llama-swap with undici's `Pool#dispatch` (the `fetch` path costs ~5x
- * and `Pool#request` ~20 % more CPU per call, see docs/benchmarks.md) and streams the answer
+ * Forwards one call to llama-swap with undici's `Pool#dispatch` (a handler, with no response
+ * stream, promise or AbortController per call, unlike `fetch` and `Pool#request`) and streams the answer
  * back chunk by chunk with backpressure. The client's disconnect aborts the upstream request
  * at once, before or after response headers.
  */
