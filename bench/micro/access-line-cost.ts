@@ -20,6 +20,14 @@ interface SampleNode {
   children: SampleNode[];
 }
 
+interface WriteOptions {
+  sync: boolean;
+  minLength: number;
+  maxWrite: number | undefined;
+  periodicFlush: number;
+  maxLength: number;
+}
+
 const variants: Record<string, WriteOptions> = {
   'as configured': STDOUT_WRITES,
   'without the write cap': { ...STDOUT_WRITES, minLength: 2048, maxWrite: undefined },
@@ -36,14 +44,6 @@ const line = (i: number) => ({
   bytes_in: 80,
   bytes_out: 312,
 });
-
-interface WriteOptions {
-  sync: boolean;
-  minLength: number;
-  maxWrite: number | undefined;
-  periodicFlush: number;
-  maxLength: number;
-}
 
 async function measure(options: WriteOptions, sample: boolean): Promise<number> {
   const fd = openSync('/dev/null', 'w');

@@ -3,15 +3,18 @@
  * rows and the rollup sums, in one synchronous transaction on the event loop.
  */
 import type BetterSqlite3 from 'better-sqlite3';
-import { Kysely, SqliteDialect } from 'kysely';
+import type { Kysely } from 'kysely';
 import { compileUsageSql } from './usage-queries.js';
 import { requestValues, ROLLUP_TABLES, rollupRows } from './usage-rows.js';
 import type { Database } from './schema.js';
 import type { UsageRecord } from './store.js';
 
-export function sqliteUsageBatchWriter(raw: BetterSqlite3.Database): (records: readonly UsageRecord[]) => void {
-  // Kysely only compiles the SQL texts here; the statements run on `raw`.
-  const texts = compileUsageSql(new Kysely<Database>({ dialect: new SqliteDialect({ database: raw }) }));
+/** `db` (the store's Kysely over the same connection) only compiles the SQL texts; the statements run on `raw`. */
+export function sqliteUsageBatchWriter(
+  raw: BetterSqlite3.Database,
+  db: Kysely<Database>,
+): (records: readonly UsageRecord[]) => void {
+  const texts = compileUsageSql(db);
   const insert = raw.prepare<unknown[]>(texts.insertRequest);
   const upserts = ROLLUP_TABLES.map(
     ([table, bucketMs]) => [raw.prepare<unknown[]>(texts.upsert[table]), bucketMs] as const,

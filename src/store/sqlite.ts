@@ -71,7 +71,7 @@ async function openNow(file: string, options: SqliteStoreOptions): Promise<Store
   }
 
   const watcher = dataVersionWatcher(raw, options.pollIntervalMs ?? 250);
-  const writeUsageBatch = sqliteUsageBatchWriter(raw);
+  const writeUsageBatch = sqliteUsageBatchWriter(raw, db);
   return createKyselyStore(db, {
     kind: 'sqlite',
     migrationsApplied,
