@@ -24,7 +24,6 @@ interface WriteOptions {
   sync: boolean;
   minLength: number;
   maxWrite: number | undefined;
-  periodicFlush: number;
   maxLength: number;
 }
 

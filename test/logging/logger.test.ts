@@ -1,9 +1,15 @@
 /**
  * The process logger: every line it emits, whatever its level, reaches both its destination
- * and the dashboard's log ring; secrets logged by accident are redacted in both.
+ * and the dashboard's log ring; secrets logged by accident are redacted in both. stdout is
+ * flushed while lines arrive, and left alone on an idle gateway.
  */
-import { describe, expect, it } from 'vitest';
-import { createLogger } from '../../src/logger.js';
+import { once } from 'node:events';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { describe, expect, it, vi } from 'vitest';
+import { createLogger, flushWhileWriting, STDOUT_WRITES } from '../../src/logger.js';
 import { LineBuffer } from '../../src/logging/line-buffer.js';
 
 describe('process logger', () => {
@@ -34,6 +40,85 @@ describe('process logger', () => {
       expect(line).not.toContain('sk-secret');
       expect(line).not.toContain('hunter2');
       expect(line).toContain('[REDACTED]');
+    }
+  });
+});
+
+describe('stdout flushing', () => {
+  /** A destination that records what the timer asks of it. */
+  function recordingDestination() {
+    const events: string[] = [];
+    return {
+      events,
+      write: (line: string) => (events.push(`write ${line}`), true),
+      flush: () => void events.push('flush'),
+    };
+  }
+
+  it('flushes while lines arrive and stops once the gateway has been quiet for a while', () => {
+    vi.useFakeTimers();
+    try {
+      const destination = recordingDestination();
+      const stdout = flushWhileWriting(destination, 100);
+      vi.advanceTimersByTime(5000);
+      expect(destination.events).toEqual([]);
+      stdout.write('a');
+      vi.advanceTimersByTime(100);
+      stdout.write('b');
+      vi.advanceTimersByTime(100);
+      expect(destination.events).toEqual(['write a', 'flush', 'write b', 'flush']);
+      vi.advanceTimersByTime(60_000);
+      const flushes = destination.events.filter((event) => event === 'flush').length;
+      // After the last line: a bounded number of flushes (one may meet a running write), then none.
+      expect(flushes).toBe(11);
+      stdout.stop();
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('stops its timer when the destination is gone', () => {
+    vi.useFakeTimers();
+    try {
+      let flushes = 0;
+      const stdout = flushWhileWriting(
+        {
+          write: () => true,
+          flush: () => {
+            flushes++;
+            throw new Error('SonicBoom destroyed');
+          },
+        },
+        100,
+      );
+      stdout.write('a');
+      vi.advanceTimersByTime(1000);
+      stdout.write('b');
+      vi.advanceTimersByTime(1000);
+      expect(flushes).toBe(1);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+});
+
+describe('stdout on a quiet gateway', () => {
+  it('writes a lone short line within one flush interval', async () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    const dir = mkdtempSync(join(tmpdir(), 'gatehouse-log-'));
+    const file = join(dir, 'out.log');
+    try {
+      const destination = pino.destination({ dest: file, ...STDOUT_WRITES, sync: false });
+      await once(destination, 'ready');
+      const logger = createLogger('info', flushWhileWriting(destination, 100));
+      logger.info('a lone line');
+      expect(readFileSync(file, 'utf8')).toBe('');
+      vi.advanceTimersByTime(100);
+      await vi.waitFor(() => expect(readFileSync(file, 'utf8')).toContain('"msg":"a lone line"'));
+      destination.end();
+    } finally {
+      vi.useRealTimers();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });
