@@ -1,35 +1,44 @@
 /**
- * What one access-log line costs the event loop, as the gateway writes it (pino, an asynchronous
- * destination, the dashboard's log ring beside it): CPU time and bytes allocated per line, for
- * the settings in `src/logger.ts` and for the same without the write cap (`maxWrite`), written to
- * /dev/null. A turn of the event loop every 20 lines lets writes finish while lines keep coming.
+ * What one access-log line costs, as the gateway writes it (pino, an asynchronous destination, the
+ * dashboard's log ring beside it): CPU time (all threads, so the thread pool's writes count),
+ * bytes allocated and thread-pool writes, per line, for the settings in `src/logger.ts` (lines as
+ * bytes, 8 KiB gathered) and for sonic-boom's string mode with 1 KiB writes, written to /dev/null.
+ * A turn of the event loop every 2 lines, as a busy gateway logs, lets writes finish while lines keep coming.
  * Run: `npm run build && node dist/bench/micro/access-line-cost.js` (bounded: 50,000 lines each).
  */
 import { openSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
 import pino from 'pino';
-import { createLogger, STDOUT_WRITES } from '../../src/logger.js';
+import { createLogger, STDOUT_WRITES, stdoutLines, type ByteDestination } from '../../src/logger.js';
 import { LineBuffer } from '../../src/logging/line-buffer.js';
 
 const WARMUP_LINES = 10_000;
 const MEASURED_LINES = 50_000;
-const LINES_PER_TURN = 20;
+const LINES_PER_TURN = 2;
 
 interface SampleNode {
   selfSize: number;
   children: SampleNode[];
 }
 
-interface WriteOptions {
-  sync: boolean;
-  minLength: number;
-  maxWrite: number | undefined;
-  maxLength: number;
+interface Variant {
+  /** The sonic-boom under test, and what pino writes its lines to. */
+  open(fd: number): { boom: ReturnType<typeof pino.destination>; stream: pino.DestinationStream };
 }
 
-const variants: Record<string, WriteOptions> = {
-  'as configured': STDOUT_WRITES,
-  'without the write cap': { ...STDOUT_WRITES, minLength: 2048, maxWrite: undefined },
+const variants: Record<string, Variant> = {
+  'as configured (bytes)': {
+    open(fd) {
+      const boom = pino.destination({ ...STDOUT_WRITES, dest: fd });
+      return { boom, stream: stdoutLines(boom as unknown as ByteDestination) };
+    },
+  },
+  'strings, 1 KiB writes': {
+    open(fd) {
+      const boom = pino.destination({ dest: fd, sync: false, minLength: 512, maxWrite: 1024 });
+      return { boom, stream: boom };
+    },
+  },
 };
 
 const line = (i: number) => ({
@@ -44,12 +53,18 @@ const line = (i: number) => ({
   bytes_out: 312,
 });
 
-async function measure(options: WriteOptions, sample: boolean): Promise<number> {
-  const fd = openSync('/dev/null', 'w');
-  const destination = pino.destination({ ...options, dest: fd });
-  const logger = createLogger('info', destination, new LineBuffer());
+interface Cost {
+  cpuUs: number;
+  bytes: number;
+  writes: number;
+}
+
+async function measure(variant: Variant, sample: boolean): Promise<Cost> {
+  const { boom, stream } = variant.open(openSync('/dev/null', 'w'));
+  const logger = createLogger('info', stream, new LineBuffer());
   const session = new Session();
   session.connect();
+  let writes = 0;
   try {
     for (let i = 0; i < WARMUP_LINES; i++) logger.info(line(i), 'request');
     if (sample)
@@ -58,34 +73,42 @@ async function measure(options: WriteOptions, sample: boolean): Promise<number> 
         includeObjectsCollectedByMajorGC: true,
         includeObjectsCollectedByMinorGC: true,
       });
+    boom.on('write', () => writes++);
     const cpu = process.cpuUsage();
     for (let i = 0; i < MEASURED_LINES; i++) {
       logger.info(line(i), 'request');
       if (i % LINES_PER_TURN === 0) await new Promise((resolve) => setImmediate(resolve));
     }
     const used = process.cpuUsage(cpu);
-    if (!sample) return (used.user + used.system) / MEASURED_LINES;
-    const { profile } = (await session.post('HeapProfiler.stopSampling')) as { profile: { head: SampleNode } };
     let bytes = 0;
-    const walk = (node: SampleNode): void => {
-      bytes += node.selfSize;
-      node.children.forEach(walk);
+    if (sample) {
+      const { profile } = (await session.post('HeapProfiler.stopSampling')) as { profile: { head: SampleNode } };
+      const walk = (node: SampleNode): void => {
+        bytes += node.selfSize;
+        node.children.forEach(walk);
+      };
+      walk(profile.head);
+    }
+    return {
+      cpuUs: (used.user + used.system) / MEASURED_LINES,
+      bytes: bytes / MEASURED_LINES,
+      writes: (writes * 1000) / MEASURED_LINES,
     };
-    walk(profile.head);
-    return bytes / MEASURED_LINES;
   } finally {
     session.disconnect();
+    (stream as { stop?: () => void }).stop?.();
     // Lets the running write finish; the destination then closes the file.
     await new Promise<void>((resolve) => {
-      destination.once('close', () => resolve());
-      destination.end();
+      boom.once('close', () => resolve());
+      boom.end();
     });
   }
 }
 
-for (const [name, options] of Object.entries(variants)) {
-  const cpuUs = await measure(options, false);
-  const bytes = await measure(options, true);
+for (const [name, variant] of Object.entries(variants)) {
+  const { cpuUs, writes } = await measure(variant, false);
+  const { bytes } = await measure(variant, true);
   const cpu = `${cpuUs.toFixed(2).padStart(6)} µs CPU`;
-  console.log(`${name.padEnd(24)} ${cpu}  ${bytes.toFixed(0).padStart(6)} bytes allocated per line`);
+  const allocated = `${bytes.toFixed(0).padStart(6)} bytes allocated`;
+  console.log(`${name.padEnd(24)} ${cpu}  ${allocated}  ${writes.toFixed(0).padStart(4)} writes per 1,000 lines`);
 }

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { describe, expect, it, vi } from 'vitest';
-import { createLogger, flushWhileWriting, STDOUT_WRITES } from '../../src/logger.js';
+import { createLogger, stdoutLines, STDOUT_WRITES, type ByteDestination } from '../../src/logger.js';
 import { LineBuffer } from '../../src/logging/line-buffer.js';
 
 describe('process logger', () => {
@@ -50,7 +50,7 @@ describe('stdout flushing', () => {
     const events: string[] = [];
     return {
       events,
-      write: (line: string) => (events.push(`write ${line}`), true),
+      write: (bytes: Buffer) => (events.push(`write ${bytes.toString()}`), true),
       flush: () => void events.push('flush'),
     };
   }
@@ -59,7 +59,7 @@ describe('stdout flushing', () => {
     vi.useFakeTimers();
     try {
       const destination = recordingDestination();
-      const stdout = flushWhileWriting(destination, 100);
+      const stdout = stdoutLines(destination, 100);
       vi.advanceTimersByTime(5000);
       expect(destination.events).toEqual([]);
       stdout.write('a');
@@ -81,7 +81,7 @@ describe('stdout flushing', () => {
     vi.useFakeTimers();
     try {
       let flushes = 0;
-      const stdout = flushWhileWriting(
+      const stdout = stdoutLines(
         {
           write: () => true,
           flush: () => {
@@ -108,13 +108,13 @@ describe('stdout on a quiet gateway', () => {
     const dir = mkdtempSync(join(tmpdir(), 'gatehouse-log-'));
     const file = join(dir, 'out.log');
     try {
-      const destination = pino.destination({ dest: file, ...STDOUT_WRITES, sync: false });
+      const destination = pino.destination({ dest: file, ...STDOUT_WRITES });
       await once(destination, 'ready');
-      const logger = createLogger('info', flushWhileWriting(destination, 100));
-      logger.info('a lone line');
+      const logger = createLogger('info', stdoutLines(destination as unknown as ByteDestination, 100));
+      logger.info('a lone line, ünïcode ✓');
       expect(readFileSync(file, 'utf8')).toBe('');
       vi.advanceTimersByTime(100);
-      await vi.waitFor(() => expect(readFileSync(file, 'utf8')).toContain('"msg":"a lone line"'));
+      await vi.waitFor(() => expect(readFileSync(file, 'utf8')).toContain('"msg":"a lone line, ünïcode ✓"'));
       destination.end();
     } finally {
       vi.useRealTimers();
