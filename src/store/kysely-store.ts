@@ -44,6 +44,8 @@ export interface DialectHooks {
   watchKeys(onChange: () => void): () => void;
   /** Writes a batch of usage records and its rollups in one transaction. */
   appendUsage: AppendUsage;
+  /** `UsageStore.maxAppendRecords`. */
+  maxAppendRecords: number;
   /** Stops watchers; the shared code destroys the Kysely instance afterwards. */
   stop(): Promise<void>;
 }
@@ -213,7 +215,7 @@ export function createKyselyStore(db: Kysely<Database>, hooks: DialectHooks): St
     sessions,
     users: createUserStore(db, hooks.writeKeys),
     invites: createInviteStore(db),
-    usage: createUsageStore(db, hooks.appendUsage),
+    usage: createUsageStore(db, hooks.appendUsage, hooks.maxAppendRecords),
     audit: createAuditStore(db),
     transaction: (work) =>
       hooks.transaction(db, (conn) => {

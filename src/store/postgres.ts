@@ -81,6 +81,8 @@ export async function openPostgresStore(options: PostgresStoreOptions): Promise<
       await sql`select pg_advisory_xact_lock(${key}::bigint)`.execute(trx);
     },
     appendUsage: usageAppender(pool, db),
+    // One round trip per batch: large ones cost the event loop little.
+    maxAppendRecords: 2000,
     watchKeys: watcher.watchKeys,
     stop: () => watcher.stop(),
   });

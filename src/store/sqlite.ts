@@ -35,6 +35,12 @@ export function sqliteFileIn(dataDir: string): string {
  * timeout), so a second open of the same file in the same process would block the event loop
  * that the first open needs to finish: the two would deadlock until the timeout.
  */
+/**
+ * Usage records per transaction. The write runs on the event loop, so a call arriving meanwhile
+ * waits for it: small transactions keep that wait short (docs/decisions/0003).
+ */
+const SQLITE_APPEND_RECORDS = 32;
+
 const opening = new Map<string, Promise<unknown>>();
 
 export async function openSqliteStore(options: SqliteStoreOptions): Promise<Store> {
@@ -94,6 +100,7 @@ async function openNow(file: string, options: SqliteStoreOptions): Promise<Store
     // Under Kysely's lock on the connection, so a batch never joins a transaction that another
     // write holds open across an await.
     appendUsage: (records) => db.connection().execute(async () => writeUsageBatch(records)),
+    maxAppendRecords: SQLITE_APPEND_RECORDS,
     watchKeys: watcher.watchKeys,
     stop: () => watcher.stop(),
   });

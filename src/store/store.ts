@@ -302,6 +302,12 @@ export interface UsageStore {
    * summed in SQL (`count = count + excluded.count`), so replicas sharing a database add up.
    */
   append(records: readonly UsageRecord[]): Promise<void>;
+  /**
+   * The most records one `append` should carry. SQLite writes on the event loop, so its
+   * transactions are kept short (every call waits for one); PostgreSQL takes large ones in one
+   * round trip.
+   */
+  readonly maxAppendRecords: number;
   /** Newest first (by `at`, then `id`; oldest first with `oldestFirst`), filtered; at most `limit` rows. */
   list(query: UsageListQuery): Promise<UsageListRow[]>;
   /** One row with its captured bodies. */

@@ -61,10 +61,11 @@ export function compileUsageSql(db: Kysely<Database>): UsageWriteSql {
 /** The columns `list` reads: all but the captured bodies. */
 const LIST_COLUMNS = REQUEST_COLUMNS.map(({ name }) => name).filter((name) => !BODY_COLUMNS.includes(name));
 
-export function createUsageStore(db: Kysely<Database>, appendUsage: AppendUsage): UsageStore {
+export function createUsageStore(db: Kysely<Database>, appendUsage: AppendUsage, maxAppendRecords: number): UsageStore {
   const rollups = db as unknown as LooseRollups;
 
   return {
+    maxAppendRecords,
     append(records) {
       return records.length === 0 ? Promise.resolve() : appendUsage(records);
     },

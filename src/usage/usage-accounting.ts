@@ -109,6 +109,7 @@ export function createUsageAccounting(options: UsageAccountingOptions): UsageAcc
   });
   if (recording) {
     writer = new UsageWriter(store.usage, {
+      ...writeBatching(store.usage.maxAppendRecords),
       ...options.writer,
       onWritten: (n) => metrics.recordsWritten(n),
       onDropped: (n) => metrics.recordsDropped(n),
@@ -198,4 +199,10 @@ function throttledErrorLog(logger: Logger): (error: unknown, message: string) =>
     logger.error({ err: error, suppressed: entry?.suppressed ?? 0 }, message);
     last.set(message, { at, suppressed: 0 });
   };
+}
+
+/** Batches of up to 200 records, joined while they wait, never more than the store takes in one append. */
+function writeBatching(maxRecords: number): { batchSize: number; maxBatchesPerWrite: number } {
+  const batchSize = Math.max(1, Math.min(200, maxRecords));
+  return { batchSize, maxBatchesPerWrite: Math.max(1, Math.floor(maxRecords / batchSize)) };
 }
