@@ -613,11 +613,12 @@ export type AuditAction =
 
 /**
  * Who acted: a dashboard session (its id; null for a sign-in that opened none), a script with
- * the admin token, a user (named once users exist), or `gatehouse keys` on the server (`cli`,
- * named after the operating-system account).
+ * the admin token, a user (named once users exist), `gatehouse keys` on the server (`cli`,
+ * named after the operating-system account), or a client with an API key of the `manage` scope
+ * (`api-key`: the key's id and name; both null in open mode, where no key is needed).
  */
 export interface AuditActor {
-  kind: 'session' | 'admin-token' | 'user' | 'cli';
+  kind: 'session' | 'admin-token' | 'user' | 'cli' | 'api-key';
   id: string | null;
   name: string | null;
 }

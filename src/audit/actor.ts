@@ -5,7 +5,7 @@
 import { userInfo } from 'node:os';
 import type { AuditActor } from '../admin-api/types.js';
 import type { AdminIdentity } from '../auth/admin-identity.js';
-import type { UserRecord } from '../store/store.js';
+import type { KeyRecord, UserRecord } from '../store/store.js';
 
 /** The actor of an admin request; without an identity (sign-in, setup) a browser with no session yet. */
 export function actorOf(identity: AdminIdentity | null | undefined): AuditActor {
@@ -17,6 +17,11 @@ export function actorOf(identity: AdminIdentity | null | undefined): AuditActor 
 /** A signed-in person: their user's id and name (a session always belongs to a user). */
 export function userActor(user: Pick<UserRecord, 'id' | 'name'>): AuditActor {
   return { kind: 'user', id: user.id, name: user.name };
+}
+
+/** A client managing models through `/models/load|unload` with its API key; no key in open mode. */
+export function apiKeyActor(key: Pick<KeyRecord, 'id' | 'name'> | null): AuditActor {
+  return { kind: 'api-key', id: key?.id ?? null, name: key?.name ?? null };
 }
 
 /** `gatehouse keys ...` on the server: named after the operating-system account that ran it. */

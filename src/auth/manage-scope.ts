@@ -8,10 +8,13 @@ import { GatewayError } from '../core/errors.js';
 import { CHALLENGE, type KeyUseRecorder } from './client-auth-steps.js';
 import { authenticateClient, type IncomingHeaders } from './client-auth.js';
 import type { KeyVerifier } from './key-index.js';
+import type { KeyRecord } from '../store/store.js';
 
 export interface ManageCaller {
   /** Empty: every model. */
   allowedModels: readonly string[];
+  /** The key that authorized the call; null in open mode. */
+  key: KeyRecord | null;
 }
 
 export function authorizeManage(
@@ -21,8 +24,8 @@ export function authorizeManage(
 ): ManageCaller {
   const result = authenticateClient(headers, keys, nowMs);
   if ('error' in result) throw new GatewayError(result.error, { headers: CHALLENGE });
-  if (result.mode === 'open') return { allowedModels: [] };
+  if (result.mode === 'open') return { allowedModels: [], key: null };
   if (!result.key.manage) throw new GatewayError('manage_scope_required');
   keys.markUsed(result.key.id);
-  return { allowedModels: result.key.models };
+  return { allowedModels: result.key.models, key: result.key };
 }

@@ -11,15 +11,18 @@
  * only those. Errors are OpenAI-shaped; llama-server's own words where it has them ("model is
  * not found", "model is already running", "model is not running").
  * `GET /models` is also the dashboard's Models page: a browser asking for HTML without an API key
- * gets the page.
+ * gets the page. A load or unload by an authorized caller leaves an audit entry, whatever its answer.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
+import type { AuditAction, AuditTarget } from '../admin-api/types.js';
+import { apiKeyActor } from '../audit/actor.js';
+import { isAuditWriteFailure, type AuditEvent } from '../audit/audit-log.js';
 import type { KeyUseRecorder } from '../auth/client-auth-steps.js';
 import type { KeyVerifier } from '../auth/key-index.js';
-import { authorizeManage } from '../auth/manage-scope.js';
+import { authorizeManage, type ManageCaller } from '../auth/manage-scope.js';
 import { catalogFromList, modelCovered } from '../auth/model-access.js';
-import { GatewayError } from '../core/errors.js';
+import { GatewayError, isGatewayError } from '../core/errors.js';
 import { entryAliases } from '../upstream/model-entry.js';
 import type { ModelEntry, RunningModel } from '../upstream/types.js';
 import type { Upstream } from '../upstream/upstream.js';
@@ -35,6 +38,8 @@ export interface ManageModelsDeps {
   logger: Logger;
   /** Told after a load or unload, so dashboards read the list again. */
   changed: () => void;
+  /** Writes an audit entry for this request (the route adds the client's address). */
+  audit: (request: FastifyRequest, event: Omit<AuditEvent, 'client'>) => Promise<void>;
   now?: () => number;
 }
 
@@ -67,9 +72,13 @@ export function createManageModelHandlers(deps: ManageModelsDeps): { list: Handl
   }
 
   /** The model a load/unload names, checked against the key's list, resolved to its ID. */
-  async function target(request: FastifyRequest): Promise<{ id: string; state: RunningModel['state'] }> {
-    const caller = authorizeManage(request.headers, keys, now());
+  async function target(
+    caller: ManageCaller,
+    request: FastifyRequest,
+    named: (id: string) => void,
+  ): Promise<{ id: string; state: RunningModel['state'] }> {
     const name = modelField(request.body);
+    named(name);
     const { models, states } = await known();
     const catalog = catalogFromList(models);
     if (!modelCovered(caller.allowedModels, name, catalog)) {
@@ -80,7 +89,41 @@ export function createManageModelHandlers(deps: ManageModelsDeps): { list: Handl
     }
     const id = catalog.resolve(name);
     if (id === undefined) throw new GatewayError('not_found', { message: 'model is not found', param: 'model' });
+    named(id);
     return { id, state: states.get(id) ?? 'stopped' };
+  }
+
+  /**
+   * Runs a load or unload for a caller the key check let through, and leaves its audit entry:
+   * the model asked for (its ID once resolved), success or the error code. A request without a
+   * valid key is refused before this and leaves none, as an admin route's guard does.
+   */
+  async function audited(
+    request: FastifyRequest,
+    action: AuditAction,
+    work: (caller: ManageCaller, named: (id: string) => void) => Promise<void>,
+  ): Promise<{ success: true }> {
+    const caller = authorizeManage(request.headers, keys, now());
+    let target: AuditTarget | null = null;
+    const named = (id: string) => {
+      target = { kind: 'model', id, name: null, version: null };
+    };
+    const entry = (outcome: 'success' | 'failure', reason: string | null) => ({
+      actor: apiKeyActor(caller.key),
+      action,
+      target,
+      outcome,
+      reason,
+    });
+    try {
+      await work(caller, named);
+    } catch (error) {
+      if (!isAuditWriteFailure(error))
+        await deps.audit(request, entry('failure', isGatewayError(error) ? error.code : 'internal_error'));
+      throw error;
+    }
+    await deps.audit(request, entry('success', null));
+    return { success: true };
   }
 
   return {
@@ -103,26 +146,26 @@ export function createManageModelHandlers(deps: ManageModelsDeps): { list: Handl
       return { data, object: 'list' };
     },
 
-    async load(request) {
-      const { id, state } = await target(request);
-      if (state !== 'stopped' && state !== 'shutdown')
-        throw new GatewayError('bad_request', { message: 'model is already running', param: 'model' });
-      await startLoad(upstream, id, logger, deps.changed);
-      deps.changed();
-      return { success: true };
-    },
+    load: (request) =>
+      audited(request, 'model.load', async (caller, named) => {
+        const { id, state } = await target(caller, request, named);
+        if (state !== 'stopped' && state !== 'shutdown')
+          throw new GatewayError('bad_request', { message: 'model is already running', param: 'model' });
+        await startLoad(upstream, id, logger, deps.changed);
+        deps.changed();
+      }),
 
-    async unload(request) {
-      const { id, state } = await target(request);
-      if (state === 'stopped' || state === 'shutdown')
-        throw new GatewayError('bad_request', { message: 'model is not running', param: 'model' });
-      const result = await upstream.unload(id).catch((error: unknown) => {
-        throw upstreamActionError(error);
-      });
-      if (!result.unloaded) throw new GatewayError('conflict', { message: result.message });
-      deps.changed();
-      return { success: true };
-    },
+    unload: (request) =>
+      audited(request, 'model.unload', async (caller, named) => {
+        const { id, state } = await target(caller, request, named);
+        if (state === 'stopped' || state === 'shutdown')
+          throw new GatewayError('bad_request', { message: 'model is not running', param: 'model' });
+        const result = await upstream.unload(id).catch((error: unknown) => {
+          throw upstreamActionError(error);
+        });
+        if (!result.unloaded) throw new GatewayError('conflict', { message: result.message });
+        deps.changed();
+      }),
   };
 }
 

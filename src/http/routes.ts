@@ -63,7 +63,8 @@
  *   GET  /api/audit?limit=&before=&action=   who changed what, newest first   readers → handler
  *
  * Audited (`http/admin/audited.ts`): setup, login, logout, password, key writes, config save and
- * format, model load/unload/unload-all. Each call that reaches its handler leaves one entry; a
+ * format, model load/unload/unload-all, and `/models/load|unload` by an API key (manage-models.ts).
+ * Each call that reaches its handler leaves one entry; a
  * store change commits with its entry, so an entry that cannot be written fails the action (500).
  *   GET  /*            dashboard (web/dist): /assets immutable, SPA fallback for HTML; never /api or /v1
  *
@@ -409,6 +410,7 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
       dashboard,
       logger: deps.logger,
       changed: () => void view.refresh(),
+      audit: (request, event) => auditLog.record({ ...event, client: clientAddress(request) }),
       now: deps.now,
     });
     app.get('/models', manage.list);

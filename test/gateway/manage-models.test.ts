@@ -157,6 +157,65 @@ describe.each(UPSTREAMS)('in front of $kind', ({ kind, start }) => {
     expect(json((await call('POST', '/models/unload', restricted, { model: 'qwen' })).body)).toEqual({ success: true });
   });
 
+  it('leaves an audit entry for each load and unload by a key, failures included, and none without a key', async () => {
+    const entries = async () =>
+      (
+        json((await adminApi(gateway, 'GET', '/api/audit?limit=500')).body) as {
+          entries: Array<{
+            id: string;
+            actor: { kind: string; id: string | null; name: string | null };
+            client: string | null;
+            action: string;
+            target: { kind: string; id: string } | null;
+            outcome: string;
+            reason: string | null;
+          }>;
+        }
+      ).entries;
+    const seen = new Set((await entries()).map((e) => e.id));
+    expectError(
+      await call('POST', '/models/load', undefined, { model: 'qwen' }),
+      401,
+      'missing_api_key',
+      'authentication_error',
+    );
+    expectError(
+      await call('POST', '/models/load', restricted, { model: 'llama' }),
+      403,
+      'model_not_allowed',
+      'permission_error',
+    );
+    expect((await call('POST', '/models/load', manager, { model: 'gpt-4o-mini' })).status).toBe(200);
+    await settled('qwen', 'loaded');
+    expect((await call('POST', '/models/unload', manager, { model: 'qwen' })).status).toBe(200);
+    expectError(
+      await call('POST', '/models/unload', manager, { model: 'nope' }),
+      404,
+      'not_found',
+      'invalid_request_error',
+    );
+
+    const added = (await entries()).filter((e) => !seen.has(e.id)).reverse();
+    const keyId = async (name: string) =>
+      (
+        json((await adminApi(gateway, 'GET', '/api/keys')).body) as { keys: Array<{ id: string; name: string }> }
+      ).keys.find((k) => k.name === name)!.id;
+    const [managerId, restrictedId] = [await keyId('manager'), await keyId('qwen-manager')];
+    expect(added.map((e) => [e.actor, e.action, e.target?.id, e.outcome, e.reason])).toEqual([
+      [
+        { kind: 'api-key', id: restrictedId, name: 'qwen-manager' },
+        'model.load',
+        'llama',
+        'failure',
+        'model_not_allowed',
+      ],
+      [{ kind: 'api-key', id: managerId, name: 'manager' }, 'model.load', 'qwen', 'success', null],
+      [{ kind: 'api-key', id: managerId, name: 'manager' }, 'model.unload', 'qwen', 'success', null],
+      [{ kind: 'api-key', id: managerId, name: 'manager' }, 'model.unload', 'nope', 'failure', 'not_found'],
+    ]);
+    expect(added.every((e) => e.client !== null && e.target?.kind === 'model')).toBe(true);
+  });
+
   it('serves the dashboard page at /models to a browser without a key', async () => {
     const res = await rawRequest(`${gateway.url}/models`, { method: 'GET', headers: { accept: 'text/html' } });
     expect(String(res.headers['content-type'])).toMatch(/^text\/html/);

@@ -56,6 +56,8 @@ export function actorLabel(actor: AuditActor): string {
       return actor.name ?? actor.id ?? 'User';
     case 'cli':
       return actor.name ? `CLI (${actor.name})` : 'CLI';
+    case 'api-key':
+      return actor.id === null ? 'Client, no key (open mode)' : `API key ${actor.name ?? actor.id}`;
   }
 }
 
