@@ -1,6 +1,12 @@
 // Prints "N passed, N failed" from vitest's JSON report (written by vitest.config.ts).
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 
+if (!existsSync(process.argv[2])) {
+  // No report: the run stopped before the tests (install, build or lint failed); that is one failure.
+  console.error(`no test report at ${process.argv[2]}: the run stopped before the tests (see above)`);
+  console.log('0 passed, 1 failed');
+  process.exit(0);
+}
 const report = JSON.parse(readFileSync(process.argv[2], 'utf8'));
 const passed = report.numPassedTests ?? 0;
 // A file that failed without a failing test (it did not load, or a hook failed and its tests were

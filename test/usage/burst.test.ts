@@ -50,40 +50,44 @@ function call(agent: Agent, i: number): Promise<number> {
 }
 
 describe('a burst of 10,000 calls', () => {
-  it('is recorded completely, once per call, with no drop, by the writer on its own', { timeout: 120_000 }, async () => {
-    const agent = new Agent({ keepAlive: true, maxSockets: CONNECTIONS });
-    let next = 0;
-    const statuses = new Map<number, number>();
-    try {
-      await Promise.all(
-        Array.from({ length: CONNECTIONS }, async () => {
-          while (next < CALLS) {
-            const status = await call(agent, next++);
-            statuses.set(status, (statuses.get(status) ?? 0) + 1);
-          }
-        }),
-      );
-    } finally {
-      agent.destroy();
-    }
-    expect(statuses).toEqual(new Map([[200, CALLS]]));
+  it(
+    'is recorded completely, once per call, with no drop, by the writer on its own',
+    { timeout: 120_000 },
+    async () => {
+      const agent = new Agent({ keepAlive: true, maxSockets: CONNECTIONS });
+      let next = 0;
+      const statuses = new Map<number, number>();
+      try {
+        await Promise.all(
+          Array.from({ length: CONNECTIONS }, async () => {
+            while (next < CALLS) {
+              const status = await call(agent, next++);
+              statuses.set(status, (statuses.get(status) ?? 0) + 1);
+            }
+          }),
+        );
+      } finally {
+        agent.destroy();
+      }
+      expect(statuses).toEqual(new Map([[200, CALLS]]));
 
-    // The writer drains by itself: full batches at once, the rest on its timer.
-    const store = gateway.store!;
-    const deadline = Date.now() + 10_000;
-    while ((await store.usage.count()) < CALLS && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-    expect(await store.usage.count()).toBe(CALLS);
+      // The writer drains by itself: full batches at once, the rest on its timer.
+      const store = gateway.store!;
+      const deadline = Date.now() + 10_000;
+      while ((await store.usage.count()) < CALLS && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+      expect(await store.usage.count()).toBe(CALLS);
 
-    const rows = await store.usage.list({ limit: CALLS + 1 });
-    const ids = new Set(rows.map((r) => r.requestId));
-    expect(ids.size).toBe(CALLS);
-    expect(rows.filter((r) => r.streamed)).toHaveLength(CALLS / 5);
-    expect(rows.every((r) => r.outputTokens === 2 && r.status === 200)).toBe(true);
+      const rows = await store.usage.list({ limit: CALLS + 1 });
+      const ids = new Set(rows.map((r) => r.requestId));
+      expect(ids.size).toBe(CALLS);
+      expect(rows.filter((r) => r.streamed)).toHaveLength(CALLS / 5);
+      expect(rows.every((r) => r.outputTokens === 2 && r.status === 200)).toBe(true);
 
-    const metrics = parsePrometheusText((await rawRequest(`${gateway.url}/metrics`)).body.toString());
-    expect(valueOf(metrics, 'gatehouse_usage_records_written_total')).toBe(CALLS);
-    expect(valueOf(metrics, 'gatehouse_usage_records_dropped_total')).toBe(0);
-    expect(valueOf(metrics, 'gatehouse_usage_queue_length')).toBe(0);
-    expect(valueOf(metrics, 'gatehouse_requests_total', { model: 'qwen', key: 'none', status: '200' })).toBe(CALLS);
-  });
+      const metrics = parsePrometheusText((await rawRequest(`${gateway.url}/metrics`)).body.toString());
+      expect(valueOf(metrics, 'gatehouse_usage_records_written_total')).toBe(CALLS);
+      expect(valueOf(metrics, 'gatehouse_usage_records_dropped_total')).toBe(0);
+      expect(valueOf(metrics, 'gatehouse_usage_queue_length')).toBe(0);
+      expect(valueOf(metrics, 'gatehouse_requests_total', { model: 'qwen', key: 'none', status: '200' })).toBe(CALLS);
+    },
+  );
 });
