@@ -2,7 +2,8 @@
  * Users in headless Chromium against the real gateway and the llama-swap simulator: an admin
  * invites a member on the Users page and copies the link; the member opens it in another
  * browser, sets a password, and lands on a dashboard with only Usage, API keys and Endpoints,
- * where they make a key of their own. Screenshots: test-results/screenshots/users-*.png.
+ * where they make a key of their own. A member's key dialog shows the maximum budget an admin set,
+ * also one changed after the member signed in. Screenshots: test-results/screenshots/users-*.png.
  */
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,6 +14,7 @@ import { launchBrowser, openPage, requireDashboardBuild, signIn } from './helper
 
 const ADMIN_PASSWORD = 'users page admin password';
 const MEMBER_PASSWORD = 'the member chose this one';
+const ADMIN_TOKEN = 'users-page-admin-token';
 let browser: Browser;
 let sim: Simulator;
 let gateway: TestGateway;
@@ -21,7 +23,12 @@ beforeAll(async () => {
   requireDashboardBuild();
   browser = await launchBrowser();
   sim = await startSimulator({ config: DEMO_CONFIG });
-  gateway = await startTestGateway(sim.url, { adminPassword: ADMIN_PASSWORD }, {}, { withStore: true });
+  gateway = await startTestGateway(
+    sim.url,
+    { adminPassword: ADMIN_PASSWORD, adminToken: ADMIN_TOKEN },
+    {},
+    { withStore: true },
+  );
 }, 60_000);
 afterAll(async () => {
   await browser?.close();
@@ -89,6 +96,47 @@ describe('inviting a member', () => {
       expect(member.console.failedResources).toEqual([]);
     } finally {
       await admin.close();
+      await member.close();
+    }
+  }, 60_000);
+});
+
+describe('a member with a maximum budget', () => {
+  const asAdmin = (method: string, path: string, body: unknown) =>
+    rawRequest(`${gateway.url}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+
+  it('sees in the key dialog the cap an admin set, also one changed after signing in', async () => {
+    const created = await asAdmin('POST', '/api/users', {
+      name: 'Ravi',
+      role: 'member',
+      password: MEMBER_PASSWORD,
+      maxBudget: { tokens: 100000, period: 'month' },
+    });
+    expect(created.status, created.body.toString()).toBe(201);
+    const ravi = (JSON.parse(created.body.toString()) as { user: { id: string } }).user;
+    const member = await openPage(browser, gateway.url);
+    try {
+      await signIn(member.page, MEMBER_PASSWORD, { name: 'Ravi', next: '/keys' });
+      const capHint = async () => {
+        await member.page.getByRole('button', { name: 'Create key' }).first().click();
+        const dialog = member.page.getByRole('dialog', { name: 'Create an API key' });
+        const text = await dialog.getByTestId('key-budget-cap').textContent();
+        await dialog.getByRole('button', { name: 'Cancel' }).click();
+        await dialog.waitFor({ state: 'hidden' });
+        return text;
+      };
+      expect(await capHint()).toContain('100,000 tokens per month');
+
+      const changed = await asAdmin('PATCH', `/api/users/${ravi.id}`, { maxBudget: { tokens: 4000 } });
+      expect(changed.status, changed.body.toString()).toBe(200);
+      // The same signed-in page, no reload: the dialog reads the cap again as it opens.
+      expect(await capHint()).toContain('4,000 tokens per month');
+      expect(member.console.errors).toEqual([]);
+    } finally {
       await member.close();
     }
   }, 60_000);

@@ -54,6 +54,18 @@ class Session {
     }
   }
 
+  /** Reads the signed-in user again (an admin may have changed their role or cap); keeps what it had on failure. */
+  async refreshUser(): Promise<void> {
+    try {
+      const info = await getSession();
+      if (!info.authenticated) return;
+      this.user = info.user;
+      this.role = info.role;
+    } catch {
+      // The next request that needs the session says what went wrong.
+    }
+  }
+
   /** After a sign-in: who it is comes from the server. */
   async signedIn(): Promise<void> {
     this.expired = false;
