@@ -31,16 +31,16 @@ export function sqliteFileIn(dataDir: string): string {
 }
 
 /**
- * Opens in flight in this process, by file. `BEGIN IMMEDIATE` waits synchronously (busy
- * timeout), so a second open of the same file in the same process would block the event loop
- * that the first open needs to finish: the two would deadlock until the timeout.
- */
-/**
  * Usage records per transaction. The write runs on the event loop, so a call arriving meanwhile
  * waits for it: small transactions keep that wait short (docs/decisions/0003).
  */
 const SQLITE_APPEND_RECORDS = 32;
 
+/**
+ * Opens in flight in this process, by file. `BEGIN IMMEDIATE` waits synchronously (busy
+ * timeout), so a second open of the same file in the same process would block the event loop
+ * that the first open needs to finish: the two would deadlock until the timeout.
+ */
 const opening = new Map<string, Promise<unknown>>();
 
 export async function openSqliteStore(options: SqliteStoreOptions): Promise<Store> {
