@@ -17,9 +17,9 @@ export const EXPORT_CONTENT_TYPES: Record<ExportFormat, string> = {
 
 /**
  * CSV for spreadsheets: a UTF-8 byte order mark (Excel reads the file as UTF-8 only with it),
- * a header row, CRLF line ends, fields quoted when they hold a comma, quote or line break.
- * Text that starts with `=`, `+`, `-`, `@`, tab or CR gets a leading `'`, so a model name a client
- * chose cannot run as a formula in the operator's spreadsheet (OWASP "CSV injection").
+ * a header row, CRLF line ends, fields quoted when they hold a comma, quote, CR or LF (a bare
+ * line break left unquoted would start a new row). Text cells are defused by `defuseFormula`;
+ * numbers are written as they are, so a negative count stays a number.
  */
 export function csvStream(columns: readonly string[], rows: AsyncIterable<ExportRow>): Readable {
   const out = stringify({
@@ -27,10 +27,25 @@ export function csvStream(columns: readonly string[], rows: AsyncIterable<Export
     columns: columns.map((key) => ({ key })),
     bom: true,
     record_delimiter: 'windows',
-    escape_formulas: true,
-    cast: { boolean: (value) => (value ? 'true' : 'false') },
+    // Off by default once `record_delimiter` is set: quote any CR or LF, not only CRLF.
+    quote_record_delimiter: true,
+    cast: { boolean: (value) => (value ? 'true' : 'false'), string: defuseFormula },
   });
   return joined(Readable.from(rows), out);
+}
+
+/** What a spreadsheet reads as the start of a formula (OWASP "CSV injection"), full-width forms too. */
+const STARTS_FORMULA = /^[=+\-@\t\r\uFF1D\uFF0B\uFF0D\uFF20]/;
+const LINE_STARTS_FORMULA = /(\r\n|\r|\n)(?=[=+\-@\t\r\uFF1D\uFF0B\uFF0D\uFF20])/g;
+
+/**
+ * A text cell with a `'` before every formula start: at the beginning, and after each line break
+ * inside it, where a spreadsheet that splits the cell (or a pasted line) would read one. The `'`
+ * shows in the cell: OWASP's advice, and what csv-stringify's own `escape_formulas` does.
+ */
+function defuseFormula(text: string): string {
+  const lines = text.replace(LINE_STARTS_FORMULA, "$1'");
+  return STARTS_FORMULA.test(lines) ? `'${lines}` : lines;
 }
 
 /** `[` + one object per row + `]`: valid JSON once complete, written row by row. */
