@@ -523,9 +523,11 @@ export interface UsageRequest {
 }
 
 export interface UsageRequestDetail extends UsageRequest {
-  /** Only with GATEHOUSE_USAGE_CAPTURE_BYTES set. */
+  /** Only with GATEHOUSE_USAGE_CAPTURE_BYTES set, and only to admins and the key's owner. */
   requestBody: string | null;
   responseBody: string | null;
+  /** Bodies were captured, but the caller's role may not read them (a viewer): both are null. */
+  bodiesWithheld: boolean;
 }
 
 /** `GET /api/usage/requests/:id`. */

@@ -56,7 +56,7 @@
  *   GET  /api/config/reload-status  did llama-swap reload?      admins → handler
  *   GET  /api/usage/summary?range=&groupBy=   totals + series (a member: own keys)   everyone → handler
  *   GET  /api/usage/requests?key=&model=&status=&from=&to=&cursor=&limit=   request log   everyone → handler
- *   GET  /api/usage/requests/:id   one call + captured bodies   everyone → handler
+ *   GET  /api/usage/requests/:id   one call; captured bodies to admins and the key's owner only   everyone → handler
  *   GET  /api/budgets   each key's use of its budgets this period (a member: own keys)   everyone → handler
  *   GET  /api/usage/export?from=&to=&format=csv|json&group=call|key|model|day&key=&model=&status=
  *                       request log or its sums as a download, streamed page by page   readers → handler

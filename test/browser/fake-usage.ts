@@ -348,6 +348,6 @@ export function registerFakeUsageApi(app: FastifyInstance, state: FakeUsageState
     const record = state.usage.find((r) => r.id === (request.params as { id: string }).id);
     if (!record)
       return reply.code(404).send({ error: { code: 'not_found', message: 'No usage record with that id.' } });
-    return { request: record };
+    return { request: { ...record, bodiesWithheld: false } };
   });
 }

@@ -260,6 +260,20 @@ describe('usage page', () => {
     );
   });
 
+  it('tells a viewer that a call’s captured bodies are withheld for their role, and shows none', async () => {
+    await adminApi('POST', '/api/users', { name: 'vera', role: 'viewer', password: PASSWORD });
+    const t = await openPage(browser, gateway.url);
+    open.push(t);
+    await signIn(t.page, PASSWORD, { name: 'vera', next: `/usage?key=${alice.id}` });
+    const rows = t.page.locator('table.requests tbody tr');
+    await rows.nth(0).locator('td.who').click();
+    const drawer = t.page.getByRole('dialog', { name: 'POST /v1/chat/completions' });
+    await drawer.getByText(/withheld for your role \(viewer\)/).waitFor();
+    expect(await drawer.locator('pre.body').count()).toBe(0);
+    expect(await drawer.textContent()).not.toContain('Tell me about the gatehouse');
+    await t.screenshot('e2e-usage-drawer-withheld');
+  });
+
   it('sets a key’s limits in the Keys UI; the third call in a minute is refused and shows as 429', async () => {
     const t = await signedIn('/keys');
     await t.page.getByRole('button', { name: 'Create key' }).first().click();

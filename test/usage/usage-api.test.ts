@@ -171,7 +171,9 @@ describe('usage API', () => {
     const first = (await listRequests(gateway)).requests[0]!;
     const res = await adminApi(gateway, 'GET', `/api/usage/requests/${first.id}`);
     expect(res.status).toBe(200);
-    expect(json(res.body)).toEqual({ request: { ...first, requestBody: null, responseBody: null } });
+    expect(json(res.body)).toEqual({
+      request: { ...first, requestBody: null, responseBody: null, bodiesWithheld: false },
+    });
     const missing = await adminApi(gateway, 'GET', '/api/usage/requests/nope');
     expect(missing.status).toBe(404);
     expect(json(missing.body)).toMatchObject({ error: { code: 'not_found' } });

@@ -8,6 +8,7 @@ import type { UsageRequest, UsageRequestFound, UsageRequestPage, UsageSummary } 
 import type { UsageListRow, UsageCursor, UsageRecord, UsageStore } from '../../store/store.js';
 import { SUMMARY_RANGES, type SummaryGroupBy, type SummaryRange } from '../../usage/summary.js';
 import type { UsageAccounting } from '../../usage/usage-accounting.js';
+import { roleOf, type AdminIdentity } from '../../auth/admin-identity.js';
 import { GatewayError } from '../../core/errors.js';
 import { checkKnown, Issues, optionalString, parseStatus, parseTime } from './query-params.js';
 
@@ -91,18 +92,33 @@ export function createUsageHandlers({ usage, store, ownedKeyIds, keyOwners }: Us
         found && (keyIds === undefined || (found.keyId !== null && keyIds.includes(found.keyId))) ? found : undefined;
       if (!record)
         throw new GatewayError('not_found', { message: `No usage record with id ${JSON.stringify(id ?? '')}.` });
+      const captured = record.requestBody !== null || record.responseBody !== null;
+      const withheld = captured && !mayReadBodies(request.adminIdentity, record.keyId, keyIds);
       return {
         request: {
-          ...toRequestView(
-            { ...record, captured: record.requestBody !== null || record.responseBody !== null },
-            await keyOwners(),
-          ),
-          requestBody: record.requestBody,
-          responseBody: record.responseBody,
+          ...toRequestView({ ...record, captured }, await keyOwners()),
+          requestBody: withheld ? null : record.requestBody,
+          responseBody: withheld ? null : record.responseBody,
+          bodiesWithheld: withheld,
         },
       } satisfies UsageRequestFound;
     },
   };
+}
+
+/**
+ * Who reads captured bodies: admins (and the admin token), and the member who owns the call's
+ * key. Anyone else who may see the call (a viewer) gets it without them.
+ */
+function mayReadBodies(
+  identity: AdminIdentity | null | undefined,
+  keyId: string | null,
+  ownKeyIds: readonly string[] | undefined,
+): boolean {
+  if (!identity) return false;
+  const role = roleOf(identity);
+  if (role === 'admin') return true;
+  return role === 'member' && keyId !== null && ownKeyIds !== undefined && ownKeyIds.includes(keyId);
 }
 
 /** One row of the request log as the API answers it (tests read it under this name). */
