@@ -8,6 +8,7 @@ import Fastify, { LogController, type FastifyError, type FastifyInstance } from 
 import { GatewayError, isGatewayError } from './core/errors.js';
 import { trackAnswer } from './http/answering.js';
 import { answerClientError } from './http/client-error.js';
+import { redactSecrets } from './core/redact-secrets.js';
 import { errorBody } from './core/render-error.js';
 import { Scheduler } from './queue/scheduler.js';
 import { sharedQueueCaps } from './usage/shared-queue-caps.js';
@@ -190,7 +191,7 @@ export async function buildApp(input: BuildAppInput): Promise<App> {
   fastify.addHook('onResponse', (request, reply, done) => {
     const url = request.url;
     const q = url.indexOf('?');
-    const path = q < 0 ? url : url.slice(0, q);
+    const path = redactSecrets(q < 0 ? url : url.slice(0, q));
     const quiet = isDashboardBackgroundRead({
       method: request.method,
       path,

@@ -47,7 +47,7 @@ export function modelAllowList(catalog: () => Promise<ModelCatalog | undefined>)
     if (!allowed || allowed.length === 0) return;
     // llama-swap routes on the path with each segment unescaped (Go's ServeMux); `/v1/%6dodels`
     // is its model list. The gateway decides on the path as sent, so it must be plain.
-    if (!isPlainPath(ctx.request.path)) {
+    if (!isPlainPath(pathOf(ctx.request.url))) {
       throw new GatewayError('model_required', {
         message:
           'This API key may only use some models, and a path with percent-escapes, empty or dot segments ' +
@@ -74,6 +74,12 @@ export function modelAllowList(catalog: () => Promise<ModelCatalog | undefined>)
       if (!modelCovered(allowed, model, known)) throw notAllowed(model, allowed);
     });
   };
+}
+
+/** The path as received (`request.path` is the redacted one, for logs). */
+function pathOf(url: string): string {
+  const q = url.indexOf('?');
+  return q < 0 ? url : url.slice(0, q);
 }
 
 function isPlainPath(path: string): boolean {

@@ -89,9 +89,9 @@ export interface CallRequest {
   readonly requestId: string;
   readonly format: WireFormat;
   readonly method: string;
-  /** Path without the query string (what is logged). */
+  /** Path without the query string, API keys and `Bearer` values redacted: what is logged and stored. */
   readonly path: string;
-  /** Path and query as received (what is forwarded). */
+  /** Path and query as received: what is forwarded, and what decisions about the path read. */
   readonly url: string;
   /** `performance.now()` at arrival. */
   readonly startedAt: number;

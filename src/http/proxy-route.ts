@@ -8,6 +8,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import { createAccessLog, type AccessLog } from '../logging/access-log.js';
 import { newCallContext, type ProxyContext } from '../core/context.js';
+import { redactSecrets } from '../core/redact-secrets.js';
 import type { ProxyStep, TapFactory } from '../core/steps.js';
 import type { Forwarder } from '../proxy/forward.js';
 import { saneRequestId } from '../proxy/headers.js';
@@ -77,7 +78,7 @@ export function createProxyRoute(options: ProxyRouteOptions): (req: IncomingMess
       requestId: saneRequestId(req.headers['x-request-id']) ?? randomUUID(),
       format: wireFormatForCall(url, req.headers['anthropic-version']),
       method: req.method ?? 'GET',
-      path: q < 0 ? url : url.slice(0, q),
+      path: redactSecrets(q < 0 ? url : url.slice(0, q)),
       url,
       startedAt,
       clientAddress: req.socket.remoteAddress ?? '',

@@ -13,6 +13,7 @@ import type { LlamaSwapEvent } from '../upstream/types.js';
 import { abortableWait } from './abortable-wait.js';
 import { ModelTracker } from './model-tracker.js';
 import { TextHistory } from './text-history.js';
+import { redactSecrets } from '../core/redact-secrets.js';
 import { describeUpstreamError } from './upstream-reason.js';
 
 export type UpstreamLogSource = 'proxy' | 'upstream';
@@ -311,13 +312,15 @@ export class UpstreamView {
     if (this.#awaiting.size === 0) this.#settle();
   }
 
-  #history(source: UpstreamLogSource, text: string): void {
-    const joined = this.#logs[source].rejoin(text);
+  #history(source: UpstreamLogSource, raw: string): void {
+    // llama-swap logs the paths it gets: a key pasted into one must not reach a viewer.
+    const joined = this.#logs[source].rejoin(redactSecrets(raw));
     if (!joined.joined) this.#emit({ name: 'history', data: { source, text: this.#logs[source].text() } });
     else if (joined.added !== '') this.#emit({ name: 'log', data: { source, text: joined.added } });
   }
 
-  #appendLog(source: UpstreamLogSource, text: string): void {
+  #appendLog(source: UpstreamLogSource, raw: string): void {
+    const text = redactSecrets(raw);
     this.#logs[source].append(text);
     this.#emit({ name: 'log', data: { source, text } });
   }

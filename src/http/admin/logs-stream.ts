@@ -14,6 +14,7 @@ import type { UpstreamView } from '../../live/upstream-view.js';
 import type { Upstream } from '../../upstream/upstream.js';
 import type { LogSource } from '../../upstream/types.js';
 import { GatewayError } from '../../core/errors.js';
+import { redactSecrets } from '../../core/redact-secrets.js';
 import { UpstreamError } from '../../upstream/errors.js';
 
 const PING_MS = 15_000;
@@ -78,7 +79,7 @@ export function createLogStreamHandler(deps: { upstream: Upstream; view: Upstrea
         let firstChunk = history;
         for await (const text of stream) {
           // llama-swap writes its whole history in one flush first.
-          send(firstChunk ? 'history' : 'log', text);
+          send(firstChunk ? 'history' : 'log', redactSecrets(text));
           firstChunk = false;
         }
         if (closed.signal.aborted) break;
