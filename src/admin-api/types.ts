@@ -611,7 +611,15 @@ export type AuditAction =
   | 'config.format'
   | 'model.load'
   | 'model.unload'
-  | 'model.unload_all';
+  | 'model.unload_all'
+  | 'user.create'
+  | 'user.invite'
+  | 'user.reinvite'
+  | 'user.invite_accept'
+  | 'user.role_change'
+  | 'user.disable'
+  | 'user.enable'
+  | 'user.update';
 
 /**
  * Who acted: a dashboard session (its id; null for a sign-in that opened none), a script with
@@ -625,15 +633,24 @@ export interface AuditActor {
   name: string | null;
 }
 
-/** What was acted on: a key (id, name), a model (id), llama-swap's config (path, version written). */
+/**
+ * What was acted on: a key (id, name), a model (id), llama-swap's config (path, version
+ * written), a user (id, name).
+ */
 export interface AuditTarget {
-  kind: 'key' | 'model' | 'config';
+  kind: 'key' | 'model' | 'config' | 'user';
   id: string;
   name: string | null;
   version: string | null;
 }
 
 export type AuditOutcome = 'success' | 'failure';
+
+/** A value an action changed: a name, a role, a list of model ids, a budget; null for none. */
+export type AuditValue = string | boolean | null | string[] | KeyBudget;
+
+/** What an action changed, by field: its value before and after (`from` null for a new user). */
+export type AuditChanges = Record<string, { from: AuditValue; to: AuditValue }>;
 
 /** One entry of `GET /api/audit`. Never holds a secret, a key, a password or config text. */
 export interface AuditEntry {
@@ -647,6 +664,8 @@ export interface AuditEntry {
   outcome: AuditOutcome;
   /** Why it failed: the error code (`admin_unauthorized`, `not_found`...); null on success. */
   reason: string | null;
+  /** The fields a user action changed, from → to; null for other actions and failures. */
+  changes: AuditChanges | null;
 }
 
 /** `GET /api/audit`: newest first; pass `nextBefore` as `before` for the next page. */

@@ -16,6 +16,14 @@ const ACTIONS = {
   'model.load': true,
   'model.unload': true,
   'model.unload_all': true,
+  'user.create': true,
+  'user.invite': true,
+  'user.reinvite': true,
+  'user.invite_accept': true,
+  'user.role_change': true,
+  'user.disable': true,
+  'user.enable': true,
+  'user.update': true,
 } as const satisfies Record<AuditAction, true>;
 
 export const AUDIT_ACTIONS = Object.keys(ACTIONS) as readonly AuditAction[];

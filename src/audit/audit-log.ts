@@ -5,7 +5,7 @@
  * way the caller gets `audit_write_failed`, never a silent gap.
  */
 import type { Logger } from 'pino';
-import type { AuditAction, AuditActor, AuditOutcome, AuditTarget } from '../admin-api/types.js';
+import type { AuditAction, AuditActor, AuditChanges, AuditOutcome, AuditTarget } from '../admin-api/types.js';
 import { GatewayError } from '../core/errors.js';
 import type { Store, StoreTransaction } from '../store/store.js';
 import { newUsageId } from '../store/usage-id.js';
@@ -18,6 +18,8 @@ export interface AuditEvent {
   target: AuditTarget | null;
   outcome: AuditOutcome;
   reason: string | null;
+  /** What a user action changed; absent is none. */
+  changes?: AuditChanges | null;
 }
 
 export interface AuditLogOptions {
@@ -62,7 +64,7 @@ export class AuditLog {
   async #append(into: Pick<StoreTransaction, 'audit'>, event: AuditEvent, consequence: string): Promise<void> {
     const at = this.#now();
     try {
-      await into.audit.append({ id: newUsageId(at), at, ...event });
+      await into.audit.append({ id: newUsageId(at), at, ...event, changes: event.changes ?? null });
     } catch (error) {
       // The entry's fields are names and ids only, so the log line may carry them.
       this.#logger?.error(

@@ -19,7 +19,8 @@ const USER_ID_PREFIX = 'usr_';
 const TOKEN_SHAPE = /^[A-Za-z0-9_-]{43}$/;
 
 export type InviteAcceptance =
-  | { ok: true; user: UserRecord }
+  /** `before`: the user as the invitation left them, for the audit entry. */
+  | { ok: true; user: UserRecord; before: UserRecord }
   /** No such link, or it was used already. */
   | { ok: false; reason: 'unknown' | 'expired' | 'disabled' };
 
@@ -43,6 +44,16 @@ export class Users {
     this.#store = options.store;
     this.#cost = options.scryptCost ?? DEFAULT_SCRYPT_COST;
     this.#now = options.now ?? Date.now;
+  }
+
+  /** The same users written through `store`: a transaction that also writes the audit entry. */
+  through(store: UsersOptions['store']): Users {
+    return new Users({ store, scryptCost: this.#cost, now: this.#now });
+  }
+
+  /** The stored form of a password (scrypt: slow on purpose, so never inside a transaction). */
+  hashPassword(password: string): Promise<string> {
+    return hashPassword(password, this.#cost);
   }
 
   get(id: string): Promise<UserRecord | undefined> {
@@ -74,12 +85,13 @@ export class Users {
     await this.#store.users.update(userId, { passwordHash: await hashPassword(password, this.#cost) });
   }
 
-  /** Creates a password user; `password` absent leaves them unable to sign in until invited. */
+  /** Creates a password user; `passwordHash` absent leaves them unable to sign in until invited. */
   async createPasswordUser(input: {
     name: string;
     email?: string | null;
     role: UserRole;
-    password?: string;
+    /** From `hashPassword`, made before the transaction. */
+    passwordHash?: string;
   }): Promise<UserRecord> {
     return this.#store.users.create({
       ...blankUser(this.#now()),
@@ -87,7 +99,7 @@ export class Users {
       email: input.email ?? null,
       role: input.role,
       signIn: 'password',
-      passwordHash: input.password === undefined ? null : await hashPassword(input.password, this.#cost),
+      passwordHash: input.passwordHash ?? null,
     });
   }
 
@@ -108,18 +120,16 @@ export class Users {
     return { token, expiresAt: at + INVITE_TTL_MS };
   }
 
-  /** Uses up the invitation and sets the user's password (the caller has checked `passwordProblem`). */
-  async acceptInvite(token: string, password: string): Promise<InviteAcceptance> {
+  /** Uses up the invitation and sets the user's password (`hashPassword` of a checked password). */
+  async acceptInvite(token: string, passwordHash: string): Promise<InviteAcceptance> {
     if (!TOKEN_SHAPE.test(token)) return { ok: false, reason: 'unknown' };
     const invite = await this.#store.invites.take(sha256Hex(token));
     if (!invite) return { ok: false, reason: 'unknown' };
     if (this.#now() >= invite.expiresAt) return { ok: false, reason: 'expired' };
     const user = await this.#store.users.get(invite.userId);
     if (!user || user.disabledAt !== null) return { ok: false, reason: 'disabled' };
-    const updated = await this.#store.users.update(user.id, {
-      passwordHash: await hashPassword(password, this.#cost),
-    });
-    return updated ? { ok: true, user: updated } : { ok: false, reason: 'unknown' };
+    const updated = await this.#store.users.update(user.id, { passwordHash });
+    return updated ? { ok: true, user: updated, before: user } : { ok: false, reason: 'unknown' };
   }
 
   /**

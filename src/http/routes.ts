@@ -62,8 +62,9 @@
  *                       request log or its sums as a download, streamed page by page   readers → handler
  *   GET  /api/audit?limit=&before=&action=   who changed what, newest first   readers → handler
  *
- * Audited (`http/admin/audited.ts`): setup, login, logout, password, key writes, config save and
- * format, model load/unload/unload-all, and `/models/load|unload` by an API key (manage-models.ts).
+ * Audited (`http/admin/audited.ts`): setup, login, logout, password, key writes, user writes and
+ * invitation accepts, config save and format, model load/unload/unload-all, and `/models/load|unload`
+ * by an API key (manage-models.ts); an OIDC sign-in's user change and session (oidc-handlers.ts).
  * Each call that reaches its handler leaves one entry; a
  * store change commits with its entry, so an entry that cannot be written fails the action (500).
  *   GET  /*            dashboard (web/dist): /assets immutable, SPA fallback for HTML; never /api or /v1
@@ -126,7 +127,7 @@ import { createSessionHandlers } from './admin/session-handlers.js';
 import { createUsageHandlers } from './admin/usage-handlers.js';
 import { createUsageExportHandler } from './admin/usage-export.js';
 import { createUsersHandlers } from './admin/users-handlers.js';
-import { createOidcHandlers } from './admin/oidc-handlers.js';
+import { createOidcHandlers, oidcUserEvent } from './admin/oidc-handlers.js';
 import { OidcClient } from '../oidc/oidc-client.js';
 import { oidcSetup } from '../oidc/oidc-setup.js';
 import { oidcSignIn } from '../oidc/sign-in.js';
@@ -338,7 +339,7 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
     app.post(
       '/api/invite/accept',
       { onRequest: [...checks, setupLimit.check], onResponse: setupLimit.settle },
-      s.acceptInvite,
+      audited('user.invite_accept', s.acceptInvite),
     );
     app.post('/api/logout', everyone, audited('session.sign_out', s.logout));
     app.get('/api/me', everyone, s.me);
@@ -347,12 +348,15 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
         client: new OidcClient({ ...oidc.client, now }),
         seal: new TransactionSeal(store.meta, now),
         decide: oidcSignIn({ users, store, mapping: oidc.mapping, autoCreate: oidc.autoCreate }),
-        startSession: async (request, reply, userId) => {
-          const user = await store.users.get(userId);
+        startSession: async (request, reply, decision) => {
+          const { user } = decision;
+          // The decision changed the user already; its entry follows, before the session opens.
+          const change = oidcUserEvent(decision);
+          if (change) await auditLog.record({ ...change, client: clientAddress(request) });
           const { token, session } = await auditLog.commit(
-            (tx) => sessions.start(userId, tx.sessions),
+            (tx) => sessions.start(user.id, tx.sessions),
             () => ({
-              actor: user ? userActor(user) : { kind: 'user', id: userId, name: null },
+              actor: userActor(user),
               client: clientAddress(request),
               action: 'session.sign_in',
               target: null,
@@ -380,9 +384,9 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
       keysChanged: () => index.reload(),
     });
     app.get('/api/users', readers, usersApi.list);
-    app.post('/api/users', admins, usersApi.create);
-    app.post('/api/users/invite', admins, usersApi.invite);
-    app.patch('/api/users/:id', admins, usersApi.update);
+    app.post('/api/users', admins, audited('user.create', usersApi.create));
+    app.post('/api/users/invite', admins, audited('user.invite', usersApi.invite));
+    app.patch('/api/users/:id', admins, audited('user.update', usersApi.update));
 
     const keys = createKeyHandlers({ store, index, catalog });
     app.get('/api/keys', everyone, keys.list);

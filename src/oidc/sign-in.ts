@@ -17,8 +17,10 @@ import { roleFromClaims, type RoleMapping } from './role-mapping.js';
 
 export type OidcRefusal = 'oidc_not_invited' | 'oidc_no_role' | 'user_disabled';
 
+/** `before`: the user as this sign-in found them (null when it made them), for the audit entry. */
 export type OidcDecision =
-  { ok: true; user: UserRecord; created: boolean; linked: boolean } | { ok: false; code: OidcRefusal; reason: string };
+  | { ok: true; user: UserRecord; before: UserRecord | null; created: boolean; linked: boolean }
+  | { ok: false; code: OidcRefusal; reason: string };
 
 export interface OidcSignInOptions {
   users: Users;
@@ -46,7 +48,7 @@ export function oidcSignIn(options: OidcSignInOptions): (identity: OidcIdentity)
         ...(role !== undefined ? { role } : {}),
       });
       await store.invites.deleteForUser(invited.id);
-      return { ok: true, user: linked!, created: false, linked: true };
+      return { ok: true, user: linked!, before: invited, created: false, linked: true };
     }
     if (!known && !autoCreate)
       return {
@@ -66,7 +68,7 @@ export function oidcSignIn(options: OidcSignInOptions): (identity: OidcIdentity)
       return result.reason === 'disabled'
         ? { ok: false, code: 'user_disabled', reason: 'the user is disabled' }
         : { ok: false, code: 'oidc_not_invited', reason: 'the user could not be found or made' };
-    return { ok: true, user: result.user, created: result.created, linked: false };
+    return { ok: true, user: result.user, before: known ?? null, created: result.created, linked: false };
   };
 }
 

@@ -4,7 +4,7 @@
  * deletes from its old end.
  */
 import type { Insertable, Kysely, Selectable } from 'kysely';
-import type { AuditAction, AuditActor, AuditOutcome, AuditTarget } from '../admin-api/types.js';
+import type { AuditAction, AuditActor, AuditChanges, AuditOutcome, AuditTarget } from '../admin-api/types.js';
 import type { AuditLogTable, Database } from './schema.js';
 import type { AuditRecord, AuditStore } from './store.js';
 
@@ -65,6 +65,7 @@ function toRow(record: AuditRecord): Insertable<AuditLogTable> {
     target_version: record.target?.version ?? null,
     outcome: record.outcome,
     reason: record.reason,
+    changes: record.changes === null ? null : JSON.stringify(record.changes),
   };
 }
 
@@ -86,5 +87,6 @@ function toRecord(row: Selectable<AuditLogTable>): AuditRecord {
           },
     outcome: row.outcome as AuditOutcome,
     reason: row.reason,
+    changes: row.changes === null ? null : (JSON.parse(row.changes) as AuditChanges),
   };
 }

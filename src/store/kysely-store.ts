@@ -224,6 +224,7 @@ export function createKyselyStore(db: Kysely<Database>, hooks: DialectHooks): St
           keys: scoped.keys,
           meta: scoped.meta,
           users: scoped.users,
+          invites: scoped.invites,
           sessions: scoped.sessions,
           audit: scoped.audit,
           lockKeyOwner: (ownerId) => hooks.lockKeyOwner(conn, ownerId),

@@ -260,6 +260,12 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
       await db.schema.alterTable('users').addColumn('max_budget_period', 'text').execute();
     },
   },
+  /** What a user action changed, from → to (`AuditChanges` as JSON). */
+  '0012_audit_changes': {
+    async up(db: Kysely<unknown>): Promise<void> {
+      await db.schema.alterTable('audit_log').addColumn('changes', 'text').execute();
+    },
+  },
 };
 
 /**

@@ -153,6 +153,8 @@ export interface AuditLogTable {
   /** `success` or `failure` (a CHECK constraint). */
   outcome: string;
   reason: string | null;
+  /** `AuditChanges` as JSON; null when the action changed no listed field. */
+  changes: string | null;
 }
 
 export interface Database {

@@ -6,7 +6,7 @@
  * the embedded SQLite file in `dataDir`. Either way the schema is created and migrated during
  * the open, so a fresh data directory or an empty database just works.
  */
-import type { AuditAction, AuditActor, AuditOutcome, AuditTarget } from '../admin-api/types.js';
+import type { AuditAction, AuditActor, AuditChanges, AuditOutcome, AuditTarget } from '../admin-api/types.js';
 
 /** Per-key limits; `null` means "no limit of this kind". */
 export interface KeyLimits {
@@ -348,6 +348,7 @@ export interface AuditRecord {
   target: AuditTarget | null;
   outcome: AuditOutcome;
   reason: string | null;
+  changes: AuditChanges | null;
 }
 
 export interface AuditListQuery {
@@ -370,6 +371,7 @@ export interface StoreTransaction {
   readonly keys: KeyStore;
   readonly meta: MetaStore;
   readonly users: UserStore;
+  readonly invites: InviteStore;
   readonly sessions: AdminSessionStore;
   readonly audit: AuditStore;
   /**

@@ -129,7 +129,7 @@ describe('the audit entry of every admin action', () => {
     secrets.push(sessionA, sessionB);
 
     const at = new Date(clock.now()).toISOString();
-    const common = { at, client: '127.0.0.1', target: null };
+    const common = { at, client: '127.0.0.1', target: null, changes: null };
     expect((await entriesSince(before)).map(({ id: _id, ...rest }) => rest)).toEqual([
       {
         ...common,

@@ -93,4 +93,40 @@ describe('Audit page', () => {
     await t.page.waitForURL((url) => url.pathname === '/audit' && url.search === '');
     await expect.poll(() => rows.count()).toBe(50);
   });
+
+  it('labels user actions and says what they changed, from → to', async () => {
+    const adminCall = (method: string, path: string, body: unknown) =>
+      rawRequest(`${gateway.url}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    const created = await adminCall('POST', '/api/users/invite', { name: 'Noor', role: 'member' });
+    expect(created.status).toBe(201);
+    const noor = (JSON.parse(created.body.toString()) as { user: { id: string } }).user;
+    const patch = { role: 'viewer', maxBudget: { tokens: 5000, period: 'week' } };
+    expect((await adminCall('PATCH', `/api/users/${noor.id}`, patch)).status).toBe(200);
+
+    const t = await openPage(browser, gateway.url);
+    open.push(t);
+    await signIn(t.page, PASSWORD, { next: '/audit' });
+    await t.page.waitForURL('**/audit');
+    await t.page.getByLabel('Action').selectOption({ label: 'Role changed' });
+    await t.page.waitForURL('**/audit?action=user.role_change');
+    const rows = t.page.locator('tr.entry');
+    await expect.poll(() => rows.count()).toBe(1);
+    const cells = async () => (await rows.nth(0).locator('td').allInnerTexts()).map((c) => c.trim());
+    expect((await cells()).slice(1, 4)).toEqual([
+      'Role changed\nuser.role_change',
+      'Admin token',
+      `Noor (${noor.id})\nRole: member → viewer\nMaximum budget: No cap → 5,000 tokens per week`,
+    ]);
+
+    await t.page.getByLabel('Action').selectOption({ label: 'User invited' });
+    await t.page.waitForURL('**/audit?action=user.invite');
+    await expect
+      .poll(async () => (await cells())[3])
+      .toBe(`Noor (${noor.id})\nName: — → Noor\nRole: — → member\nStatus: — → invited\nSign-in: — → password`);
+    await t.screenshot('e2e-audit-users');
+  });
 });

@@ -3,7 +3,8 @@
  * invites a member on the Users page and copies the link; the member opens it in another
  * browser, sets a password, and lands on a dashboard with only Usage, API keys and Endpoints,
  * where they make a key of their own. A member's key dialog shows the maximum budget an admin set,
- * also one changed after the member signed in. Screenshots: test-results/screenshots/users-*.png.
+ * also one changed after the member signed in. A role change or disabling asks first, naming the
+ * person and the role, and sends nothing until confirmed. Screenshots: test-results/screenshots/users-*.png.
  */
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -138,6 +139,76 @@ describe('a member with a maximum budget', () => {
       expect(member.console.errors).toEqual([]);
     } finally {
       await member.close();
+    }
+  }, 60_000);
+});
+
+describe('changing a role or disabling someone', () => {
+  const asAdmin = (method: string, path: string, body: unknown) =>
+    rawRequest(`${gateway.url}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+
+  it('asks first, naming the person and the role: an arrow key sends nothing, cancel restores, confirm changes it', async () => {
+    const created = await asAdmin('POST', '/api/users', { name: 'Noor', role: 'member', password: MEMBER_PASSWORD });
+    expect(created.status, created.body.toString()).toBe(201);
+    const noor = (JSON.parse(created.body.toString()) as { user: { id: string } }).user;
+    /** PATCHes of Noor that reached the gateway (its access log). */
+    const patches = () =>
+      gateway.logLines().filter((l) => l.method === 'PATCH' && l.path === `/api/users/${noor.id}`).length;
+    const stored = async () => (await gateway.store!.users.get(noor.id))!;
+    const admin = await openPage(browser, gateway.url);
+    try {
+      await signIn(admin.page, ADMIN_PASSWORD, { next: '/users' });
+      const select = admin.page.getByRole('combobox', { name: 'Role of Noor' });
+      await select.waitFor();
+
+      // One arrow key moves the select to the next role: a question, not a change.
+      await select.focus();
+      await admin.page.keyboard.press('ArrowDown');
+      const demote = admin.page.getByRole('dialog', { name: 'Make Noor a viewer?' });
+      await demote.waitFor();
+      expect(await demote.textContent()).toContain('Noor will be a viewer');
+      await admin.screenshot('users-role-confirm');
+      await demote.getByRole('button', { name: 'Cancel' }).click();
+      await demote.waitFor({ state: 'hidden' });
+      expect(await select.inputValue()).toBe('member');
+      expect(patches()).toBe(0);
+      expect((await stored()).role).toBe('member');
+
+      await select.focus();
+      await admin.page.keyboard.press('ArrowUp');
+      const promote = admin.page.getByRole('dialog', { name: 'Make Noor an admin?' });
+      await promote.waitFor();
+      expect(patches()).toBe(0);
+      await promote.getByRole('button', { name: 'Make admin' }).click();
+      await promote.waitFor({ state: 'hidden' });
+      await expect.poll(async () => (await stored()).role).toBe('admin');
+      expect(await select.inputValue()).toBe('admin');
+      expect(patches()).toBe(1);
+      const changes = await gateway.store!.audit.list({ action: 'user.role_change', limit: 10 });
+      expect(changes.map((e) => [e.target?.name, e.outcome, e.changes])).toEqual([
+        ['Noor', 'success', { role: { from: 'member', to: 'admin' } }],
+      ]);
+
+      // Disabling asks too; cancel leaves Noor enabled, confirm disables.
+      await admin.page.getByRole('button', { name: 'Disable Noor' }).click();
+      const disable = admin.page.getByRole('dialog', { name: 'Disable Noor?' });
+      await disable.waitFor();
+      await disable.getByRole('button', { name: 'Cancel' }).click();
+      await disable.waitFor({ state: 'hidden' });
+      expect(patches()).toBe(1);
+      expect((await stored()).disabledAt).toBeNull();
+      await admin.page.getByRole('button', { name: 'Disable Noor' }).click();
+      await disable.getByRole('button', { name: 'Disable Noor' }).click();
+      await disable.waitFor({ state: 'hidden' });
+      await expect.poll(async () => (await stored()).disabledAt).not.toBeNull();
+      expect(patches()).toBe(2);
+      expect(admin.console.errors).toEqual([]);
+    } finally {
+      await admin.close();
     }
   }, 60_000);
 });

@@ -20,6 +20,7 @@ function auditRecord(overrides: Partial<AuditRecord> = {}): AuditRecord {
     target: { kind: 'key', id: 'key_abcdefghijkl', name: 'laptop', version: null },
     outcome: 'success',
     reason: null,
+    changes: null,
     ...overrides,
   };
 }
@@ -49,6 +50,21 @@ export function describeAuditContract(current: () => Store): void {
       await store.audit.append(full);
       await store.audit.append(bare);
       expect(await store.audit.list({ limit: 10 })).toEqual([bare, full]);
+    });
+
+    it('stores what a user action changed, from → to, with lists, budgets and nulls as they were', async () => {
+      const changed = auditRecord({
+        action: 'user.update',
+        target: { kind: 'user', id: 'usr_abcdefghijkl', name: 'Ada', version: null },
+        changes: {
+          role: { from: 'viewer', to: 'member' },
+          allowedModels: { from: [], to: ['qwen', 'llama-*'] },
+          maxBudget: { from: null, to: { tokens: 1000, requests: null, gpuSeconds: 3.5, period: 'week' } },
+          email: { from: 'ada@example.com', to: null },
+        },
+      });
+      await store.audit.append(changed);
+      expect(await store.audit.list({ limit: 10 })).toEqual([changed]);
     });
 
     it('pages newest first with before (an entry or a time) and filters by action', async () => {

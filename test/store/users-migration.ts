@@ -58,7 +58,7 @@ export async function writeUsersBeforeMaxBudget(
 
 /** The member is still there, unchanged, with no maximum budget. */
 export async function expectUsersKeptWithoutCap(store: Store): Promise<void> {
-  expect(store.migrationsApplied).toEqual(['0011_user_max_budget']);
+  expect(store.migrationsApplied).toEqual(['0011_user_max_budget', '0012_audit_changes']);
   expect(await store.users.get(CAPLESS_USER_ID)).toMatchObject({
     name: 'mia',
     role: 'member',

@@ -5,7 +5,7 @@
  * and its entry commit together; otherwise the success entry is written after it answered.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { AuditAction, AuditActor, AuditTarget } from '../../admin-api/types.js';
+import type { AuditAction, AuditActor, AuditChanges, AuditTarget } from '../../admin-api/types.js';
 import { actorOf } from '../../audit/actor.js';
 import { isAuditWriteFailure, type AuditLog } from '../../audit/audit-log.js';
 import { isGatewayError } from '../../core/errors.js';
@@ -18,6 +18,8 @@ export interface AuditScope {
   /** Starts as who authenticated the request; sign-in and setup name the session they open. */
   actor: AuditActor;
   target: AuditTarget | null;
+  /** What the action changed, from → to (user actions); read when its success entry is written. */
+  changes: AuditChanges | null;
   /** Runs a store write; it commits with this action's success entry or not at all. */
   commit<T>(work: (tx: StoreTransaction) => Promise<T>): Promise<T>;
 }
@@ -41,6 +43,7 @@ export function createAudited(log: AuditLog, clientAddress: (request: FastifyReq
         action,
         actor: actorOf(request.adminIdentity),
         target: null,
+        changes: null,
         commit: async (work) => {
           const result = await log.commit(work, () => entry('success', null));
           settled = true;
@@ -54,6 +57,7 @@ export function createAudited(log: AuditLog, clientAddress: (request: FastifyReq
         target: scope.target,
         outcome,
         reason,
+        changes: outcome === 'success' ? scope.changes : null,
       });
       let answer: unknown;
       try {

@@ -6,6 +6,9 @@
  * goes to the log. The provider's code, tokens and the client secret are never logged.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { userActor } from '../../audit/actor.js';
+import type { AuditEvent } from '../../audit/audit-log.js';
+import { userChanges, userTarget } from '../../audit/user-changes.js';
 import type { ProxyTrust } from '../../auth/proxy-trust.js';
 import type { ErrorCode } from '../../core/errors.js';
 import type { OidcClient, OidcIdentity } from '../../oidc/oidc-client.js';
@@ -18,14 +21,15 @@ export interface OidcHandlerDeps {
   client: OidcClient;
   seal: TransactionSeal;
   decide: (identity: OidcIdentity) => Promise<OidcDecision>;
-  /** Starts a dashboard session for the user and sets its cookie. */
-  startSession: (request: FastifyRequest, reply: FastifyReply, userId: string) => Promise<void>;
+  /** Records what the sign-in changed on the user, starts their dashboard session and sets its cookie. */
+  startSession: (request: FastifyRequest, reply: FastifyReply, decision: OidcAccepted) => Promise<void>;
   /** `GATEHOUSE_PUBLIC_URL`: the redirect URI's base and where the browser returns. */
   publicUrl: string;
   trust: ProxyTrust;
 }
 
 type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
+export type OidcAccepted = Extract<OidcDecision, { ok: true }>;
 
 export function createOidcHandlers(deps: OidcHandlerDeps): { login: Handler; callback: Handler } {
   const { client, seal, publicUrl } = deps;
@@ -86,7 +90,7 @@ export function createOidcHandlers(deps: OidcHandlerDeps): { login: Handler; cal
       }
       const decision = await deps.decide(identity);
       if (!decision.ok) return refuse(request, reply, decision.code, { reason: decision.reason });
-      await deps.startSession(request, reply, decision.user.id);
+      await deps.startSession(request, reply, decision);
       request.log.info(
         {
           event: 'oidc_sign_in',
@@ -100,6 +104,26 @@ export function createOidcHandlers(deps: OidcHandlerDeps): { login: Handler; cal
       return reply.redirect(`${publicUrl}${transaction.next}`, 303);
     },
   };
+}
+
+/**
+ * The audit entry of what a sign-in changed on the user, by the person signing in: made
+ * (auto-create), linked to an invitation, or given the role the provider's claim maps to now.
+ * Null when nothing changed.
+ */
+export function oidcUserEvent(decision: OidcAccepted): Omit<AuditEvent, 'client'> | null {
+  const { user, before } = decision;
+  const changes = userChanges(before, user);
+  if (changes === null) return null;
+  const action =
+    before === null
+      ? 'user.create'
+      : decision.linked
+        ? 'user.invite_accept'
+        : changes.role
+          ? 'user.role_change'
+          : 'user.update';
+  return { actor: userActor(user), action, target: userTarget(user), outcome: 'success', reason: null, changes };
 }
 
 function hostOf(origin: string | undefined): string | undefined {

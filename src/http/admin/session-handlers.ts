@@ -14,6 +14,7 @@ import { toUserView, type Users } from '../../auth/users.js';
 import type { UserRecord } from '../../store/store.js';
 import type { AdminSessions, StartedSession } from '../../auth/admin-sessions.js';
 import { userActor } from '../../audit/actor.js';
+import { userChanges, userTarget } from '../../audit/user-changes.js';
 import { passwordProblem } from '../../auth/passwords.js';
 import { SETUP_DONE_MESSAGE } from '../../auth/setup-pending.js';
 import { GatewayError } from '../../core/errors.js';
@@ -42,7 +43,7 @@ export interface SessionHandlers {
   logout: AuditedHandler;
   changePassword: AuditedHandler;
   me: Handler;
-  acceptInvite: Handler;
+  acceptInvite: AuditedHandler;
 }
 
 export function createSessionHandlers(deps: SessionHandlerDeps): SessionHandlers {
@@ -93,22 +94,28 @@ export function createSessionHandlers(deps: SessionHandlerDeps): SessionHandlers
       } satisfies Me;
     },
 
-    async acceptInvite(request, reply) {
+    async acceptInvite(request, reply, audit) {
       const body: InviteAcceptInput = readBody(request.body, ['token', 'password']);
       requireStrong(body.password, '/password');
-      const result = await users.acceptInvite(body.token, body.password);
-      if (!result.ok) {
-        throw new GatewayError('admin_forbidden', {
-          message:
-            result.reason === 'expired'
-              ? 'This invitation has expired. Ask an admin for a new link.'
-              : result.reason === 'disabled'
-                ? 'This account is disabled.'
-                : 'This invitation is not valid (it may have been used already). Ask an admin for a new link.',
-        });
-      }
-      request.log.info({ event: 'invite_accepted', user_id: result.user.id }, 'invitation accepted');
-      return setCookie(request, reply, await sessions.start(result.user.id));
+      const hash = await users.hashPassword(body.password);
+      const answer = await signIn(request, reply, audit, async (tx) => {
+        const result = await users.through(tx).acceptInvite(body.token, hash);
+        if (!result.ok) {
+          throw new GatewayError('admin_forbidden', {
+            message:
+              result.reason === 'expired'
+                ? 'This invitation has expired. Ask an admin for a new link.'
+                : result.reason === 'disabled'
+                  ? 'This account is disabled.'
+                  : 'This invitation is not valid (it may have been used already). Ask an admin for a new link.',
+          });
+        }
+        audit.target = userTarget(result.user);
+        audit.changes = userChanges(result.before, result.user);
+        return result.user;
+      });
+      request.log.info({ event: 'invite_accepted', user_id: audit.target?.id }, 'invitation accepted');
+      return answer;
     },
 
     async setup(request, reply, audit) {
@@ -170,6 +177,7 @@ export function createSessionHandlers(deps: SessionHandlerDeps): SessionHandlers
       const first = await account.firstAdmin();
       const user = identity?.via === 'session' ? identity.user : first;
       if (!user) throw new GatewayError('conflict', { message: 'No admin password is set yet.' });
+      audit.target = userTarget(user);
       if (user.signIn !== 'password') {
         throw new GatewayError('conflict', { message: 'You sign in through your identity provider: change it there.' });
       }

@@ -4,13 +4,16 @@
  * Routes, their chains and who may call them are in the route table; these are only the
  * handlers. An invitation link carries its token in the fragment (`/invite#token=...`), so it
  * never reaches a server log or a Referer; the answer that creates it is the only place it appears.
+ * Every write commits with its audit entry (`audited.ts`): the user and what changed, never the link.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { CreatedUser, Invitation, UserList } from '../../admin-api/types.js';
+import type { AuditAction, CreatedUser, Invitation, UserList } from '../../admin-api/types.js';
+import { userChanges, userTarget } from '../../audit/user-changes.js';
 import { passwordProblem } from '../../auth/passwords.js';
 import { toUserView, type Users } from '../../auth/users.js';
 import { GatewayError } from '../../core/errors.js';
 import { hasBudget, USER_ROLES, type KeyBudget, type UserRecord, type UserRole } from '../../store/store.js';
+import type { AuditedHandler, AuditScope } from './audited.js';
 import { parseBudget } from './budget-input.js';
 
 export interface UsersHandlerDeps {
@@ -29,30 +32,38 @@ const MODELS_MAX = 500;
 
 export function createUsersHandlers({ users, origin, keysChanged }: UsersHandlerDeps): {
   list: Handler;
-  create: Handler;
-  invite: Handler;
-  update: Handler;
+  create: AuditedHandler;
+  invite: AuditedHandler;
+  update: AuditedHandler;
 } {
-  const invitation = async (request: FastifyRequest, user: UserRecord): Promise<Invitation> => {
-    const { token, expiresAt } = await users.issueInvite(user.id);
+  const invitation = async (request: FastifyRequest, within: Users, user: UserRecord): Promise<Invitation> => {
+    const { token, expiresAt } = await within.issueInvite(user.id);
     return { url: `${origin(request)}/invite#token=${token}`, expiresAt: new Date(expiresAt).toISOString() };
   };
 
-  const createUser = async (request: FastifyRequest, allowPassword: boolean) => {
+  /** Creates the user (and their link) with its audit entry in one transaction. */
+  const createUser = async (request: FastifyRequest, audit: AuditScope, allowPassword: boolean) => {
     const input = parseNewUser(request.body, allowPassword);
     if (await users.findByName(input.name))
       throw new GatewayError('conflict', {
         message: `A user named ${JSON.stringify(input.name)} exists already.`,
         details: [{ path: '/name', message: 'taken' }],
       });
-    const created = await users.createPasswordUser(input);
-    const user =
-      input.allowedModels.length > 0 || input.maxBudget !== null
-        ? ((await users.update(created.id, { allowedModels: input.allowedModels, maxBudget: input.maxBudget })) ??
-          created)
-        : created;
-    request.log.info({ event: 'user_created', user_id: user.id, role: user.role }, 'user created');
-    return { user, invite: input.password === undefined ? await invitation(request, user) : null };
+    const passwordHash = input.password === undefined ? undefined : await users.hashPassword(input.password);
+    const answer = await audit.commit(async (tx) => {
+      const within = users.through(tx);
+      const created = await within.createPasswordUser({ ...input, ...(passwordHash ? { passwordHash } : {}) });
+      const user =
+        input.allowedModels.length > 0 || input.maxBudget !== null
+          ? ((await within.update(created.id, { allowedModels: input.allowedModels, maxBudget: input.maxBudget })) ??
+            created)
+          : created;
+      audit.target = userTarget(user);
+      audit.changes = userChanges(null, user);
+      return { user, invite: passwordHash === undefined ? await invitation(request, within, user) : null };
+    });
+    request.log.info({ event: 'user_created', user_id: answer.user.id, role: answer.user.role }, 'user created');
+    return answer;
   };
 
   return {
@@ -60,34 +71,39 @@ export function createUsersHandlers({ users, origin, keysChanged }: UsersHandler
       return { users: (await users.list()).map(toUserView) } satisfies UserList;
     },
 
-    async create(request, reply) {
-      const { user, invite } = await createUser(request, true);
+    async create(request, reply, audit) {
+      const { user, invite } = await createUser(request, audit, true);
       reply.code(201);
       return { user: toUserView(user), invite } satisfies CreatedUser;
     },
 
     /** `{userId}`: a new link for a user who has not set a password; otherwise a new user with one. */
-    async invite(request, reply) {
+    async invite(request, reply, audit) {
       const body = request.body as Record<string, unknown> | null;
       if (body && typeof body === 'object' && 'userId' in body) {
+        audit.action = 'user.reinvite';
         const user = typeof body.userId === 'string' ? await users.get(body.userId) : undefined;
         if (!user) throw new GatewayError('not_found', { message: 'No such user.' });
+        audit.target = userTarget(user);
         if (user.signIn !== 'password' || user.passwordHash !== null || user.disabledAt !== null)
           throw new GatewayError('conflict', {
             message: 'Only an invited user who has not set a password yet can get a new link.',
           });
-        return { user: toUserView(user), invite: await invitation(request, user) } satisfies CreatedUser;
+        const invite = await audit.commit((tx) => invitation(request, users.through(tx), user));
+        return { user: toUserView(user), invite } satisfies CreatedUser;
       }
-      const { user, invite } = await createUser(request, false);
+      const { user, invite } = await createUser(request, audit, false);
       reply.code(201);
       return { user: toUserView(user), invite } satisfies CreatedUser;
     },
 
-    async update(request) {
+    async update(request, _reply, audit) {
+      const { maxBudget, ...rest } = parsePatch(request.body);
+      audit.action = patchAction(rest);
       const id = (request.params as { id?: unknown } | undefined)?.id;
       const current = typeof id === 'string' ? await users.get(id) : undefined;
       if (!current) throw new GatewayError('not_found', { message: `No user with id ${JSON.stringify(id ?? '')}.` });
-      const { maxBudget, ...rest } = parsePatch(request.body);
+      audit.target = userTarget(current);
       // An object changes what it names, as a key's budget does; a cap without amounts is no cap.
       const change =
         maxBudget === undefined
@@ -104,8 +120,12 @@ export function createUsersHandlers({ users, origin, keysChanged }: UsersHandler
         });
       if (losesAdmin && current.disabledAt === null && !(await users.anotherEnabledAdmin(current.id)))
         throw new GatewayError('conflict', { message: 'This is the last enabled admin: promote someone else first.' });
-      const updated = await users.update(current.id, change);
-      if (!updated) throw new GatewayError('not_found', { message: `No user with id ${JSON.stringify(id)}.` });
+      const updated = await audit.commit(async (tx) => {
+        const after = await users.through(tx).update(current.id, change);
+        if (!after) throw new GatewayError('not_found', { message: `No user with id ${JSON.stringify(id)}.` });
+        audit.changes = userChanges(current, after);
+        return after;
+      });
       if (change.disabled !== undefined) await keysChanged();
       request.log.info(
         { event: 'user_updated', user_id: updated.id, role: updated.role, disabled: updated.disabledAt !== null },
@@ -114,6 +134,12 @@ export function createUsersHandlers({ users, origin, keysChanged }: UsersHandler
       return { user: toUserView(updated) };
     },
   };
+}
+
+/** A PATCH's action: named after what it asks, the most telling first (`changes` says the rest). */
+function patchAction(change: Pick<ParsedPatch, 'role' | 'disabled'>): AuditAction {
+  if (change.disabled !== undefined) return change.disabled ? 'user.disable' : 'user.enable';
+  return change.role !== undefined ? 'user.role_change' : 'user.update';
 }
 
 interface Issue {
