@@ -96,6 +96,7 @@ export async function buildApp(input: BuildAppInput): Promise<App> {
       swapFairnessMs: settings.swapFairnessMs,
       queueTimeoutMs: settings.queueTimeoutMs,
       queueMax: settings.queueMax,
+      queueMaxPerKey: settings.queueMaxPerKey,
       // With Redis, the caps hold for every replica together.
       ...(settings.redisUrl !== undefined ? { shared: sharedQueueCaps(() => usage.limits, settings) } : {}),
     });

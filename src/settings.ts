@@ -36,6 +36,8 @@ export interface Settings {
   queueTimeoutMs: number;
   /** Most calls waiting at once (one more: 503 queue_full). */
   queueMax: number;
+  /** Most calls of one key waiting at once; unset: half of `queueMax` (at least 1); 0: no share. */
+  queueMaxPerKey: number | undefined;
   /** A streaming call without llama-swap's answer this long gets 200 and SSE comments; 0 = off. */
   sseKeepAliveMs: number;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -553,6 +555,16 @@ export const SETTINGS: ReadonlyArray<SettingSpec<keyof Settings>> = [
     default: '1000',
     parse: parseCount,
     description: 'Most calls waiting at once; one more gets 503 `queue_full` at once.',
+  },
+  {
+    key: 'queueMaxPerKey',
+    env: 'GATEHOUSE_QUEUE_MAX_PER_KEY',
+    default: undefined,
+    parse: parseCount,
+    description:
+      "Most calls of one API key waiting at once, so one key cannot fill the queue; one more of that key's gets " +
+      '503 `queue_full` at once while other keys still queue. Unset: half of `GATEHOUSE_QUEUE_MAX` (at least 1); ' +
+      '`0`: no share, only `GATEHOUSE_QUEUE_MAX`. Counted per replica.',
   },
   {
     key: 'sseKeepAliveMs',

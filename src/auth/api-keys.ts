@@ -172,6 +172,13 @@ export function newKeyRecord(input: NewKeyInput, nowMs: number): { record: KeyRe
         period: input.budget?.period ?? 'day',
       },
       ownerId: input.ownerId ?? null,
+      // What the creator set binds a member owner, unless the member set it themselves (the caller says so).
+      ceilings: {
+        rpm: input.limits?.rpm ?? null,
+        tpm: input.limits?.tpm ?? null,
+        concurrent: input.limits?.concurrent ?? null,
+        expiresAt: input.expiresAt ?? null,
+      },
     },
   };
 }

@@ -5,7 +5,8 @@
 import { GatewayError } from '../core/errors.js';
 import type { ProxyStep } from '../core/steps.js';
 import { authenticateClient } from './client-auth.js';
-import { modelCovered, type ModelCatalog } from './model-access.js';
+import { allowanceCovers, allowanceRestricts, allowanceText, type ModelCatalog } from './model-access.js';
+import type { ModelAllowance } from '../core/context.js';
 import type { KeyVerifier } from './key-index.js';
 import { hasBudget } from '../store/store.js';
 
@@ -26,7 +27,7 @@ export function clientAuth(keys: KeyVerifier & KeyUseRecorder, now: () => number
       ctx.decided.caller = {
         keyId: key.id,
         keyName: key.name,
-        allowedModels: key.models,
+        models: { key: key.models, owner: key.ownerModels },
         limits: key.limits,
         priority: key.priority,
         budget: hasBudget(key.budget) ? key.budget : undefined,
@@ -37,14 +38,15 @@ export function clientAuth(keys: KeyVerifier & KeyUseRecorder, now: () => number
 }
 
 /**
- * `modelAllowList`: a key restricted to some models may call only those (their aliases and
- * patterns included, see model-access.ts). Fail closed: a call whose model cannot be read with
- * certainty, or that names none, is refused and never reaches llama-swap.
+ * `modelAllowList`: a key restricted to some models, by its own list or its owner's current
+ * allowance, may call only what both allow (their aliases and patterns included, see
+ * model-access.ts). Fail closed: a call whose model cannot be read with certainty, or that names
+ * none, is refused and never reaches llama-swap.
  */
 export function modelAllowList(catalog: () => Promise<ModelCatalog | undefined>): ProxyStep {
   return function modelAllowListStep(ctx) {
-    const allowed = ctx.decided.caller?.allowedModels;
-    if (!allowed || allowed.length === 0) return;
+    const allowed = ctx.decided.caller?.models;
+    if (!allowed || !allowanceRestricts(allowed)) return;
     // llama-swap routes on the path with each segment unescaped (Go's ServeMux); `/v1/%6dodels`
     // is its model list. The gateway decides on the path as sent, so it must be plain.
     if (!isPlainPath(pathOf(ctx.request.url))) {
@@ -71,7 +73,7 @@ export function modelAllowList(catalog: () => Promise<ModelCatalog | undefined>)
     }
     const model = reading.model;
     return catalog().then((known) => {
-      if (!modelCovered(allowed, model, known)) throw notAllowed(model, allowed);
+      if (!allowanceCovers(allowed, model, known)) throw notAllowed(model, allowed);
     });
   };
 }
@@ -86,9 +88,9 @@ function isPlainPath(path: string): boolean {
   return !path.includes('%') && !path.includes('//') && !/\/\.\.?(?:\/|$)/.test(path);
 }
 
-function notAllowed(model: string, allowed: readonly string[]): GatewayError {
+function notAllowed(model: string, allowed: ModelAllowance): GatewayError {
   return new GatewayError('model_not_allowed', {
-    message: `This API key may not use the model "${model}". Allowed: ${allowed.join(', ')}.`,
+    message: `This API key may not use the model "${model}". ${allowanceText(allowed)}.`,
     param: 'model',
   });
 }

@@ -2,13 +2,12 @@
  * Who is calling `/v1`: the decision only, free of any HTTP framework so it is tested as a
  * function. The middleware in `http/` turns an error result into the catalogue's 401.
  */
-import type { KeyRecord } from '../store/store.js';
 import { keyStatus } from './api-keys.js';
-import type { KeyVerifier } from './key-index.js';
+import type { IndexedKey, KeyVerifier } from './key-index.js';
 
 export type ClientAuthErrorCode = 'missing_api_key' | 'invalid_api_key' | 'revoked_api_key' | 'expired_api_key';
 
-export type ClientAuthResult = { mode: 'open' } | { mode: 'key'; key: KeyRecord } | { error: ClientAuthErrorCode };
+export type ClientAuthResult = { mode: 'open' } | { mode: 'key'; key: IndexedKey } | { error: ClientAuthErrorCode };
 
 export type IncomingHeaders = Readonly<Record<string, string | string[] | undefined>>;
 

@@ -4,8 +4,9 @@
  * guess was. The index reloads when the store reports a change made elsewhere, and callers
  * reload it after their own writes so the next request sees them.
  *
- * A key whose owner is disabled is held as revoked (since the owner was disabled): disabling a
- * user is announced like a key write, so every replica's index stops the keys at once.
+ * A key whose owner is disabled is held as revoked (since the owner was disabled), and a key of a
+ * member carries the member's current allowance (`ownerModels`), which bounds the key's own list:
+ * every user change is announced like a key write, so every replica's index applies it at once.
  *
  * Last-use times are collected in memory and written in one batch every few seconds (and on
  * close), never once per request.
@@ -13,12 +14,18 @@
 import type { KeyRecord, Store } from '../store/store.js';
 import { hashApiKey, keyStatus } from './api-keys.js';
 
+/** A key as the index holds it: the record, and its owner's allowance as it is now. */
+export interface IndexedKey extends KeyRecord {
+  /** The models the owner may use (a member's allowance); `[]`: every model (no owner, or an admin). */
+  ownerModels: readonly string[];
+}
+
 /** The read side the client-auth decision needs; `KeyIndex` implements it. */
 export interface KeyVerifier {
   /** True when at least one key record exists (revoked and expired ones count). */
   hasAnyKeys(): boolean;
   /** The record whose hash matches `raw`, whatever its status. */
-  verify(raw: string): KeyRecord | undefined;
+  verify(raw: string): IndexedKey | undefined;
 }
 
 export interface KeyIndexOptions {
@@ -33,7 +40,7 @@ export class KeyIndex implements KeyVerifier {
   readonly #store: Store;
   readonly #now: () => number;
   readonly #onError: NonNullable<KeyIndexOptions['onError']>;
-  #byHash = new Map<string, KeyRecord>();
+  #byHash = new Map<string, IndexedKey>();
   #pendingUse = new Map<string, number>();
   #reloading: Promise<void> = Promise.resolve();
   #flushing: Promise<void> = Promise.resolve();
@@ -85,7 +92,7 @@ export class KeyIndex implements KeyVerifier {
     return false;
   }
 
-  verify(raw: string): KeyRecord | undefined {
+  verify(raw: string): IndexedKey | undefined {
     return this.#byHash.get(hashApiKey(raw));
   }
 
@@ -98,11 +105,17 @@ export class KeyIndex implements KeyVerifier {
       .catch(() => {})
       .then(async () => {
         const [keys, users] = await Promise.all([this.#store.keys.list(), this.#store.users.list()]);
-        const disabled = new Map(users.flatMap((u) => (u.disabledAt === null ? [] : [[u.id, u.disabledAt] as const])));
+        const owners = new Map(users.map((u) => [u.id, u] as const));
         this.#byHash = new Map(
-          keys.map((key) => {
-            const since = key.ownerId === null ? undefined : disabled.get(key.ownerId);
-            return [key.hash, since === undefined ? key : { ...key, revokedAt: key.revokedAt ?? since }];
+          keys.map((key): [string, IndexedKey] => {
+            const owner = key.ownerId === null ? undefined : owners.get(key.ownerId);
+            const since = owner?.disabledAt ?? null;
+            // An admin is bound by no allowance; anyone else's keys stay inside theirs.
+            const ownerModels = owner === undefined || owner.role === 'admin' ? [] : owner.allowedModels;
+            return [
+              key.hash,
+              { ...key, ownerModels, revokedAt: since === null ? key.revokedAt : (key.revokedAt ?? since) },
+            ];
           }),
         );
       });

@@ -11,6 +11,7 @@
  * While a profile is active, a call's name is first rewritten by the profile's pins, as
  * llama-swap does (`CreateProfileMiddleware`), and the rewritten name is what must be allowed.
  */
+import type { ModelAllowance } from '../core/context.js';
 import { entryAliases } from '../upstream/model-entry.js';
 
 /** What the catalog reads of an entry of llama-swap's `GET /v1/models`. */
@@ -165,4 +166,26 @@ export function outsideAllowance(
   return keyModels.filter((entry) =>
     isPattern(entry) ? !allowance.includes(entry) : !modelCovered(allowance, entry, catalog),
   );
+}
+
+/** Whether the key's list or its owner's allowance narrows what the caller may use. */
+export function allowanceRestricts(allowance: ModelAllowance): boolean {
+  return allowance.key.length > 0 || allowance.owner.length > 0;
+}
+
+/** Whether a call to `requested` is allowed both by the key's list and by its owner's allowance. */
+export function allowanceCovers(
+  allowance: ModelAllowance,
+  requested: string,
+  catalog: ModelCatalog | undefined,
+): boolean {
+  return modelCovered(allowance.key, requested, catalog) && modelCovered(allowance.owner, requested, catalog);
+}
+
+/** What a refusal tells the caller it may use: the key's list, and its owner's allowance when that narrows it. */
+export function allowanceText(allowance: ModelAllowance): string {
+  const parts: string[] = [];
+  if (allowance.key.length > 0) parts.push(`Allowed: ${allowance.key.join(', ')}`);
+  if (allowance.owner.length > 0) parts.push(`the key's owner may use only: ${allowance.owner.join(', ')}`);
+  return parts.join('; ');
 }

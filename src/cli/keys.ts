@@ -20,6 +20,7 @@ import {
   type KeyView,
   type NewKeyInput,
 } from '../auth/api-keys.js';
+import { ceilingsSetBy } from '../auth/key-ceilings.js';
 import type { AuditAction } from '../admin-api/types.js';
 import { cliActor } from '../audit/actor.js';
 import { AuditLog } from '../audit/audit-log.js';
@@ -306,7 +307,9 @@ function updatePatch(values: Parsed['values']): KeyPatch {
 
 async function updateKey(store: Store, reference: string, patch: KeyPatch, io: KeysCliIo): Promise<void> {
   const key = await resolveKey(store, reference, true);
-  const updated = await auditedWrite(store, 'key.update', key, (tx) => tx.keys.update(key.id, patch));
+  // The operator is an admin: what they set binds a member who owns the key.
+  const write = { ...patch, ceilings: ceilingsSetBy(patch) };
+  const updated = await auditedWrite(store, 'key.update', key, (tx) => tx.keys.update(key.id, write));
   if (!updated) throw new Refused(`${describe(key)} was deleted meanwhile.`);
   const view = toKeyView(updated, Date.now());
   io.stdout.write(
@@ -342,7 +345,8 @@ function limitsPatch(values: Parsed['values']): Partial<KeyLimits> {
 
 async function setLimits(store: Store, reference: string, limits: Partial<KeyLimits>, io: KeysCliIo): Promise<void> {
   const key = await resolveKey(store, reference);
-  const updated = await auditedWrite(store, 'key.update', key, (tx) => tx.keys.update(key.id, { limits }));
+  const write = { limits, ceilings: ceilingsSetBy({ limits }) };
+  const updated = await auditedWrite(store, 'key.update', key, (tx) => tx.keys.update(key.id, write));
   if (!updated) throw new Refused(`${describe(key)} was deleted meanwhile.`);
   const text = (['rpm', 'tpm', 'concurrent'] as const).map((k) => `${k} ${updated.limits[k] ?? 'none'}`).join(', ');
   io.stdout.write(`Limits of ${describe(updated)}: ${text}.\n`);

@@ -45,11 +45,21 @@ export interface JsonMember {
   conflicting: boolean;
 }
 
+/**
+ * The models a caller may use: those on the key's own list and inside its owner's current
+ * allowance, both checked at call time; an empty list allows every model.
+ */
+export interface ModelAllowance {
+  key: readonly string[];
+  /** The owning member's allowance as it is now; `[]` for keys of admins, the admin token or the CLI. */
+  owner: readonly string[];
+}
+
 export interface CallerIdentity {
   /** `undefined` in open mode (no keys exist). */
   keyId: string | undefined;
   keyName: string | undefined;
-  allowedModels: readonly string[];
+  models: ModelAllowance;
   limits?: { rpm: number | null; tpm: number | null; concurrent: number | null } | undefined;
   /** The key's place in the admission queue (higher first); 0 without a key. */
   priority?: number | undefined;

@@ -21,7 +21,7 @@ import { isAuditWriteFailure, type AuditEvent } from '../audit/audit-log.js';
 import type { KeyUseRecorder } from '../auth/client-auth-steps.js';
 import type { KeyVerifier } from '../auth/key-index.js';
 import { authorizeManage, type ManageCaller } from '../auth/manage-scope.js';
-import { catalogFromList, modelCovered } from '../auth/model-access.js';
+import { allowanceCovers, allowanceText, catalogFromList } from '../auth/model-access.js';
 import { GatewayError, isGatewayError } from '../core/errors.js';
 import { entryAliases } from '../upstream/model-entry.js';
 import type { ModelEntry, RunningModel } from '../upstream/types.js';
@@ -81,9 +81,9 @@ export function createManageModelHandlers(deps: ManageModelsDeps): { list: Handl
     named(name);
     const { models, states } = await known();
     const catalog = catalogFromList(models);
-    if (!modelCovered(caller.allowedModels, name, catalog)) {
+    if (!allowanceCovers(caller.models, name, catalog)) {
       throw new GatewayError('model_not_allowed', {
-        message: `This API key may not manage the model "${name}". Allowed: ${caller.allowedModels.join(', ')}.`,
+        message: `This API key may not manage the model "${name}". ${allowanceText(caller.models)}.`,
         param: 'model',
       });
     }
@@ -133,7 +133,7 @@ export function createManageModelHandlers(deps: ManageModelsDeps): { list: Handl
       const { models, states } = await known();
       const catalog = catalogFromList(models);
       const data = models
-        .filter((m) => modelCovered(caller.allowedModels, m.id, catalog))
+        .filter((m) => allowanceCovers(caller.models, m.id, catalog))
         .map((m) => ({
           id: m.id,
           aliases: entryAliases(m),

@@ -347,7 +347,10 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
       const o = createOidcHandlers({
         client: new OidcClient({ ...oidc.client, now }),
         seal: new TransactionSeal(store.meta, now),
-        decide: oidcSignIn({ users, store, mapping: oidc.mapping, autoCreate: oidc.autoCreate }),
+        decide: reloadingKeysAfter(
+          oidcSignIn({ users, store, mapping: oidc.mapping, autoCreate: oidc.autoCreate }),
+          index,
+        ),
         startSession: async (request, reply, decision) => {
           const { user } = decision;
           // The decision changed the user already; its entry follows, before the session opens.
@@ -491,6 +494,21 @@ async function keyOwnerNames(store: Store): Promise<ReadonlyMap<string, { id: st
 }
 
 /** One tap from two optional ones (the usage tap and an extra one from tests). */
+/**
+ * A provider's sign-in may change the person's role (its claim), which decides whether an
+ * allowance bounds their keys: the key index reloads before the session starts.
+ */
+function reloadingKeysAfter<I, D extends { ok: boolean }>(
+  decide: (identity: I) => Promise<D>,
+  index: Pick<KeyIndex, 'reload'>,
+): (identity: I) => Promise<D> {
+  return async (identity) => {
+    const decision = await decide(identity);
+    if (decision.ok) await index.reload();
+    return decision;
+  };
+}
+
 function bothTaps(a: TapFactory | undefined, b: TapFactory | undefined): TapFactory | undefined {
   if (!a || !b) return a ?? b;
   return (ctx, status, contentType) => {

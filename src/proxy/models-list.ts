@@ -1,13 +1,13 @@
 /**
  * `GET /v1/models` answered by the gateway when it must change the list: a key restricted to
- * some models sees only those, and a caller sending `anthropic-version` (Anthropic SDKs,
- * Claude Code discovery) gets Anthropic's list shape. Everyone else gets llama-swap's answer
- * passed through untouched.
+ * some models (its list, its owner's allowance) sees only those, and a caller sending
+ * `anthropic-version` (Anthropic SDKs, Claude Code discovery) gets Anthropic's list shape.
+ * Everyone else gets llama-swap's answer passed through untouched.
  */
 import { GatewayError } from '../core/errors.js';
 import type { ProxyStep } from '../core/steps.js';
 import { QUEUE_MS_HEADER, type ProxyContext } from '../core/context.js';
-import { catalogFromList, modelCovered } from '../auth/model-access.js';
+import { allowanceCovers, allowanceRestricts, catalogFromList } from '../auth/model-access.js';
 
 export interface ListedModel {
   id: string;
@@ -24,7 +24,8 @@ export function modelsListing(listModels: ListModels): ProxyStep {
   return function modelsListingStep(ctx) {
     if (ctx.request.method !== 'GET' || (ctx.request.path !== '/v1/models' && ctx.request.path !== '/v1/models/'))
       return;
-    const restricted = (ctx.decided.caller?.allowedModels.length ?? 0) > 0;
+    const caller = ctx.decided.caller;
+    const restricted = caller !== undefined && allowanceRestricts(caller.models);
     const anthropic = ctx.request.format === 'anthropic'; // the call carries anthropic-version (wire-format.ts)
     if (!restricted && !anthropic) return; // pass through, byte for byte
     return answerModelList(ctx, listModels, restricted, anthropic);
@@ -45,9 +46,9 @@ async function answerModelList(
   }
   if (restricted) {
     // Exactly what the key may call: resolved against this very list (aliases, patterns).
-    const allowed = ctx.decided.caller!.allowedModels;
+    const allowed = ctx.decided.caller!.models;
     const known = catalogFromList(models);
-    models = models.filter((m) => modelCovered(allowed, m.id, known));
+    models = models.filter((m) => allowanceCovers(allowed, m.id, known));
   }
   const body = anthropic ? anthropicList(models) : { object: 'list', data: models };
   const payload = JSON.stringify(body);

@@ -3,7 +3,8 @@
  * models together, per model), otherwise it waits. Who goes next: higher key priority; then,
  * among equal priority, a call for a model that is loaded right now before one that would make
  * llama-swap swap, unless the oldest waiting call has waited past the fairness window; then
- * arrival. A call waits at most the queue timeout, and no more than `queueMax` wait at once.
+ * arrival. A call waits at most the queue timeout, no more than `queueMax` wait at once, and no
+ * more than `queueMaxPerKey` of one key, so one greedy key cannot fill the queue for everyone.
  */
 import { GatewayError } from '../core/errors.js';
 import { SHARED_RETRY_MS, type SharedCaps, type SharedRefusal, type SharedSlot } from './shared-caps.js';
@@ -19,6 +20,11 @@ export interface SchedulerOptions {
   queueTimeoutMs: number;
   /** Most calls waiting at once; one more gets 503 `queue_full` at once. */
   queueMax: number;
+  /**
+   * Most calls of one key waiting at once (calls without a key are not counted); one more gets 503
+   * `queue_full` at once. Undefined: half of `queueMax`, at least 1; 0: no share, only `queueMax`.
+   */
+  queueMaxPerKey?: number | undefined;
   clock?: QueueClock;
   /** The caps counted by every replica together (Redis); without it, by this process alone. */
   shared?: SharedCaps;
@@ -87,6 +93,7 @@ const QUEUE_FULL_RETRY_S = 10;
 
 export class Scheduler {
   readonly #options: SchedulerOptions;
+  readonly #perKeyMax: number;
   readonly #clock: QueueClock;
   readonly #waiting: Waiter[] = [];
   readonly #running = new Set<Running>();
@@ -104,6 +111,7 @@ export class Scheduler {
 
   constructor(options: SchedulerOptions) {
     this.#options = options;
+    this.#perKeyMax = options.queueMaxPerKey ?? Math.max(1, Math.floor(options.queueMax / 2));
     this.#clock = options.clock ?? systemClock;
   }
 
@@ -157,6 +165,13 @@ export class Scheduler {
     if (this.#waiting.length === 0 && this.#fits(call) && !this.#sharesCaps()) return this.#start(call, 0);
     if (this.#waiting.length >= this.#options.queueMax)
       throw new GatewayError('queue_full', { headers: { 'retry-after': String(QUEUE_FULL_RETRY_S) } });
+    if (this.#overShare(call.key))
+      throw new GatewayError('queue_full', {
+        message:
+          `This API key already has ${this.#perKeyMax} calls waiting for the models ` +
+          '(GATEHOUSE_QUEUE_MAX_PER_KEY); this one was not queued.',
+        headers: { 'retry-after': String(QUEUE_FULL_RETRY_S) },
+      });
     return new Promise<Admission>((admit, refuse) => {
       const waiter: Waiter = { call, arrivedAt: this.#clock.now(), admit, refuse, timer: undefined };
       waiter.timer = this.#clock.setTimeout(() => this.#timeout(waiter), timeoutMs);
@@ -234,6 +249,14 @@ export class Scheduler {
     if (maxInflightPerModel > 0 && call.model !== undefined)
       return (this.#perModel.get(call.model) ?? 0) < maxInflightPerModel;
     return true;
+  }
+
+  /** Whether the key already has its share of the waiting calls. */
+  #overShare(key: QueuedCall['key']): boolean {
+    if (key === null || this.#perKeyMax === 0) return false;
+    let waiting = 0;
+    for (const w of this.#waiting) if (w.call.key?.id === key.id && ++waiting >= this.#perKeyMax) return true;
+    return false;
   }
 
   /** Whether a call must also take a slot in the replicas' shared count. */

@@ -263,6 +263,10 @@ function toRow(record: KeyRecord): Insertable<ApiKeysTable> {
     budget_gpu_seconds: record.budget.gpuSeconds,
     budget_period: record.budget.period,
     owner_id: record.ownerId,
+    ceiling_rpm: record.ceilings.rpm,
+    ceiling_tpm: record.ceilings.tpm,
+    ceiling_concurrent: record.ceilings.concurrent,
+    ceiling_expires_at: record.ceilings.expiresAt,
   };
 }
 
@@ -282,6 +286,10 @@ function toUpdate(patch: KeyPatch): Updateable<ApiKeysTable> {
   if (patch.budget?.requests !== undefined) values.budget_requests = patch.budget.requests;
   if (patch.budget?.gpuSeconds !== undefined) values.budget_gpu_seconds = patch.budget.gpuSeconds;
   if (patch.budget?.period !== undefined) values.budget_period = patch.budget.period;
+  if (patch.ceilings?.rpm !== undefined) values.ceiling_rpm = patch.ceilings.rpm;
+  if (patch.ceilings?.tpm !== undefined) values.ceiling_tpm = patch.ceilings.tpm;
+  if (patch.ceilings?.concurrent !== undefined) values.ceiling_concurrent = patch.ceilings.concurrent;
+  if (patch.ceilings?.expiresAt !== undefined) values.ceiling_expires_at = patch.ceilings.expiresAt;
   return values;
 }
 
@@ -311,6 +319,12 @@ function toRecord(row: Selectable<ApiKeysTable>): KeyRecord {
       period: parsePeriod(row.id, row.budget_period),
     },
     ownerId: row.owner_id,
+    ceilings: {
+      rpm: nullableNumber(row.ceiling_rpm),
+      tpm: nullableNumber(row.ceiling_tpm),
+      concurrent: nullableNumber(row.ceiling_concurrent),
+      expiresAt: nullableNumber(row.ceiling_expires_at),
+    },
   };
 }
 

@@ -266,6 +266,20 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
       await db.schema.alterTable('audit_log').addColumn('changes', 'text').execute();
     },
   },
+  /**
+   * The limits and expiry an admin set on a key, which its member owner may only tighten. Who set
+   * an existing key's values is unknown, so they all become ceilings: a member may still tighten
+   * them, and an admin's next change moves them.
+   */
+  '0013_api_key_ceilings': {
+    async up(db: Kysely<unknown>): Promise<void> {
+      for (const column of ['ceiling_rpm', 'ceiling_tpm', 'ceiling_concurrent'])
+        await db.schema.alterTable('api_keys').addColumn(column, 'integer').execute();
+      await db.schema.alterTable('api_keys').addColumn('ceiling_expires_at', 'bigint').execute();
+      await sql`update api_keys set ceiling_rpm = rpm, ceiling_tpm = tpm, ceiling_concurrent = max_concurrent,
+        ceiling_expires_at = expires_at`.execute(db);
+    },
+  },
 };
 
 /**

@@ -37,6 +37,11 @@ export interface ApiKeysTable {
   budget_period: Generated<string>;
   /** `users.id` of the owner; null for keys made with the admin token or the CLI. */
   owner_id: string | null;
+  /** What an admin set, which binds a member owning the key; null: no ceiling. */
+  ceiling_rpm: number | null;
+  ceiling_tpm: number | null;
+  ceiling_concurrent: number | null;
+  ceiling_expires_at: NullableInt8;
 }
 
 export interface MetaTable {

@@ -32,6 +32,14 @@ export interface KeyBudget {
   period: BudgetPeriod;
 }
 
+/**
+ * What an admin set on a key, which its owner may tighten but never raise or clear
+ * (`auth/key-ceilings.ts`); `null` means no admin set that limit (or expiry).
+ */
+export interface KeyCeilings extends KeyLimits {
+  expiresAt: number | null;
+}
+
 /** A key has a budget when any of its three amounts is set. */
 export function hasBudget(budget: KeyBudget): boolean {
   return budget.tokens !== null || budget.requests !== null || budget.gpuSeconds !== null;
@@ -63,6 +71,8 @@ export interface KeyRecord {
   budget: KeyBudget;
   /** The user who owns the key; `null` for keys made with the admin token or the CLI. */
   ownerId: string | null;
+  /** The limits and expiry an admin set, which bind a member who owns the key. */
+  ceilings: KeyCeilings;
 }
 
 /** What may change on an existing key. Absent fields stay as they are. */
@@ -76,6 +86,7 @@ export interface KeyPatch {
   priority?: number;
   manage?: boolean;
   budget?: Partial<KeyBudget>;
+  ceilings?: Partial<KeyCeilings>;
 }
 
 /** Thrown by `keys.findByIdOrPrefix` when the reference matches more than one key. */

@@ -51,15 +51,16 @@ const KINDS: ReadonlyArray<readonly [BudgetKind, keyof BudgetAmounts]> = [
 ];
 
 /**
- * The kind of budget `need` does not fit in, or undefined when it fits. A need is capped at
- * the budget (a call bigger than the whole budget runs only on an unused one), and a used-up
- * budget refuses even a call that reserves nothing (GPU time).
+ * The kind of budget `need` does not fit in, or undefined when it fits. A call may reserve no
+ * more than what is left (so one call cannot run past the budget by its requested output), and a
+ * used-up budget refuses even a call that reserves nothing (GPU time).
  */
 function budgetOverflow(check: BudgetCheck, used: BudgetAmounts): BudgetKind | undefined {
+  const need = wholeNeed(check);
   for (const [kind, field] of KINDS) {
     const limit = check.limits[field];
     if (limit === null) continue;
-    if (used[field] >= limit || used[field] + Math.min(check.need[field], limit) > limit) return kind;
+    if (used[field] >= limit || used[field] + need[field] > limit) return kind;
   }
   return undefined;
 }
@@ -108,7 +109,7 @@ export class BudgetLedger {
     const used = addAmounts(addAmounts(counter.base, counter.ended), counter.reserved);
     const kind = budgetOverflow(check, used);
     if (kind !== undefined) return { allowed: false, kind, used };
-    const need = cappedNeed(check);
+    const need = wholeNeed(check);
     counter.reserved = addAmounts(counter.reserved, need);
     return { allowed: true, reservation: { start: check.start, need }, used: addAmounts(used, need) };
   }
@@ -168,12 +169,8 @@ export class BudgetLedger {
   }
 }
 
-/** A call's need, whole and capped at each budget (a call bigger than a budget runs on an unused one). */
-export function cappedNeed(check: BudgetCheck): BudgetAmounts {
-  const cap = (field: keyof BudgetAmounts): number => {
-    const limit = check.limits[field];
-    const need = Math.max(0, Math.ceil(check.need[field]));
-    return limit === null ? need : Math.min(need, limit);
-  };
-  return { tokens: cap('tokens'), requests: cap('requests'), gpuMs: cap('gpuMs') };
+/** A call's need in whole units, never negative. */
+export function wholeNeed(check: BudgetCheck): BudgetAmounts {
+  const whole = (field: keyof BudgetAmounts): number => Math.max(0, Math.ceil(check.need[field]));
+  return { tokens: whole('tokens'), requests: whole('requests'), gpuMs: whole('gpuMs') };
 }

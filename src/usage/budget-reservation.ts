@@ -4,8 +4,11 @@
  * (the TPM estimate of tokens, one request, no GPU time) beside the period's use and the other
  * calls in flight, atomically with the check that it fits (`LimitStore.reserveBudget`), or is
  * refused with 429 `budget_exceeded` and `Retry-After` until the period ends, never reaching
- * llama-swap. When the call ends the reservation is settled with what it used: its tokens
- * (input + output), one request when it was sent upstream, and its GPU time (`callGpuMs`).
+ * llama-swap. A call whose estimate (prompt and requested output) is more than what is left is
+ * refused too, however little is used: the body is forwarded as sent, never rewritten to ask for
+ * less, so the refusal says how much is left. When the call ends the reservation is settled
+ * with what it used: its tokens (input + output), one request when it was sent upstream, and its
+ * GPU time (`callGpuMs`).
  * GET and HEAD calls (model lists) are not counted.
  */
 import { GatewayError } from '../core/errors.js';
@@ -16,7 +19,8 @@ import { periodWindow, type PeriodWindow } from './budget-period.js';
 import { callGpuMs } from './call-recorder.js';
 import type { LimitStore } from './limits.js';
 import { refuseWithHeaders, type RateLimitHeaders } from './rate-limit-headers.js';
-import { estimateTokens } from './token-reservation.js';
+import { DEFAULT_OUTPUT_TOKENS, estimateTokens } from './token-reservation.js';
+import { requestedOutputTokens } from './requested-output-tokens.js';
 
 export interface BudgetReservationOptions {
   store: LimitStore;
@@ -42,6 +46,7 @@ export function budgetReservation(options: BudgetReservationOptions): ProxyStep 
     if (!budget || keyId === undefined || ctx.request.method === 'GET' || ctx.request.method === 'HEAD') return;
     const nowMs = options.now();
     const window = periodWindow(nowMs, budget.period, options.timeZone);
+    const needTokens = budget.tokens === null ? 0 : estimateTokens(ctx);
     const check: BudgetCheck = {
       ...window,
       limits: {
@@ -49,18 +54,18 @@ export function budgetReservation(options: BudgetReservationOptions): ProxyStep 
         requests: budget.requests,
         gpuMs: budget.gpuSeconds === null ? null : budget.gpuSeconds * 1000,
       },
-      need: { tokens: budget.tokens === null ? 0 : estimateTokens(ctx), requests: 1, gpuMs: 0 },
+      need: { tokens: needTokens, requests: 1, gpuMs: 0 },
       seed: () => options.seed(keyId, window.start, window.end),
     };
     const apply = (decision: BudgetDecision): void | Promise<void> => {
       ctx.decided.budgetUse = { ...window, ...decision.used };
       if (!decision.allowed) {
         options.onLimited?.(caller.keyName);
-        return refuseWithHeaders(
-          ctx,
-          budgetRefusal(decision.kind, budget, decision.used, window, nowMs),
-          options.headers,
-        );
+        const refusal =
+          decision.kind === 'tokens' && decision.used.tokens < budget.tokens!
+            ? tooLargeRefusal(ctx, needTokens, budget, decision.used.tokens, window, nowMs)
+            : budgetRefusal(decision.kind, budget, decision.used, window, nowMs);
+        return refuseWithHeaders(ctx, refusal, options.headers);
       }
       const reservation = decision.reservation;
       ctx.onDone.push(() => {
@@ -107,6 +112,39 @@ const WORDING: Record<BudgetKind, (n: number) => string> = {
 };
 const NAMES: Record<BudgetKind, string> = { tokens: 'token', requests: 'request', gpuSeconds: 'GPU-time' };
 
+/** Seconds until the period ends, at least 1: `Retry-After` of a refusal. */
+function secondsLeft(window: PeriodWindow, nowMs: number): number {
+  return Math.max(1, Math.ceil((window.end - nowMs) / 1000));
+}
+
+/**
+ * The 429 of a call bigger than what is left of the token budget: how much it may use, how much
+ * is left, and what to change; `Retry-After` until the period ends.
+ */
+function tooLargeRefusal(
+  ctx: ProxyContext,
+  need: number,
+  budget: Budget,
+  used: number,
+  window: PeriodWindow,
+  nowMs: number,
+): GatewayError {
+  const limit = budget.tokens!;
+  const seconds = secondsLeft(window, nowMs);
+  const resets = new Date(window.end).toISOString();
+  const asked =
+    requestedOutputTokens(ctx.decided.requestJson) === undefined
+      ? `its prompt and ${DEFAULT_OUTPUT_TOKENS} output tokens, as it names no max_tokens`
+      : 'its prompt and max_tokens';
+  return new GatewayError('budget_exceeded', {
+    message:
+      `This call may use up to ${WORDING.tokens(need)} (${asked}), more than the ${WORDING.tokens(limit - used)} ` +
+      `left of this API key's token budget of ${limit} per ${budget.period} (${used} are used or reserved). ` +
+      `Ask for fewer output tokens, or wait until it resets at ${resets} (in ${seconds} s).`,
+    headers: { 'retry-after': String(seconds) },
+  });
+}
+
 /** The 429: which budget, how much of it is used, when it resets; `Retry-After` until then. */
 function budgetRefusal(
   kind: BudgetKind,
@@ -117,7 +155,7 @@ function budgetRefusal(
 ): GatewayError {
   const limit = budget[kind]!;
   const usedOfKind = kind === 'gpuSeconds' ? Math.floor(used.gpuMs / 1000) : used[kind];
-  const seconds = Math.max(1, Math.ceil((window.end - nowMs) / 1000));
+  const seconds = secondsLeft(window, nowMs);
   return new GatewayError('budget_exceeded', {
     message:
       `The ${NAMES[kind]} budget of this API key is used up: it allows ${WORDING[kind](limit)} per ` +

@@ -44,8 +44,8 @@ end
 `;
 
 /**
- * KEYS totals, resv. ARGV now, start, limit t, r, g ('' = none), need t, r, g (capped by the
- * caller), call id. Reply {-1}: no totals yet (seed first); {0, kind, ut, ur, ug}: refused;
+ * KEYS totals, resv. ARGV now, start, limit t, r, g ('' = none), need t, r, g (whole numbers, from
+ * the caller), call id. Reply {-1}: no totals yet (seed first); {0, kind, ut, ur, ug}: refused;
  * {1, ut, ur, ug}: reserved, this call included. Numbers as strings (GPU ms has fractions).
  */
 export const BUDGET_RESERVE_LUA = `${NOW}

@@ -37,7 +37,7 @@ import {
   type TokenReservation,
 } from './limits.js';
 import {
-  cappedNeed,
+  wholeNeed,
   type BudgetAmounts,
   type BudgetCheck,
   type BudgetDecision,
@@ -357,7 +357,7 @@ export class RedisLimitStore implements LimitStore {
 
   async #reserveBudgetShared(keyId: string, check: BudgetCheck): Promise<BudgetDecision> {
     const keys = budgetKeys(this.#prefix, keyId, check.start);
-    const need = cappedNeed(check);
+    const need = wholeNeed(check);
     const id = `${this.#replica}:${(++this.#seq).toString(36)}`;
     const reserve = () =>
       this.#timed(

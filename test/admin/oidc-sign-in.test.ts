@@ -10,7 +10,7 @@ import type { Settings } from '../../src/settings.js';
 import { startRecordingUpstream, type RecordingUpstream } from '../fakes/recording-upstream.js';
 import { api, login, PASSWORD, sessionToken, startAdminGateway } from '../helpers/admin.js';
 import type { TestGateway } from '../helpers/gateway.js';
-import { json, type RawResponse } from '../helpers/http.js';
+import { json, rawRequest, type RawResponse } from '../helpers/http.js';
 import { startTestProvider, type TestProvider } from '../helpers/oidc-provider.js';
 import { browse, CookieJar, location, loginAtProvider } from '../helpers/oidc-sign-in.js';
 import { freePort } from '../helpers/ports.js';
@@ -273,6 +273,34 @@ describe('OpenID Connect sign-in with roles from the groups claim and auto-creat
     const again = await sessionOf(gateway, await signInAs(gateway, 'finn'));
     expect(again.role).toBe('viewer');
     expect(again.user?.name).toBe('Finn');
+  });
+
+  it("binds an admin's keys by their allowance as soon as the provider makes them a member", async () => {
+    provider.setAccount('ida', { name: 'Ida', groups: ['llm-admins'] });
+    const asAdmin = await signInAs(gateway, 'ida');
+    const ida = (await sessionOf(gateway, asAdmin)).user!;
+    const made = await api(gateway, 'POST', '/api/keys', { cookie: sessionToken(asAdmin), body: { name: 'ida' } });
+    expect(made.status, made.body.toString()).toBe(201);
+    const secret = (json(made.body) as { secret: string }).secret;
+    const admin = await login(gateway);
+    const narrowed = await api(gateway, 'PATCH', `/api/users/${ida.id}`, {
+      cookie: admin,
+      body: { allowedModels: ['m1'] },
+    });
+    expect(narrowed.status, narrowed.body.toString()).toBe(200);
+    const call = () =>
+      rawRequest(`${gateway.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${secret}` },
+        body: JSON.stringify({ model: 'm2', messages: [{ role: 'user', content: 'hi' }] }),
+      });
+    // An admin's keys are bound by no allowance.
+    expect((await call()).status).toBe(200);
+    provider.setAccount('ida', { name: 'Ida', groups: ['staff'] });
+    expect((await sessionOf(gateway, await signInAs(gateway, 'ida'))).role).toBe('member');
+    const refused = await call();
+    expect(refused.status, refused.body.toString()).toBe(403);
+    expect((json(refused.body) as { error: { code: string } }).error.code).toBe('model_not_allowed');
   });
 
   it('refuses a person in none of the groups', async () => {

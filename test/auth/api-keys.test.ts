@@ -76,6 +76,7 @@ describe('API key format', () => {
       manage: false,
       budget: { tokens: null, requests: null, gpuSeconds: null, period: 'day' },
       ownerId: null,
+      ceilings: { rpm: 5, tpm: null, concurrent: null, expiresAt: null },
     });
     expect(JSON.stringify(record)).not.toContain(secret.slice(3));
   });

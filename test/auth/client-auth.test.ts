@@ -1,20 +1,20 @@
 import { describe, expect, it } from 'vitest';
 import { hashApiKey, newKeyRecord } from '../../src/auth/api-keys.js';
 import { authenticateClient, keyCandidates, type IncomingHeaders } from '../../src/auth/client-auth.js';
-import type { KeyVerifier } from '../../src/auth/key-index.js';
+import type { IndexedKey, KeyVerifier } from '../../src/auth/key-index.js';
 import type { KeyRecord } from '../../src/store/store.js';
 
 const NOW = Date.UTC(2030, 5, 1);
 
 /** The decision only needs the verifier's two questions; answer them from a Map by hash. */
-function verifierOf(...records: KeyRecord[]): KeyVerifier {
+function verifierOf(...records: IndexedKey[]): KeyVerifier {
   const byHash = new Map(records.map((r) => [r.hash, r]));
   return { hasAnyKeys: () => byHash.size > 0, verify: (raw) => byHash.get(hashApiKey(raw)) };
 }
 
-function makeKey(name: string, overrides: Partial<KeyRecord> = {}): { record: KeyRecord; secret: string } {
+function makeKey(name: string, overrides: Partial<KeyRecord> = {}): { record: IndexedKey; secret: string } {
   const { record, secret } = newKeyRecord({ name }, NOW - 1000);
-  return { record: { ...record, ...overrides }, secret };
+  return { record: { ...record, ...overrides, ownerModels: [] }, secret };
 }
 
 const active = makeKey('active');

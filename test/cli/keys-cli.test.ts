@@ -213,6 +213,8 @@ describe('gatehouse keys budgets', () => {
       name: 'ci',
       limits: { rpm: 30, tpm: null, concurrent: null },
       budget: { tokens: 1_000_000, requests: null, gpuSeconds: 7200, period: 'month' },
+      // The operator is an admin: what they set binds a member owning the key.
+      ceilings: { rpm: 30, tpm: null, concurrent: null, expiresAt: null },
     });
     expect((await keys(['update', 'ci'])).code).toBe(2);
     expect((await keys(['update', 'nobody', '--budget-tokens', '5'])).code).toBe(1);

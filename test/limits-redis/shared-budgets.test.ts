@@ -110,6 +110,21 @@ describe('budgets shared by two instances (PostgreSQL + Redis)', () => {
     expect(results.filter((r) => r.status === 200)).toHaveLength(Math.floor(budget / ESTIMATE));
   });
 
+  it('refuses on both instances a call larger than what is left of an unused token budget, and forwards nothing', async () => {
+    const key = await createKey(a, { name: 'small', budget: { tokens: ESTIMATE - 1, period: 'day' } });
+    await expect.poll(() => b.index?.size).toBeGreaterThan(2);
+    const before = upstream.received.length;
+    for (const gateway of [a, b]) {
+      const res = await chat(gateway, key.secret);
+      expect(res.status).toBe(429);
+      expect((json(res.body) as { error: { code: string; message: string } }).error).toMatchObject({
+        code: 'budget_exceeded',
+        message: expect.stringContaining(`may use up to ${ESTIMATE} tokens`),
+      });
+    }
+    expect(upstream.received.length).toBe(before);
+  });
+
   it("starts a period's total from the request log in PostgreSQL when Redis has none", async () => {
     const key = await createKey(a, { name: 'reseed', budget: { requests: 2, period: 'day' } });
     await expect.poll(() => b.index?.size).toBeGreaterThan(2);

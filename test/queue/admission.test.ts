@@ -158,6 +158,44 @@ describe('the admission queue in front of llama-swap', () => {
     expect(upstream.arrivals.map((a) => a.id)).toEqual(['running', 'waiting']);
   });
 
+  it('refuses a key past its share of the queue with queue_full while another key’s call still waits its turn', async () => {
+    // GATEHOUSE_QUEUE_MAX_PER_KEY unset: half of GATEHOUSE_QUEUE_MAX, so 2 of 4.
+    const { upstream, gateway } = await setUp({ maxInflight: 1, queueMax: 4 });
+    const greedy = { authorization: `Bearer ${(await createKey(gateway, { name: 'greedy' })).secret}` };
+    const other = { authorization: `Bearer ${(await createKey(gateway, { name: 'other' })).secret}` };
+    const running = chat(gateway, 'running', 'qwen', greedy);
+    await upstream.arrived(1);
+    const waiting = [chat(gateway, 'greedy-1', 'qwen', greedy)];
+    await waitingCount(gateway, 1);
+    waiting.push(chat(gateway, 'greedy-2', 'qwen', greedy));
+    await waitingCount(gateway, 2);
+
+    const openai = await chat(gateway, 'greedy-3', 'qwen', greedy);
+    expect(openai.status).toBe(503);
+    expect((json(openai.body) as { error: { code: string; message: string } }).error).toMatchObject({
+      code: 'queue_full',
+      message: expect.stringContaining('GATEHOUSE_QUEUE_MAX_PER_KEY'),
+    });
+    expect(Number(openai.headers['retry-after'])).toBeGreaterThan(0);
+    const anthropic = await rawRequest(`${gateway.url}/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01', ...greedy },
+      body: JSON.stringify({ model: 'qwen', max_tokens: 5, messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    expect(anthropic.status).toBe(503);
+    expect(json(anthropic.body)).toMatchObject({ type: 'error', error: { type: 'overloaded_error' } });
+    expect(Number(anthropic.headers['retry-after'])).toBeGreaterThan(0);
+
+    waiting.push(chat(gateway, 'other-1', 'qwen', other));
+    await waitingCount(gateway, 3);
+    for (let i = 0; i < 4; i++) {
+      upstream.arrivals[i]!.answer();
+      if (i < 3) await upstream.arrived(i + 2);
+    }
+    expect((await Promise.all([running, ...waiting])).map((r) => r.status)).toEqual([200, 200, 200, 200]);
+    expect(upstream.arrivals.map((a) => a.id)).toEqual(['running', 'greedy-1', 'greedy-2', 'other-1']);
+  });
+
   it('answers queue_timeout after GATEHOUSE_QUEUE_TIMEOUT, and never forwards the call', async () => {
     const clock = new ManualClock();
     const queue = manualScheduler(clock, { maxInflight: 1, queueTimeoutMs: 60_000 });

@@ -178,6 +178,47 @@ describe('the admission queue', () => {
     expect(queue.waitingCount).toBe(1);
   });
 
+  it('refuses a key past GATEHOUSE_QUEUE_MAX_PER_KEY while other keys, and calls without a key, still wait', async () => {
+    const { queue } = scheduler({ queueMax: 10, queueMaxPerKey: 2 });
+    const keyed = (id: string, keyId: string): QueuedCall => ({ ...call(id, 'qwen'), key: { id: keyId, name: keyId } });
+    const order: string[] = [];
+    const running = await enter(queue, keyed('running', 'greedy'), order);
+    const waiting = [
+      enter(queue, keyed('greedy-1', 'greedy'), order),
+      enter(queue, keyed('greedy-2', 'greedy'), order),
+    ];
+    expect(() => queue.admit(keyed('greedy-3', 'greedy'))).toThrow(
+      expect.objectContaining({ code: 'queue_full', headers: { 'retry-after': '10' } }),
+    );
+    waiting.push(enter(queue, keyed('other-1', 'other'), order));
+    for (const id of ['open-1', 'open-2', 'open-3']) waiting.push(enter(queue, call(id, 'qwen'), order));
+    expect(queue.waitingCount).toBe(6);
+    // Its share frees as its calls go through.
+    running.release();
+    (await waiting[0]!).release();
+    waiting.push(enter(queue, keyed('greedy-3', 'greedy'), order));
+    for (let i = 1; i < waiting.length; i++) (await waiting[i]!).release();
+    expect(order).toEqual(['running', 'greedy-1', 'greedy-2', 'other-1', 'open-1', 'open-2', 'open-3', 'greedy-3']);
+  });
+
+  it('gives each key half of GATEHOUSE_QUEUE_MAX (at least 1) when GATEHOUSE_QUEUE_MAX_PER_KEY is unset, and none with 0', async () => {
+    const keyed = (id: string): QueuedCall => ({ ...call(id, 'qwen'), key: { id: 'k', name: 'k' } });
+    const fill = (queue: Scheduler): number => {
+      let waiting = 0;
+      try {
+        for (;;) {
+          void queue.admit(keyed(`w${waiting}`));
+          waiting++;
+        }
+      } catch {
+        return waiting - 1; // the first call went straight through
+      }
+    };
+    expect(fill(scheduler({ queueMax: 7 }).queue)).toBe(3);
+    expect(fill(scheduler({ queueMax: 1 }).queue)).toBe(1);
+    expect(fill(scheduler({ queueMax: 7, queueMaxPerKey: 0 }).queue)).toBe(7);
+  });
+
   it('gives up on a call that waited the queue timeout with queue_timeout, and never lets it through', async () => {
     const { queue, clock } = scheduler({ queueTimeoutMs: 60_000 });
     const order: string[] = [];

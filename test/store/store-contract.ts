@@ -230,6 +230,17 @@ export function describeStoreContract(name: string, open: () => Promise<Store>):
         });
       });
 
+      it('keeps ceilings apart from the limits they bind, changing only those the patch names', async () => {
+        const key = await store.keys.create(keyRecord({ expiresAt: T0 + 10, limits: { rpm: 5 } }));
+        expect(key.ceilings).toEqual({ rpm: 5, tpm: null, concurrent: null, expiresAt: T0 + 10 });
+        await store.keys.update(key.id, { limits: { rpm: 2 }, ceilings: { tpm: 900, expiresAt: null } });
+        expect(await store.keys.get(key.id)).toEqual({
+          ...key,
+          limits: { rpm: 2, tpm: null, concurrent: null },
+          ceilings: { rpm: 5, tpm: 900, concurrent: null, expiresAt: null },
+        });
+      });
+
       it('returns undefined for an unknown id, with or without changes', async () => {
         expect(await store.keys.update('key_unknown', { name: 'x' })).toBeUndefined();
         expect(await store.keys.update('key_unknown', {})).toBeUndefined();

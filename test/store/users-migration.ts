@@ -45,8 +45,12 @@ export async function expectOneAdminMigrated(store: Store): Promise<void> {
 
 const BEFORE_MAX_BUDGET = '0010_api_key_manage';
 const CAPLESS_USER_ID = 'usr_beforecapxx';
+const LIMITED_KEY_ID = 'key_limitedxxxx';
 
-/** A database as the version before migration 0011_user_max_budget left it: a member with an allowance. */
+/**
+ * A database as the version before migration 0011_user_max_budget left it: a member with an
+ * allowance, and a key of theirs with limits and an expiry (which migration 0012 makes ceilings).
+ */
 export async function writeUsersBeforeMaxBudget(
   old: Kysely<unknown>,
   options: { migrationTableSchema?: string; disableTransactions?: boolean } = {},
@@ -54,11 +58,23 @@ export async function writeUsersBeforeMaxBudget(
   await migrateUpTo(old, BEFORE_MAX_BUDGET, options);
   await sql`insert into users (id, name, role, sign_in, created_at, allowed_models)
     values (${CAPLESS_USER_ID}, 'mia', 'member', 'password', ${Date.UTC(2030, 0, 1)}, '["qwen"]')`.execute(old);
+  await sql`insert into api_keys (id, name, prefix, hash, created_at, expires_at, allowed_models, note, rpm, owner_id)
+    values (${LIMITED_KEY_ID}, 'limited', 'sk-limits', ${'b'.repeat(64)}, ${Date.UTC(2030, 0, 1)},
+      ${Date.UTC(2031, 0, 1)}, '[]', '', 7, ${CAPLESS_USER_ID})`.execute(old);
 }
 
-/** The member is still there, unchanged, with no maximum budget. */
+/**
+ * The member is still there, unchanged, with no maximum budget; their key's limits and expiry are
+ * ceilings, as nobody knows who set them.
+ */
 export async function expectUsersKeptWithoutCap(store: Store): Promise<void> {
-  expect(store.migrationsApplied).toEqual(['0011_user_max_budget', '0012_audit_changes']);
+  expect(store.migrationsApplied).toEqual(['0011_user_max_budget', '0012_audit_changes', '0013_api_key_ceilings']);
+  expect((await store.keys.get(LIMITED_KEY_ID))?.ceilings).toEqual({
+    rpm: 7,
+    tpm: null,
+    concurrent: null,
+    expiresAt: Date.UTC(2031, 0, 1),
+  });
   expect(await store.users.get(CAPLESS_USER_ID)).toMatchObject({
     name: 'mia',
     role: 'member',

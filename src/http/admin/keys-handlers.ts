@@ -6,8 +6,8 @@
  * Owners: a key made in a signed-in dashboard belongs to that user, one made with the admin
  * token to nobody. A member sees and changes only their own keys (others are 404, as if absent),
  * only with models inside the allowance an admin set for them and budgets inside their maximum
- * budget, never the queue priority, and never deletes the last key (that would open the API to
- * everyone).
+ * budget, limits and expiry an admin set only tightened (`auth/key-ceilings.ts`), never the queue
+ * priority, and never deletes the last key (that would open the API to everyone).
  *
  * Responses never carry a key's hash; the raw key appears once, in the answer to the POST
  * that created it. Every write commits with its audit entry (`audited.ts`); after it the key
@@ -20,6 +20,7 @@ import { newKeyRecord, parseIsoTimestamp, toKeyView, type NewKeyInput } from '..
 import type { KeyIndex } from '../../auth/key-index.js';
 import { outsideAllowance, type ModelCatalog } from '../../auth/model-access.js';
 import { budgetCapRefusal } from '../../auth/budget-cap.js';
+import { ceilingRefusals, ceilingsSetBy, NO_CEILINGS } from '../../auth/key-ceilings.js';
 import type {
   KeyBudget,
   KeyLimits,
@@ -128,6 +129,8 @@ export function createKeyHandlers({ store, index, catalog, now = Date.now }: Key
       const member = memberOf(request.adminIdentity);
       await checkMemberInput(member, input, true);
       const { record, secret } = newKeyRecord({ ...input, ownerId: ownerOf(request.adminIdentity) }, at);
+      // A member's own limits bind nobody: they may loosen them later.
+      if (member) record.ceilings = { ...NO_CEILINGS };
       keyTarget(audit, record);
       await audit.commit(async (tx) => {
         await fitBudgetCap(tx, member, record.budget);
@@ -146,6 +149,14 @@ export function createKeyHandlers({ store, index, catalog, now = Date.now }: Key
       keyTarget(audit, { id: existing.id, name: patch.name ?? existing.name });
       const member = memberOf(request.adminIdentity);
       await checkMemberInput(member, patch, false);
+      if (member) {
+        const above = ceilingRefusals(existing.ceilings, patch);
+        if (above.length > 0)
+          throw new GatewayError('admin_forbidden', {
+            message: 'An admin set limits on this key: you may tighten them, not raise or clear them.',
+            details: above,
+          });
+      } else patch.ceilings = ceilingsSetBy(patch);
       // A revoked key (or one being revoked) holds no share of the cap, whatever its budget.
       const capped = patch.budget !== undefined && !revoke && existing.revokedAt === null;
       // Revoking twice keeps the first revocation time.

@@ -20,7 +20,7 @@ export interface UsersHandlerDeps {
   users: Users;
   /** The origin people open the dashboard at, for the link: GATEHOUSE_PUBLIC_URL or the request's own. */
   origin: (request: FastifyRequest) => string;
-  /** Reloads the key index after a change that alters what keys may do (disabling). */
+  /** Reloads the key index after a change that alters what keys may do (disabling, role, allowance). */
   keysChanged: () => Promise<void>;
 }
 
@@ -126,7 +126,8 @@ export function createUsersHandlers({ users, origin, keysChanged }: UsersHandler
         audit.changes = userChanges(current, after);
         return after;
       });
-      if (change.disabled !== undefined) await keysChanged();
+      // Disabling stops the user's keys, and a role or allowance bounds what they may call: at once.
+      await keysChanged();
       request.log.info(
         { event: 'user_updated', user_id: updated.id, role: updated.role, disabled: updated.disabledAt !== null },
         'user updated',
