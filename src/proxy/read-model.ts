@@ -5,20 +5,19 @@
  */
 import type { ModelReading, ProxyContext } from '../core/context.js';
 import { bodyModelReader, modelFromGet } from './request-model.js';
-import { hasBody, prepareSpoolDir, receiveBody } from './request-body.js';
+import { hasBody, receiveBody } from './request-body.js';
 
 export interface ReadModelOptions {
   bodyLimitBytes: number;
   bodyTimeoutMs: number;
-  /** Where bodies too large for memory are spooled while they arrive. */
+  /** Where bodies too large for memory are spooled while they arrive: this process's own (spool-dir.ts). */
   spoolDir: string;
 }
 
 export function readModel(options: ReadModelOptions) {
-  const { bodyLimitBytes, bodyTimeoutMs } = options;
+  const { bodyLimitBytes, bodyTimeoutMs, spoolDir } = options;
   if (!Number.isSafeInteger(bodyLimitBytes) || bodyLimitBytes < 1)
     throw new Error('readModel: bodyLimitBytes must be a positive integer');
-  const spoolDir = prepareSpoolDir(options.spoolDir);
   return async function readModelStep(ctx: ProxyContext): Promise<void> {
     const q = ctx.request.url.indexOf('?');
     const rawQuery = q < 0 ? '' : ctx.request.url.slice(q + 1);

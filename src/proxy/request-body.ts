@@ -2,16 +2,15 @@
  * Receives a request body whole before anything is forwarded (nginx's
  * `proxy_request_buffering on`): a slow client holds a socket of ours, never one of the
  * upstream connections every other client needs. Small bodies stay in memory; above
- * `MEMORY_BODY_MAX_BYTES` the body goes to a spool file in the data directory, removed when the
- * call ends. Each chunk is shown to an observer as it arrives (the model reader), so the model
- * is known the moment the body is complete.
+ * `MEMORY_BODY_MAX_BYTES` the body goes to a file in this process's spool directory
+ * (spool-dir.ts), removed when the call ends. Each chunk is shown to an observer as it arrives
+ * (the model reader), so the model is known the moment the body is complete.
  *
  * The body limit counts received bytes, so a missing or lying Content-Length does not get
  * around it, and a body that stops arriving for `idleTimeoutMs` is answered 408.
  */
-import { createReadStream, createWriteStream, mkdirSync, readdirSync, rmSync, type WriteStream } from 'node:fs';
+import { createReadStream, createWriteStream, rmSync, type WriteStream } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import type { BodyHead } from '../core/context.js';
@@ -47,25 +46,6 @@ function tooLarge(limit: number): GatewayError {
 
 function formatBytes(n: number): string {
   return n % (1024 * 1024) === 0 ? `${n / (1024 * 1024)} MiB` : `${n} bytes`;
-}
-
-/**
- * Creates the spool directory and removes files a crashed process left there. Returns the
- * directory to use: the one asked for, or one in the system's temp dir when that cannot be made
- * (a data dir on a read-only file system, with the store in PostgreSQL).
- */
-export function prepareSpoolDir(dir: string): string {
-  for (const candidate of [dir, join(tmpdir(), `gatehouse-spool-${process.getuid?.() ?? 'user'}`)]) {
-    try {
-      mkdirSync(candidate, { recursive: true, mode: 0o700 });
-      for (const name of readdirSync(candidate))
-        if (name.endsWith('.body')) rmSync(join(candidate, name), { force: true });
-      return candidate;
-    } catch {
-      // try the next place
-    }
-  }
-  throw new Error(`No directory for request bodies could be made (tried ${dir} and the system's temp dir).`);
 }
 
 export function hasBody(req: IncomingMessage): boolean {
