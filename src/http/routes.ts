@@ -223,6 +223,7 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
         bodyLimitBytes: deps.settings.bodyLimitBytes,
         bodyTimeoutMs: deps.settings.bodyTimeoutMs,
         spoolDir: deps.spoolDir,
+        spoolLimits: { maxBytes: deps.settings.spoolMaxBytes, maxPerKey: deps.settings.spoolMaxPerKey },
       }),
       ...(usage.captureStep ? [usage.captureStep] : []),
       usage.readHeadersStep,
