@@ -5,7 +5,7 @@
  * rest are percent-encoded segment by segment, keeping the slashes of ids like `org/model`.
  */
 
-export const MODEL_ID_MAX_LENGTH = 256;
+const MODEL_ID_MAX_LENGTH = 256;
 
 /** Why `id` cannot name a model in an upstream path, or undefined when it can. */
 export function modelIdProblem(id: string): string | undefined {
