@@ -3,6 +3,7 @@
  * (tests call it and listen on port 0; main.ts adds signals). Nothing here reads process.env.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { join } from 'node:path';
 import fastifyCookie from '@fastify/cookie';
 import Fastify, { LogController, type FastifyError, type FastifyInstance } from 'fastify';
 import { GatewayError, isGatewayError } from './core/errors.js';
@@ -21,6 +22,7 @@ import type { KeyUseRecorder } from './auth/client-auth-steps.js';
 import type { ListModels } from './proxy/models-list.js';
 import { wireFormatForPath } from './core/wire-format.js';
 import { createForwarder, type Forwarder } from './proxy/forward.js';
+import { openSpoolDir } from './proxy/spool-dir.js';
 import { createUsageAccounting, type UsageAccounting, type UsageAccountingOptions } from './usage/usage-accounting.js';
 
 /** Fastify's compiler factories when a route declares a schema: there must be none (see buildApp). */
@@ -62,7 +64,10 @@ export interface App {
   shutdown(graceMs: number): Promise<{ drained: boolean }>;
 }
 
-export interface BuildAppInput extends Omit<RouteDeps, 'forwarder' | 'keys' | 'listModels' | 'usage' | 'queue'> {
+export interface BuildAppInput extends Omit<
+  RouteDeps,
+  'forwarder' | 'keys' | 'listModels' | 'usage' | 'queue' | 'spoolDir'
+> {
   /** Default: from the settings, on the system clock. */
   queue?: Scheduler;
   forwarder?: Forwarder;
@@ -112,8 +117,10 @@ export async function buildApp(input: BuildAppInput): Promise<App> {
     });
   // With GATEHOUSE_REDIS_URL: the first calls already count in Redis (waits ~1 s at most when it is down).
   await usage.ready();
+  const spool = openSpoolDir(join(settings.dataDir, 'spool'));
   const deps: RouteDeps = {
     ...input,
+    spoolDir: spool.dir,
     usage,
     queue,
     forwarder,
@@ -254,6 +261,7 @@ export async function buildApp(input: BuildAppInput): Promise<App> {
       await closed;
       await fastify.close();
       await forwarder.close();
+      spool.close();
       // Before the store closes: the calls that just ended are written.
       await usage.close();
       for (const closeable of input.closeables ?? []) await closeable.close();

@@ -10,6 +10,7 @@ import { KeyIndex } from './auth/key-index.js';
 import { ConfigEditor } from './config-editor/config-editor.js';
 import { createLogger } from './logger.js';
 import { LineBuffer } from './logging/line-buffer.js';
+import { lockDataDir } from './store/data-dir-lock.js';
 import { describeStoreLocation, openStore } from './store/store.js';
 import { openUpstream, type DetectionReport } from './upstream/open-upstream.js';
 import type { Settings } from './settings.js';
@@ -26,6 +27,8 @@ export interface RunningGateway {
 export async function startGateway(settings: Readonly<Settings>): Promise<RunningGateway> {
   const gatewayLog = new LineBuffer(1000);
   const logger = createLogger(settings.logLevel, undefined, gatewayLog);
+  // SQLite: one server per data directory (PostgreSQL replicas each spool in a directory of their own).
+  const dataDirLock = settings.databaseUrl === undefined ? lockDataDir(settings.dataDir) : undefined;
   const store = await openStore(settings);
   // Where, never how: the URL may carry a password, so only host/database/schema are logged.
   const location = describeStoreLocation(settings);
@@ -70,7 +73,8 @@ export async function startGateway(settings: Readonly<Settings>): Promise<Runnin
     activeProfilePins: () => upstream.activeProfilePins(),
     admin: { store, index, llamaSwap: upstream, gatewayLog },
     configEditor,
-    closeables: [configEditor, index, store, upstream],
+    // The lock goes last: nothing of this process touches the data directory after it.
+    closeables: [configEditor, index, store, upstream, { close: () => dataDirLock?.release() }],
   });
   const url = await app.listen(settings.port, settings.host);
   logger.info(

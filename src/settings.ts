@@ -25,6 +25,10 @@ export interface Settings {
   bodyLimitBytes: number;
   /** Longest pause between two bytes of a request body before it is answered 408. */
   bodyTimeoutMs: number;
+  /** Bytes of request bodies spooled to disk at once, all calls together (then 503 `spool_full`). */
+  spoolMaxBytes: number;
+  /** Bodies one key may have spooled to disk at once (then 503 `spool_full`); 0 = no per-key cap. */
+  spoolMaxPerKey: number;
   shutdownGraceMs: number;
   /** Calls forwarded to llama-swap at once, all models together; 0 = no cap. */
   maxInflight: number;
@@ -508,6 +512,24 @@ export const SETTINGS: ReadonlyArray<SettingSpec<keyof Settings>> = [
     description:
       'Longest pause between two bytes of a request body; then 408. Bodies are received whole before ' +
       'anything is forwarded.',
+  },
+  {
+    key: 'spoolMaxBytes',
+    env: 'GATEHOUSE_SPOOL_MAX_BYTES',
+    default: '1GiB',
+    parse: parseSize,
+    description:
+      'Most bytes of request bodies spooled to disk at once, all calls together; a call that would pass it ' +
+      'gets 503 `spool_full` with Retry-After (413 when its body alone is larger).',
+  },
+  {
+    key: 'spoolMaxPerKey',
+    env: 'GATEHOUSE_SPOOL_MAX_PER_KEY',
+    default: '8',
+    parse: parseCount,
+    description:
+      'Most request bodies one API key may have spooled to disk at once; one more gets 503 `spool_full`. ' +
+      '0 = no per-key cap.',
   },
   {
     key: 'bodyLimitBytes',

@@ -5,6 +5,7 @@
  */
 import { parseArgs } from 'node:util';
 import { loadSettings, SETTINGS, SettingsError, type FlagValues } from '../settings.js';
+import { DataDirLockedError } from '../store/data-dir-lock.js';
 
 const USAGE = `Usage: gatehouse <command> [options]
 
@@ -60,6 +61,10 @@ export async function main(argv: string[]): Promise<number> {
     if (error instanceof SettingsError) {
       process.stderr.write(`gatehouse: ${error.message}\n`);
       return 2;
+    }
+    if (error instanceof DataDirLockedError) {
+      process.stderr.write(`gatehouse: ${error.message}\n`);
+      return 1;
     }
     throw error;
   }

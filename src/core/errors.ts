@@ -239,6 +239,12 @@ export const CATALOGUE = {
     anthropicType: 'overloaded_error',
     message: 'Too many calls are waiting for the models (GATEHOUSE_QUEUE_MAX); this one was not queued.',
   },
+  spool_full: {
+    status: 503,
+    openaiType: 'server_error',
+    anthropicType: 'overloaded_error',
+    message: 'Too many request bodies are being received at once (GATEHOUSE_SPOOL_MAX_BYTES); this one was not taken.',
+  },
   queue_timeout: {
     status: 503,
     openaiType: 'server_error',

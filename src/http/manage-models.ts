@@ -24,6 +24,7 @@ import { authorizeManage, type ManageCaller } from '../auth/manage-scope.js';
 import { allowanceCovers, allowanceText, catalogFromList } from '../auth/model-access.js';
 import { GatewayError, isGatewayError } from '../core/errors.js';
 import { entryAliases } from '../upstream/model-entry.js';
+import { modelIdProblem } from '../upstream/model-id.js';
 import type { ModelEntry, RunningModel } from '../upstream/types.js';
 import type { Upstream } from '../upstream/upstream.js';
 import { acceptsHtml, type Dashboard } from './dashboard.js';
@@ -89,6 +90,9 @@ export function createManageModelHandlers(deps: ManageModelsDeps): { list: Handl
     }
     const id = catalog.resolve(name);
     if (id === undefined) throw new GatewayError('not_found', { message: 'model is not found', param: 'model' });
+    // Listed, but it would name another route in the upstream's path (a `..` segment).
+    const problem = modelIdProblem(id);
+    if (problem !== undefined) throw new GatewayError('bad_request', { message: problem, param: 'model' });
     named(id);
     return { id, state: states.get(id) ?? 'stopped' };
   }

@@ -51,7 +51,9 @@ export function upstreamActionError(error: unknown): GatewayError {
       return new GatewayError('upstream_timeout', { message: 'The upstream did not answer in time.' });
     if (error.kind === 'unreachable')
       return new GatewayError('upstream_unreachable', { message: describeUpstreamError(error) });
-    return new GatewayError('upstream_error', { status: error.status ?? 502, message: describeUpstreamError(error) });
+    // A redirect or other non-error status that was not what was asked for is a bad gateway.
+    const status = error.status !== undefined && error.status >= 400 ? error.status : 502;
+    return new GatewayError('upstream_error', { status, message: describeUpstreamError(error) });
   }
   return new GatewayError('internal_error', { cause: error });
 }

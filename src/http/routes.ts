@@ -108,7 +108,6 @@ import { modelsListing } from '../proxy/models-list.js';
 import type { TapFactory } from '../core/steps.js';
 import { readModel } from '../proxy/read-model.js';
 import { cachedCatalog, type ModelCatalog } from '../auth/model-access.js';
-import { join } from 'node:path';
 import { userActor } from '../audit/actor.js';
 import { AuditLog } from '../audit/audit-log.js';
 import { AuditRetention } from '../audit/retention.js';
@@ -171,6 +170,8 @@ export interface RouteDeps {
   settings: Readonly<Settings>;
   logger: Logger;
   forwarder: Forwarder;
+  /** This process's own directory for spooled request bodies (proxy/spool-dir.ts). */
+  spoolDir: string;
   upstream: UpstreamHealthProbe;
   /** API keys as the `/v1` chain sees them. */
   keys: KeyVerifier & KeyUseRecorder;
@@ -222,7 +223,8 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
       readModel({
         bodyLimitBytes: deps.settings.bodyLimitBytes,
         bodyTimeoutMs: deps.settings.bodyTimeoutMs,
-        spoolDir: join(deps.settings.dataDir, 'spool'),
+        spoolDir: deps.spoolDir,
+        spoolLimits: { maxBytes: deps.settings.spoolMaxBytes, maxPerKey: deps.settings.spoolMaxPerKey },
       }),
       ...(usage.captureStep ? [usage.captureStep] : []),
       usage.readHeadersStep,

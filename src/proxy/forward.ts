@@ -55,13 +55,15 @@ export function createForwarder(options: UpstreamOptions, pool: UpstreamDispatch
     return new Promise<void>((resolve, reject) => {
       // A body held whole can be sent again; a streamed one is gone once sent.
       const resendable = isResendable(dispatchOptions.body);
+      // A closed connection under a written request leaves unknown whether the upstream ran it.
+      const safeToRepeat = resendable && IDEMPOTENT_METHODS.has(ctx.request.method);
       const queue = ctx.decided.queue;
       const send = (staleRetry: boolean): void => {
         ctx.outcome.forwarded();
         pool.dispatch(
           dispatchOptions,
           new Exchange(ctx, tapFactory, options, resolve, reject, {
-            staleConnection: resendable && staleRetry ? () => send(false) : undefined,
+            staleConnection: safeToRepeat && staleRetry ? () => send(false) : undefined,
             busy:
               resendable && queue
                 ? (retryAfterMs, error) => {
@@ -91,9 +93,16 @@ function upstreamPool(options: UpstreamOptions): Pool {
   });
 }
 
+/**
+ * RFC 9110 §9.2.2: only these may be sent again after a failure that leaves unknown whether the
+ * upstream acted. undici itself moves a call to a new connection when the old one closed before
+ * the call was written; an error that reaches the handler means its bytes went out.
+ */
+const IDEMPOTENT_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS', 'TRACE', 'PUT', 'DELETE']);
+
 /** How a call may be sent again, when nothing of the answer reached the client yet. */
 interface SendAgain {
-  /** Once more on a fresh connection (only for the first attempt). */
+  /** Once more on a fresh connection (only for the first attempt of an idempotent call). */
   staleConnection: (() => void) | undefined;
   /** Back into the admission queue after llama-swap's own 429; `error` is the answer if time runs out. */
   busy: ((retryAfterMs: number | undefined, error: GatewayError) => void) | undefined;
@@ -234,8 +243,8 @@ class Exchange implements Dispatcher.DispatchHandler {
       return;
     }
     if (!this.#started && this.again.staleConnection && isStaleConnection(error)) {
-      // llama-server closed a kept-alive connection as this call went out on it: nothing was
-      // answered, so the call goes once more, on a fresh connection.
+      // llama-server closed a kept-alive connection as this idempotent call went out on it:
+      // nothing was answered, so the call goes once more, on a fresh connection.
       this.#settled = true;
       this.#detach();
       this.again.staleConnection();

@@ -5,20 +5,23 @@
  */
 import type { ModelReading, ProxyContext } from '../core/context.js';
 import { bodyModelReader, modelFromGet } from './request-model.js';
-import { hasBody, prepareSpoolDir, receiveBody } from './request-body.js';
+import { hasBody, receiveBody } from './request-body.js';
+import { SpoolBudget, type SpoolLimits } from './spool-budget.js';
 
 export interface ReadModelOptions {
   bodyLimitBytes: number;
   bodyTimeoutMs: number;
-  /** Where bodies too large for memory are spooled while they arrive. */
+  /** Where bodies too large for memory are spooled while they arrive: this process's own (spool-dir.ts). */
   spoolDir: string;
+  /** How much may be spooled at once, in all and per key (spool-budget.ts). */
+  spoolLimits: SpoolLimits;
 }
 
 export function readModel(options: ReadModelOptions) {
-  const { bodyLimitBytes, bodyTimeoutMs } = options;
+  const { bodyLimitBytes, bodyTimeoutMs, spoolDir } = options;
+  const spoolBudget = new SpoolBudget(options.spoolLimits);
   if (!Number.isSafeInteger(bodyLimitBytes) || bodyLimitBytes < 1)
     throw new Error('readModel: bodyLimitBytes must be a positive integer');
-  const spoolDir = prepareSpoolDir(options.spoolDir);
   return async function readModelStep(ctx: ProxyContext): Promise<void> {
     const q = ctx.request.url.indexOf('?');
     const rawQuery = q < 0 ? '' : ctx.request.url.slice(q + 1);
@@ -35,6 +38,7 @@ export function readModel(options: ReadModelOptions) {
       idleTimeoutMs: bodyTimeoutMs,
       spoolDir,
       observe: reader && ((chunk) => reader.feed(chunk)),
+      openSpool: (bytes) => spoolBudget.open(ctx.decided.caller?.keyId, bytes),
     });
     ctx.decided.body = head;
     ctx.onDone.push(() => head.dispose());

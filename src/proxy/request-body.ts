@@ -2,20 +2,20 @@
  * Receives a request body whole before anything is forwarded (nginx's
  * `proxy_request_buffering on`): a slow client holds a socket of ours, never one of the
  * upstream connections every other client needs. Small bodies stay in memory; above
- * `MEMORY_BODY_MAX_BYTES` the body goes to a spool file in the data directory, removed when the
- * call ends. Each chunk is shown to an observer as it arrives (the model reader), so the model
- * is known the moment the body is complete.
+ * `MEMORY_BODY_MAX_BYTES` the body goes to a file in this process's spool directory
+ * (spool-dir.ts), removed when the call ends. Each chunk is shown to an observer as it arrives
+ * (the model reader), so the model is known the moment the body is complete.
  *
  * The body limit counts received bytes, so a missing or lying Content-Length does not get
  * around it, and a body that stops arriving for `idleTimeoutMs` is answered 408.
  */
-import { createReadStream, createWriteStream, mkdirSync, readdirSync, rmSync, type WriteStream } from 'node:fs';
+import { createReadStream, createWriteStream, rmSync, type WriteStream } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import type { BodyHead } from '../core/context.js';
 import { GatewayError } from '../core/errors.js';
+import type { SpoolShare } from './spool-budget.js';
 
 export interface ReceiveOptions {
   limit: number;
@@ -23,6 +23,8 @@ export interface ReceiveOptions {
   spoolDir: string;
   /** Sees every chunk, in order, as it arrives. */
   observe?: ((chunk: Buffer) => void) | undefined;
+  /** Takes this call's share of the spool (spool-budget.ts) for a body of `bytes` so far; may throw. */
+  openSpool?: ((bytes: number) => SpoolShare) | undefined;
 }
 
 /** Bodies up to this size are held in memory; larger ones are spooled to disk. */
@@ -49,25 +51,6 @@ function formatBytes(n: number): string {
   return n % (1024 * 1024) === 0 ? `${n / (1024 * 1024)} MiB` : `${n} bytes`;
 }
 
-/**
- * Creates the spool directory and removes files a crashed process left there. Returns the
- * directory to use: the one asked for, or one in the system's temp dir when that cannot be made
- * (a data dir on a read-only file system, with the store in PostgreSQL).
- */
-export function prepareSpoolDir(dir: string): string {
-  for (const candidate of [dir, join(tmpdir(), `gatehouse-spool-${process.getuid?.() ?? 'user'}`)]) {
-    try {
-      mkdirSync(candidate, { recursive: true, mode: 0o700 });
-      for (const name of readdirSync(candidate))
-        if (name.endsWith('.body')) rmSync(join(candidate, name), { force: true });
-      return candidate;
-    } catch {
-      // try the next place
-    }
-  }
-  throw new Error(`No directory for request bodies could be made (tried ${dir} and the system's temp dir).`);
-}
-
 export function hasBody(req: IncomingMessage): boolean {
   const declared = req.headers['content-length'];
   return !(declared === '0' || (declared === undefined && req.headers['transfer-encoding'] === undefined));
@@ -75,13 +58,25 @@ export function hasBody(req: IncomingMessage): boolean {
 
 /**
  * Receives the whole body. Rejects with 413 as soon as the limit is crossed (at once when the
- * declared Content-Length is over it) and with 408 when the body stops arriving.
+ * declared Content-Length is over it) and with 408 when the body stops arriving. A body to be
+ * spooled takes its share of the spool first: from a declared length before any byte is read,
+ * else as it grows, so a call that does not fit is refused (503 `spool_full`) before or while
+ * it arrives.
  */
 export function receiveBody(req: IncomingMessage, options: ReceiveOptions): Promise<BodyHead> {
-  const { limit, observe } = options;
+  const { limit, observe, openSpool } = options;
   const declared = req.headers['content-length'];
   if (declared !== undefined && Number(declared) > limit) return Promise.reject(tooLarge(limit));
   if (!hasBody(req)) return Promise.resolve(NO_BODY);
+  let share: SpoolShare | undefined;
+  const declaredBytes = declared === undefined ? NaN : Number(declared);
+  if (openSpool && Number.isSafeInteger(declaredBytes) && declaredBytes > MEMORY_BODY_MAX_BYTES) {
+    try {
+      share = openSpool(declaredBytes);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
 
   return new Promise<BodyHead>((resolve, reject) => {
     const held: Buffer[] = [];
@@ -93,6 +88,7 @@ export function receiveBody(req: IncomingMessage, options: ReceiveOptions): Prom
 
     const dispose = () => {
       if (spool) rmSync(spool.path, { force: true });
+      share?.release();
     };
     const settle = (error: Error | undefined, head?: BodyHead) => {
       if (settled) return;
@@ -137,6 +133,14 @@ export function receiveBody(req: IncomingMessage, options: ReceiveOptions): Prom
         held.push(chunk);
         return;
       }
+      if (openSpool) {
+        try {
+          share ??= openSpool(bytes);
+          share.cover(bytes);
+        } catch (error) {
+          return settle(error as Error);
+        }
+      }
       if (!spool) {
         const path = join(options.spoolDir, `${randomUUID()}.body`);
         spool = { path, out: createWriteStream(path, { mode: 0o600 }) };
@@ -152,6 +156,8 @@ export function receiveBody(req: IncomingMessage, options: ReceiveOptions): Prom
     const onEnd = () => {
       clearTimeout(timer);
       if (!spool) {
+        // A declared length over the memory threshold that was not sent whole never gets here.
+        share?.release();
         const body = held.length === 1 ? held[0]! : held.length === 0 ? null : held;
         return settle(undefined, {
           bytes,

@@ -5,7 +5,8 @@
  */
 import { UpstreamError } from './errors.js';
 import { eventStream, textStream } from './log-stream.js';
-import { createTransport } from './transport.js';
+import { encodeModelPath } from './model-id.js';
+import { createTransport, type CallOptions, type Transport } from './transport.js';
 import type { ModelEntry, RunningModel, VersionInfo } from './types.js';
 import type { Upstream } from './upstream.js';
 
@@ -25,11 +26,6 @@ export interface LlamaSwapClient extends Upstream {
 const UNLOAD_TIMEOUT_FLOOR_MS = 30_000;
 /** A load blocks until the health check passes (`healthCheckTimeout`, default 120 s). */
 const LOAD_TIMEOUT_FLOOR_MS = 130_000;
-
-/** Percent-encode each segment of a model ID but keep its slashes (IDs like `org/model`). */
-export function encodeModelPath(modelId: string): string {
-  return modelId.split('/').map(encodeURIComponent).join('/');
-}
 
 export function createLlamaSwapClient(options: LlamaSwapClientOptions): LlamaSwapClient {
   const http = createTransport({ ...options, who: 'llama-swap' });
@@ -137,6 +133,7 @@ export function createLlamaSwapClient(options: LlamaSwapClientOptions): LlamaSwa
         },
         opts,
       );
+      if (res.status >= 300 && res.status < 400) return loadedDespiteRedirect(http, modelId, res.status, opts);
       if (res.status >= 200 && res.status < 500 && res.status !== 404) return { status: res.status };
       const err = http.httpError(res, what);
       // A 404 from the model server's own root page (e.g. vLLM) still means it is up; a 404 from
@@ -161,4 +158,22 @@ export function createLlamaSwapClient(options: LlamaSwapClientOptions): LlamaSwa
 
     close: () => http.close(),
   };
+}
+
+/**
+ * A redirect is not a load: llama-swap answers one before any model starts when it cleans a
+ * path. A model server's own root page may redirect too, which only counts when the model runs.
+ */
+async function loadedDespiteRedirect(
+  http: Transport,
+  modelId: string,
+  status: number,
+  opts: CallOptions,
+): Promise<{ status: number }> {
+  const body = await http.getJson<{ running?: RunningModel[] }>('/running', 'running', opts);
+  const running = Array.isArray(body.running) ? body.running : [];
+  if (running.some((r) => r.model === modelId && r.state === 'ready')) return { status };
+  throw new UpstreamError('http', `llama-swap answered the load of ${modelId} with a redirect (HTTP ${status})`, {
+    status: 502,
+  });
 }

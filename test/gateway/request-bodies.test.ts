@@ -133,6 +133,9 @@ describe('request bodies', () => {
       sha256: createHash('sha256').update(body).digest('hex'),
     });
     expect(upstream.received.at(-1)?.headers['content-length']).toBe(String(Buffer.byteLength(body)));
-    expect(readdirSync(join(gateway.dataDir, 'spool'))).toEqual([]);
+    // Only this process's own (empty) spool directory is left, with its lock.
+    const [own, ...others] = readdirSync(join(gateway.dataDir, 'spool'));
+    expect(others).toEqual([]);
+    expect(readdirSync(join(gateway.dataDir, 'spool', own!))).toEqual(['owner.lock']);
   });
 });

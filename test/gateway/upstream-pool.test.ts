@@ -1,6 +1,7 @@
 /**
  * The connection pool towards llama-swap: its size is GATEHOUSE_UPSTREAM_CONNECTIONS, and a call
- * that went out on a kept-alive connection the upstream had just closed is sent once more.
+ * that went out on a kept-alive connection the upstream had just closed is sent once more only when
+ * its method is idempotent: a POST the upstream may have received is never sent twice.
  */
 import { createServer, type AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -52,10 +53,13 @@ describe('GATEHOUSE_UPSTREAM_CONNECTIONS', () => {
 });
 
 /**
- * A raw HTTP/1.1 upstream on node:net that records, per request, which connection carried it,
- * and answers or closes as `decide(requestNumberOnThisSocket, socketNumber)` says.
+ * A raw HTTP/1.1 upstream on node:net that records, per request read whole, which connection
+ * carried it, and answers, answers then ends the connection, or destroys it unanswered, as
+ * `decide(requestNumberOnThisSocket, socketNumber)` says.
  */
-async function startRawUpstream(decide: (nthOnSocket: number, socketNo: number) => 'answer' | 'close') {
+async function startRawUpstream(
+  decide: (nthOnSocket: number, socketNo: number) => 'answer' | 'answer-and-end' | 'close',
+) {
   const seen: Array<{ socket: number; path: string }> = [];
   let sockets = 0;
   const server = createServer((socket) => {
@@ -73,7 +77,8 @@ async function startRawUpstream(decide: (nthOnSocket: number, socketNo: number) 
         if (buffered.length < headEnd + 4 + length) return;
         buffered = buffered.subarray(headEnd + 4 + length);
         seen.push({ socket: socketNo, path: head.split(' ')[1]! });
-        if (decide(++nth, socketNo) === 'close') {
+        const action = decide(++nth, socketNo);
+        if (action === 'close') {
           socket.destroy();
           return;
         }
@@ -81,6 +86,7 @@ async function startRawUpstream(decide: (nthOnSocket: number, socketNo: number) 
           'HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 11\r\nconnection: ' +
             'keep-alive\r\n\r\n{"ok":true}',
         );
+        if (action === 'answer-and-end') socket.end();
       }
     });
   });
@@ -93,25 +99,59 @@ async function startRawUpstream(decide: (nthOnSocket: number, socketNo: number) 
 }
 
 describe('a kept-alive upstream connection closed under a call', () => {
-  it('sends the call once more on a fresh connection when the reused one closed before answering', async () => {
-    // The second request on a connection finds it closed, as after a llama-server stream.
+  const post = (url: string, path: string, body: string) =>
+    rawRequest(`${url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+
+  it('never sends a POST twice: the upstream read it whole and closed the reused connection, so 502', async () => {
+    // The second request on a connection is read whole, then the connection is destroyed unanswered.
     const upstream = await startRawUpstream((nth) => (nth === 2 ? 'close' : 'answer'));
     cleanup.push(upstream);
     const gateway = await startTestGateway(upstream.url, { upstreamConnections: 1 });
     cleanup.push(gateway);
     const body = JSON.stringify({ model: 'm', messages: [] });
-    const post = () =>
-      rawRequest(`${gateway.url}/v1/chat/completions`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body,
-      });
-    expect((await post()).status).toBe(200);
-    const second = await post();
-    expect(second.status).toBe(200);
-    expect(second.body.toString()).toBe('{"ok":true}');
+    expect((await post(gateway.url, '/v1/chat/completions', body)).status).toBe(200);
+    const second = await post(gateway.url, '/v1/chat/completions', body);
+    expect(second.status).toBe(502);
+    expect(JSON.parse(second.body.toString())).toEqual({
+      error: {
+        message: 'The connection to llama-swap failed before a response arrived (UND_ERR_SOCKET).',
+        type: 'server_error',
+        param: null,
+        code: 'upstream_bad_gateway',
+      },
+    });
     expect(upstream.seen).toEqual([
       { socket: 1, path: '/v1/chat/completions' },
+      { socket: 1, path: '/v1/chat/completions' },
+    ]);
+  });
+
+  it('answers an Anthropic call the upstream received and dropped with 502 in the Anthropic shape, once', async () => {
+    const upstream = await startRawUpstream((nth) => (nth === 2 ? 'close' : 'answer'));
+    cleanup.push(upstream);
+    const gateway = await startTestGateway(upstream.url, { upstreamConnections: 1 });
+    cleanup.push(gateway);
+    const body = JSON.stringify({ model: 'm', max_tokens: 8, messages: [] });
+    expect((await post(gateway.url, '/v1/messages', body)).status).toBe(200);
+    const second = await post(gateway.url, '/v1/messages', body);
+    expect(second.status).toBe(502);
+    expect(JSON.parse(second.body.toString())).toMatchObject({ type: 'error', error: { type: 'api_error' } });
+    expect(upstream.seen).toEqual([
+      { socket: 1, path: '/v1/messages' },
+      { socket: 1, path: '/v1/messages' },
+    ]);
+  });
+
+  it('sends a POST on a fresh connection when the reused one had closed before the call went out', async () => {
+    // As llama-server does after a stream: the answer, then the connection's end, before the next call.
+    const upstream = await startRawUpstream(() => 'answer-and-end');
+    cleanup.push(upstream);
+    const gateway = await startTestGateway(upstream.url, { upstreamConnections: 1 });
+    cleanup.push(gateway);
+    const body = JSON.stringify({ model: 'm', messages: [] });
+    expect((await post(gateway.url, '/v1/chat/completions', body)).status).toBe(200);
+    expect((await post(gateway.url, '/v1/chat/completions', body)).status).toBe(200);
+    expect(upstream.seen).toEqual([
       { socket: 1, path: '/v1/chat/completions' },
       { socket: 2, path: '/v1/chat/completions' },
     ]);

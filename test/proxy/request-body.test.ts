@@ -16,10 +16,11 @@ import {
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import type { BodyHead } from '../../src/core/context.js';
-import { discardRest, MEMORY_BODY_MAX_BYTES, prepareSpoolDir, receiveBody } from '../../src/proxy/request-body.js';
+import { discardRest, MEMORY_BODY_MAX_BYTES, receiveBody } from '../../src/proxy/request-body.js';
+import { openSpoolDir } from '../../src/proxy/spool-dir.js';
 
 let server: Server;
 let port: number;
@@ -329,20 +330,34 @@ describe('dropping the rest of an unwanted body', () => {
 });
 
 describe('the spool directory', () => {
-  it('creates the directory and removes body files a crashed process left, keeping other files', () => {
-    const dir = join(spoolDir, 'nested', 'spool');
-    mkdirSync(dir, { recursive: true });
-    writeFileSync(join(dir, 'left-over.body'), 'x');
-    writeFileSync(join(dir, 'notes.txt'), 'kept');
-    expect(prepareSpoolDir(dir)).toBe(dir);
-    expect(readdirSync(dir)).toEqual(['notes.txt']);
+  it("makes this process's own directory, leaving what else is there, and removes it on close", () => {
+    const parent = join(spoolDir, 'nested', 'spool');
+    mkdirSync(parent, { recursive: true });
+    writeFileSync(join(parent, 'left-over.body'), 'x');
+    const spool = openSpoolDir(parent);
+    expect(spool.dir.startsWith(parent)).toBe(true);
+    expect(readdirSync(parent).sort()).toEqual([basename(spool.dir), 'left-over.body'].sort());
+    spool.close();
+    expect(readdirSync(parent)).toEqual(['left-over.body']);
+  });
+
+  it("never removes another live owner's directory, in this process or another", () => {
+    const parent = join(spoolDir, 'shared');
+    const first = openSpoolDir(parent);
+    writeFileSync(join(first.dir, 'in-flight.body'), 'x');
+    const second = openSpoolDir(parent);
+    expect(readdirSync(first.dir).sort()).toEqual(['in-flight.body', 'owner.lock']);
+    expect(second.dir).not.toBe(first.dir);
+    second.close();
+    first.close();
   });
 
   it("falls back to the system's temp dir when the directory cannot be made", () => {
     const file = join(spoolDir, 'a-file');
     writeFileSync(file, 'not a directory');
-    const used = prepareSpoolDir(join(file, 'spool'));
-    expect(used.startsWith(tmpdir())).toBe(true);
-    expect(statSync(used).isDirectory()).toBe(true);
+    const spool = openSpoolDir(join(file, 'spool'));
+    expect(spool.dir.startsWith(tmpdir())).toBe(true);
+    expect(statSync(spool.dir).isDirectory()).toBe(true);
+    spool.close();
   });
 });

@@ -1,5 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createLlamaSwapClient, encodeModelPath, type LlamaSwapClient } from '../../src/upstream/llama-swap-client.js';
+import { createServer, type AddressInfo } from 'node:net';
+import { createLlamaSwapClient, type LlamaSwapClient } from '../../src/upstream/llama-swap-client.js';
+import { encodeModelPath, modelIdProblem } from '../../src/upstream/model-id.js';
 import { UpstreamError } from '../../src/upstream/errors.js';
 import { startSimulator, type Simulator } from '../fakes/llama-swap/index.js';
 import { freePort } from '../helpers/ports.js';
@@ -176,6 +178,85 @@ describe('llama-swap client against the simulator', () => {
     await sim.waitForRequest((r) => r.path.startsWith('/upstream/qwen'));
     controller.abort(new Error('caller gave up'));
     await expect(pending).rejects.toThrow('caller gave up');
+  });
+});
+
+describe('model ids in upstream paths', () => {
+  it('refuses ids that would name another route once llama-swap cleans the path, and encodes the rest', () => {
+    for (const bad of [
+      '',
+      '.',
+      '..',
+      '../unload',
+      'a/../b',
+      'a/./b',
+      '/a',
+      'a/',
+      'a//b',
+      'a\\b',
+      'a\u0000',
+      'a\u200b',
+      'a\ud800',
+    ])
+      expect(modelIdProblem(bad), JSON.stringify(bad)).toEqual(expect.any(String));
+    expect(modelIdProblem('x'.repeat(257))).toEqual(expect.any(String));
+    expect(() => encodeModelPath('../unload')).toThrow(RangeError);
+    for (const good of ['qwen3-8b', 'org/model a', 'gpt-oss:20b', '...', '.hidden', '%2e%2e', 'Qwen2.5-7B@q4_K_M'])
+      expect(modelIdProblem(good), good).toBeUndefined();
+    expect(encodeModelPath('%2e%2e/a?b#c')).toBe('%252e%252e/a%3Fb%23c');
+  });
+});
+
+/** A raw upstream answering each request by its path; records what it received. */
+async function pathUpstream(answer: (path: string) => string) {
+  const seen: string[] = [];
+  const server = createServer((socket) => {
+    socket.on('error', () => undefined);
+    socket.once('data', (data: Buffer) => {
+      const path = data.toString('latin1').split(' ')[1]!;
+      seen.push(path);
+      socket.end(answer(path));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    seen,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+const REDIRECT =
+  'HTTP/1.1 301 Moved Permanently\r\nlocation: /running\r\ncontent-length: 0\r\nconnection: close\r\n\r\n';
+const runningJson = (body: string) =>
+  'HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n' +
+  `content-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`;
+
+describe('a load answered with a redirect', () => {
+  it('is not a load when the model does not run: a typed 502', async () => {
+    const upstream = await pathUpstream((path) => (path === '/running' ? runningJson('{"running":[]}') : REDIRECT));
+    const client = createLlamaSwapClient({ baseUrl: new URL(upstream.url), timeoutMs: 2000 });
+    try {
+      const err = await rejection(client.load('qwen'));
+      expect(err).toMatchObject({ kind: 'http', status: 502 });
+      expect(err.message).toMatch(/redirect \(HTTP 301\)/);
+      expect(upstream.seen).toEqual(['/upstream/qwen/', '/running']);
+    } finally {
+      await client.close();
+      await upstream.close();
+    }
+  });
+
+  it("counts when the model runs (its server's own root page redirects)", async () => {
+    const running = '{"running":[{"model":"qwen","state":"ready"}]}';
+    const upstream = await pathUpstream((path) => (path === '/running' ? runningJson(running) : REDIRECT));
+    const client = createLlamaSwapClient({ baseUrl: new URL(upstream.url), timeoutMs: 2000 });
+    try {
+      expect(await client.load('qwen')).toEqual({ status: 301 });
+    } finally {
+      await client.close();
+      await upstream.close();
+    }
   });
 });
 

@@ -16,6 +16,7 @@ import type { LogSource } from '../../upstream/types.js';
 import { GatewayError } from '../../core/errors.js';
 import { redactSecrets } from '../../core/redact-secrets.js';
 import { UpstreamError } from '../../upstream/errors.js';
+import { modelIdProblem } from '../../upstream/model-id.js';
 
 const PING_MS = 15_000;
 const RETRY_MIN_MS = 250;
@@ -104,7 +105,15 @@ export function createLogStreamHandler(deps: { upstream: Upstream; view: Upstrea
 function parseSource(raw: string | undefined): LogSource | 'gateway' {
   if (raw === undefined || raw === 'proxy') return 'proxy';
   if (raw === 'upstream' || raw === 'gateway') return raw;
-  if (raw.startsWith('model:') && raw.length > 'model:'.length) return { model: raw.slice('model:'.length) };
+  if (raw.startsWith('model:')) {
+    const model = raw.slice('model:'.length);
+    const problem = modelIdProblem(model);
+    if (problem === undefined) return { model };
+    throw new GatewayError('bad_request', {
+      message: 'This is not a model id llama-swap can be asked about.',
+      details: [{ path: '/source', message: problem }],
+    });
+  }
   throw new GatewayError('bad_request', {
     message: 'source must be proxy, upstream, gateway or model:<id>.',
     details: [{ path: '/source', message: `unknown source ${JSON.stringify(raw)}` }],

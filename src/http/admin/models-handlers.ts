@@ -10,6 +10,7 @@ import type { ModelList, ModelStateChange, UpstreamInfo } from '../../admin-api/
 import type { UpstreamView } from '../../live/upstream-view.js';
 import type { Upstream } from '../../upstream/upstream.js';
 import { GatewayError } from '../../core/errors.js';
+import { modelIdProblem } from '../../upstream/model-id.js';
 import { startLoad, upstreamActionError } from '../model-actions.js';
 import type { AuditedHandler, AuditScope } from './audited.js';
 
@@ -24,8 +25,13 @@ export function createModelHandlers(deps: { upstream: Upstream; view: UpstreamVi
 } {
   const { upstream, view, logger } = deps;
   const idParam = (request: FastifyRequest, audit: AuditScope) => {
-    const id = (request.params as { id?: string }).id;
-    if (!id) throw new GatewayError('bad_request', { message: 'A model id is required.' });
+    const id = (request.params as { id?: string }).id ?? '';
+    const problem = modelIdProblem(id);
+    if (problem !== undefined)
+      throw new GatewayError('bad_request', {
+        message: 'This is not a model id llama-swap can be asked about.',
+        details: [{ path: '/id', message: problem }],
+      });
     audit.target = { kind: 'model', id, name: null, version: null };
     return id;
   };
