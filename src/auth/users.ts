@@ -108,6 +108,20 @@ export class Users {
     return { token, expiresAt: at + INVITE_TTL_MS };
   }
 
+  /**
+   * The invited user (no password, no provider yet) with this email and an invitation that has
+   * not expired: an OpenID Provider that verified the email may claim it in place of the link.
+   */
+  async invitedByEmail(email: string): Promise<UserRecord | undefined> {
+    const wanted = email.toLowerCase();
+    const candidate = (await this.#store.users.list()).find(
+      (u) => u.email?.toLowerCase() === wanted && u.passwordHash === null && u.oidcSubject === null,
+    );
+    if (!candidate) return undefined;
+    const invite = await this.#store.invites.findForUser(candidate.id);
+    return invite && this.#now() < invite.expiresAt ? candidate : undefined;
+  }
+
   /** Uses up the invitation and sets the user's password (the caller has checked `passwordProblem`). */
   async acceptInvite(token: string, password: string): Promise<InviteAcceptance> {
     if (!TOKEN_SHAPE.test(token)) return { ok: false, reason: 'unknown' };

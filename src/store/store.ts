@@ -463,6 +463,8 @@ export interface InviteStore {
   take(tokenHash: string): Promise<InviteRecord | undefined>;
   /** Deletes every invitation of a user (a new invitation replaces the old link). */
   deleteForUser(userId: string): Promise<number>;
+  /** The user's invitation that expires last, whatever its age; the caller checks `expiresAt`. */
+  findForUser(userId: string): Promise<InviteRecord | undefined>;
 }
 
 export interface Store {

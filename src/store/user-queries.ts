@@ -93,6 +93,15 @@ export function createInviteStore(db: Kysely<Database>): InviteStore {
       const result = await db.deleteFrom('user_invites').where('user_id', '=', userId).executeTakeFirst();
       return Number(result.numDeletedRows);
     },
+    async findForUser(userId) {
+      const row = await db
+        .selectFrom('user_invites')
+        .selectAll()
+        .where('user_id', '=', userId)
+        .orderBy('expires_at', 'desc')
+        .executeTakeFirst();
+      return row && toInviteRecord(row);
+    },
   };
 }
 

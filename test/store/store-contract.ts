@@ -402,6 +402,18 @@ export function describeStoreContract(name: string, open: () => Promise<Store>):
         expect(taken.filter(Boolean)).toEqual([invite]);
       });
 
+      it("finds a user's invitation that lasts longest, whatever its age", async () => {
+        const invited = await store.users.create(user());
+        expect(await store.invites.findForUser(invited.id)).toBeUndefined();
+        const old = { tokenHash: 'e1'.repeat(32), userId: invited.id, createdAt: T0, expiresAt: T0 + 10 };
+        const newer = { tokenHash: 'e2'.repeat(32), userId: invited.id, createdAt: T0 + 5, expiresAt: T0 + 20 };
+        await store.invites.create(newer);
+        await store.invites.create(old);
+        expect(await store.invites.findForUser(invited.id)).toEqual(newer);
+        await store.invites.deleteForUser(invited.id);
+        expect(await store.invites.findForUser(invited.id)).toBeUndefined();
+      });
+
       it("lists a user's keys and ends only their sessions", async () => {
         const owner = await store.users.create(user());
         const mine = await store.keys.create(keyRecord({ ownerId: owner.id }));
