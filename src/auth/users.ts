@@ -38,6 +38,7 @@ export class Users {
   readonly #store: UsersOptions['store'];
   readonly #cost: Readonly<ScryptCost>;
   readonly #now: () => number;
+  #decoy: Promise<string> | undefined;
 
   constructor(options: UsersOptions) {
     this.#store = options.store;
@@ -62,16 +63,32 @@ export class Users {
     return (await this.#store.users.list()).some((u) => u.id !== userId && u.role === 'admin' && u.disabledAt === null);
   }
 
-  /** The enabled password user with this name and password, else undefined. */
+  /**
+   * The enabled password user with this name and password, else undefined. A name that cannot
+   * sign in (unknown, disabled, invited) is verified against the decoy hash, so every answer
+   * costs one scrypt and its timing does not tell which names exist.
+   */
   async verifyPassword(name: string, password: string): Promise<UserRecord | undefined> {
     const user = await this.#store.users.findByName(name);
-    if (!user || user.disabledAt !== null || user.passwordHash === null) return undefined;
-    return (await verifyPassword(password, user.passwordHash)) ? user : undefined;
+    const usable = user !== undefined && user.disabledAt === null && user.passwordHash !== null;
+    const matches = await verifyPassword(password, usable ? user.passwordHash! : await this.#decoyHash());
+    return usable && matches ? user : undefined;
   }
 
   /** Stores a new password for the user (the caller has checked `passwordProblem`). */
   async setPassword(userId: string, password: string): Promise<void> {
-    await this.#store.users.update(userId, { passwordHash: await hashPassword(password, this.#cost) });
+    await this.#store.users.update(userId, { passwordHash: await this.#hash(password) });
+  }
+
+  /** The one way passwords are hashed here, so the decoy always has the real hashes' parameters. */
+  #hash(password: string): Promise<string> {
+    return hashPassword(password, this.#cost);
+  }
+
+  /** A hash of a random password nobody knows, made on first use. */
+  #decoyHash(): Promise<string> {
+    this.#decoy ??= this.#hash(randomBytes(32).toString('base64url'));
+    return this.#decoy;
   }
 
   /** Creates a password user; `password` absent leaves them unable to sign in until invited. */
@@ -87,7 +104,7 @@ export class Users {
       email: input.email ?? null,
       role: input.role,
       signIn: 'password',
-      passwordHash: input.password === undefined ? null : await hashPassword(input.password, this.#cost),
+      passwordHash: input.password === undefined ? null : await this.#hash(input.password),
     });
   }
 
@@ -130,9 +147,7 @@ export class Users {
     if (this.#now() >= invite.expiresAt) return { ok: false, reason: 'expired' };
     const user = await this.#store.users.get(invite.userId);
     if (!user || user.disabledAt !== null) return { ok: false, reason: 'disabled' };
-    const updated = await this.#store.users.update(user.id, {
-      passwordHash: await hashPassword(password, this.#cost),
-    });
+    const updated = await this.#store.users.update(user.id, { passwordHash: await this.#hash(password) });
     return updated ? { ok: true, user: updated } : { ok: false, reason: 'unknown' };
   }
 
