@@ -11,6 +11,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { KeyBudget, Store, UserRecord, UserRole, UserStore } from '../store/store.js';
 import type { User } from '../admin-api/types.js';
+import { GatewayError } from '../core/errors.js';
+import { visibleUserName } from '../core/user-names.js';
 import { DEFAULT_SCRYPT_COST, hashPassword, verifyPassword, type ScryptCost } from './passwords.js';
 
 export const INVITE_TTL_MS = 7 * 86_400_000;
@@ -91,21 +93,30 @@ export class Users {
     return this.#decoy;
   }
 
-  /** Creates a password user; `password` absent leaves them unable to sign in until invited. */
+  /**
+   * Creates a password user; `password` absent leaves them unable to sign in until invited.
+   * A name taken meanwhile (another request, another replica) is a `409 conflict`.
+   */
   async createPasswordUser(input: {
     name: string;
     email?: string | null;
     role: UserRole;
     password?: string;
   }): Promise<UserRecord> {
-    return this.#store.users.create({
+    const record = {
       ...blankUser(this.#now()),
       name: input.name,
       email: input.email ?? null,
       role: input.role,
-      signIn: 'password',
+      signIn: 'password' as const,
       passwordHash: input.password === undefined ? null : await this.#hash(input.password),
-    });
+    };
+    try {
+      return await this.#store.users.create(record);
+    } catch (error) {
+      const taken = await this.#store.users.findByName(input.name);
+      throw taken ? nameTaken(taken.name) : error;
+    }
   }
 
   /**
@@ -155,7 +166,8 @@ export class Users {
    * The user an OpenID Provider vouched for, by (issuer, subject). Known users get the role the
    * provider's claim maps to now (`role`, when it maps to one) and their name/email refreshed;
    * unknown ones are created only with `autoCreate` (as `role`, else `member`) or when `role`
-   * came from an explicit mapping. Disabled users are refused.
+   * came from an explicit mapping, under the provider's name as it shows (invisible characters
+   * dropped), numbered when it compares equal to a taken one. Disabled users are refused.
    */
   async findOrCreateOidcUser(input: {
     issuer: string;
@@ -179,7 +191,7 @@ export class Users {
     if (input.role === undefined && !input.autoCreate) return { ok: false, reason: 'unknown' };
     const user = await this.#store.users.create({
       ...blankUser(this.#now()),
-      name: await freeUserName(this.#store.users, input.name.trim() || 'user'),
+      name: await freeUserName(this.#store.users, visibleUserName(input.name) || 'user'),
       email: input.email,
       role: input.role ?? 'member',
       signIn: 'oidc',
@@ -209,7 +221,18 @@ export class Users {
   }
 }
 
-/** `base`, or `base 2`, `base 3`...: names are unique, providers' display names are not. */
+/** The answer to a new user whose name compares equal to `existing`'s. */
+export function nameTaken(existing: string): GatewayError {
+  return new GatewayError('conflict', {
+    message: `A user named ${JSON.stringify(existing)} exists already.`,
+    details: [{ path: '/name', message: 'taken' }],
+  });
+}
+
+/**
+ * `base`, or `base 2`, `base 3`...: names are unique (as they compare), providers' display names
+ * are not.
+ */
 export async function freeUserName(users: Pick<UserStore, 'findByName'>, base: string): Promise<string> {
   for (let n = 1; ; n++) {
     const candidate = n === 1 ? base : `${base} ${n}`;

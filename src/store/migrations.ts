@@ -7,6 +7,7 @@
  * take `Kysely<unknown>` because a migration must not depend on today's row types.
  */
 import { randomBytes } from 'node:crypto';
+import { userNameKey } from '../core/user-names.js';
 import {
   Migrator,
   SqliteAdapter,
@@ -258,6 +259,27 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
       for (const column of ['max_budget_tokens', 'max_budget_requests', 'max_budget_gpu_seconds'])
         await db.schema.alterTable('users').addColumn(column, 'bigint').execute();
       await db.schema.alterTable('users').addColumn('max_budget_period', 'text').execute();
+    },
+  },
+  /**
+   * Names compare by a key (`core/user-names.ts`: NFKC, invisible characters dropped, case
+   * folded), unique, so a look-alike of a taken name is taken. Existing users get theirs, oldest
+   * first; one whose key an older user already has keeps none (null never collides) and is still
+   * found by its exact name.
+   */
+  '0012_user_name_key': {
+    async up(db: Kysely<unknown>): Promise<void> {
+      await db.schema.alterTable('users').addColumn('name_key', 'text').execute();
+      const { rows } = await sql<{ id: string; name: string }>`select id, name from users
+        order by created_at, id`.execute(db);
+      const taken = new Set<string>();
+      for (const { id, name } of rows) {
+        const key = userNameKey(name);
+        if (taken.has(key)) continue;
+        taken.add(key);
+        await sql`update users set name_key = ${key} where id = ${id}`.execute(db);
+      }
+      await db.schema.createIndex('users_name_key_idx').on('users').column('name_key').unique().execute();
     },
   },
 };

@@ -1,9 +1,11 @@
 /**
- * The `users` and `user_invites` queries, written once for both engines. A user write that
+ * The `users` and `user_invites` queries, written once for both engines. Names are found and kept
+ * unique by their comparison key (`core/user-names.ts`), so look-alikes are one name. A user write that
  * can change what a key may do (disabling, a new role) runs through `writeKeys`, so every
  * replica's key index reloads (`watchKeys`).
  */
 import type { Insertable, Kysely, Selectable, Updateable } from 'kysely';
+import { userNameKey } from '../core/user-names.js';
 import type { Database, UserInvitesTable, UsersTable } from './schema.js';
 import type { InviteRecord, InviteStore, KeyBudget, UserRecord, UserRole, UserStore, SignInMethod } from './store.js';
 import { BUDGET_PERIODS, USER_ROLES } from './store.js';
@@ -25,7 +27,10 @@ export function createUserStore(db: Kysely<Database>, writeKeys: WriteKeys): Use
       return row && toUserRecord(row);
     },
     async findByName(name) {
-      const row = await db.selectFrom('users').selectAll().where('name', '=', name).executeTakeFirst();
+      // The exact name first: an older look-alike kept from before migration 0012 has no key.
+      const row =
+        (await db.selectFrom('users').selectAll().where('name', '=', name).executeTakeFirst()) ??
+        (await db.selectFrom('users').selectAll().where('name_key', '=', userNameKey(name)).executeTakeFirst());
       return row && toUserRecord(row);
     },
     async findByOidc(issuer, subject) {
@@ -39,7 +44,7 @@ export function createUserStore(db: Kysely<Database>, writeKeys: WriteKeys): Use
     },
     async update(id, patch) {
       const values: Updateable<UsersTable> = {};
-      if (patch.name !== undefined) values.name = patch.name;
+      if (patch.name !== undefined) Object.assign(values, { name: patch.name, name_key: userNameKey(patch.name) });
       if (patch.email !== undefined) values.email = patch.email;
       if (patch.role !== undefined) values.role = patch.role;
       if (patch.passwordHash !== undefined) values.password_hash = patch.passwordHash;
@@ -109,6 +114,7 @@ function toUserRow(record: UserRecord): Insertable<UsersTable> {
   return {
     id: record.id,
     name: record.name,
+    name_key: userNameKey(record.name),
     email: record.email,
     role: record.role,
     sign_in: record.signIn,

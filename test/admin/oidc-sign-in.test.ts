@@ -285,6 +285,14 @@ describe('OpenID Connect sign-in with roles from the groups claim and auto-creat
     expect(info.user).toMatchObject({ name: 'Erin', email: 'erin@example.com', role: 'member', signIn: 'oidc' });
   });
 
+  it("makes a provider's look-alike of a taken name a name of its own, without invisible characters", async () => {
+    provider.setAccount('mallory', { name: 'ＡＤＭＩＮ\u200b', groups: ['staff'] });
+    const info = await sessionOf(gateway, await signInAs(gateway, 'mallory'));
+    expect(info.user).toMatchObject({ name: 'ADMIN 2', role: 'member', signIn: 'oidc' });
+    provider.setAccount('trudy', { name: 'Tru\u202edy', groups: ['staff'] });
+    expect((await sessionOf(gateway, await signInAs(gateway, 'trudy'))).user?.name).toBe('Trudy');
+  });
+
   it('gives the highest role matched, and applies a change at the provider at the next sign-in', async () => {
     provider.setAccount('finn', { name: 'Finn', groups: ['llm-viewers', 'llm-admins'] });
     expect((await sessionOf(gateway, await signInAs(gateway, 'finn'))).role).toBe('admin');

@@ -383,6 +383,17 @@ export function describeStoreContract(name: string, open: () => Promise<Store>):
         ).rejects.toThrow();
       });
 
+      it('finds a user by any name that compares equal, and refuses a look-alike of a taken name', async () => {
+        const ann = await store.users.create(user({ name: 'Ann Straße' }));
+        for (const lookAlike of ['ANN STRASSE', 'ａｎｎ straße', 'ann\u200b  strasse', 'Ann\u202e Straße'])
+          expect((await store.users.findByName(lookAlike))?.id, lookAlike).toBe(ann.id);
+        await expect(store.users.create(user({ name: 'ann strasse' }))).rejects.toThrow();
+        await store.users.update(ann.id, { name: 'Ann Other' });
+        expect((await store.users.findByName('ann other'))?.id).toBe(ann.id);
+        expect(await store.users.findByName('ann strasse')).toBeUndefined();
+        expect((await store.users.create(user({ name: 'ann strasse' }))).name).toBe('ann strasse');
+      });
+
       it("stores a member's maximum budget beyond 32 bits, changes it and clears it", async () => {
         const cap = { tokens: 5_000_000_000_000, requests: null, gpuSeconds: 3600, period: 'week' as const };
         const member = await store.users.create(user({ maxBudget: cap }));

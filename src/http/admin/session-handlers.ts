@@ -17,6 +17,7 @@ import { userActor } from '../../audit/actor.js';
 import { passwordProblem } from '../../auth/passwords.js';
 import { SETUP_DONE_MESSAGE } from '../../auth/setup-pending.js';
 import { GatewayError } from '../../core/errors.js';
+import { userNameKey } from '../../core/user-names.js';
 import type { StoreTransaction } from '../../store/store.js';
 import type { AuditedHandler, AuditScope } from './audited.js';
 import type { SessionCookie } from './session-cookie.js';
@@ -83,7 +84,7 @@ export function createSessionHandlers(deps: SessionHandlerDeps): SessionHandlers
       }
       // A name nobody has is counted under the name itself, exactly as a user is under their id.
       const user = name === undefined ? await account.firstAdmin() : await users.findByName(name);
-      return user ? `user:${user.id}` : `name:${name ?? ''}`;
+      return user ? `user:${user.id}` : `name:${userNameKey(name ?? '')}`;
     },
 
     async session(request, reply) {
