@@ -27,10 +27,14 @@ export function createUserStore(db: Kysely<Database>, writeKeys: WriteKeys): Use
       return row && toUserRecord(row);
     },
     async findByName(name) {
-      // The exact name first: an older look-alike kept from before migration 0012 has no key.
-      const row =
-        (await db.selectFrom('users').selectAll().where('name', '=', name).executeTakeFirst()) ??
-        (await db.selectFrom('users').selectAll().where('name_key', '=', userNameKey(name)).executeTakeFirst());
+      // One query whether the name exists or not. The exact name wins: an older look-alike kept
+      // from before migration 0012 has no key. Both unique, so at most two rows.
+      const rows = await db
+        .selectFrom('users')
+        .selectAll()
+        .where((eb) => eb.or([eb('name', '=', name), eb('name_key', '=', userNameKey(name))]))
+        .execute();
+      const row = rows.find((r) => r.name === name) ?? rows[0];
       return row && toUserRecord(row);
     },
     async findByOidc(issuer, subject) {
