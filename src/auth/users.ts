@@ -11,6 +11,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { KeyBudget, Store, UserRecord, UserRole, UserStore } from '../store/store.js';
 import type { User } from '../admin-api/types.js';
+import { GatewayError } from '../core/errors.js';
+import { visibleUserName } from '../core/user-names.js';
 import { DEFAULT_SCRYPT_COST, hashPassword, verifyPassword, type ScryptCost } from './passwords.js';
 
 export const INVITE_TTL_MS = 7 * 86_400_000;
@@ -39,6 +41,7 @@ export class Users {
   readonly #store: UsersOptions['store'];
   readonly #cost: Readonly<ScryptCost>;
   readonly #now: () => number;
+  #decoy: Promise<string> | undefined;
 
   constructor(options: UsersOptions) {
     this.#store = options.store;
@@ -53,7 +56,7 @@ export class Users {
 
   /** The stored form of a password (scrypt: slow on purpose, so never inside a transaction). */
   hashPassword(password: string): Promise<string> {
-    return hashPassword(password, this.#cost);
+    return this.#hash(password);
   }
 
   get(id: string): Promise<UserRecord | undefined> {
@@ -73,19 +76,38 @@ export class Users {
     return (await this.#store.users.list()).some((u) => u.id !== userId && u.role === 'admin' && u.disabledAt === null);
   }
 
-  /** The enabled password user with this name and password, else undefined. */
+  /**
+   * The enabled password user with this name and password, else undefined. A name that cannot
+   * sign in (unknown, disabled, invited) is verified against the decoy hash, so every answer
+   * costs one scrypt and its timing does not tell which names exist.
+   */
   async verifyPassword(name: string, password: string): Promise<UserRecord | undefined> {
     const user = await this.#store.users.findByName(name);
-    if (!user || user.disabledAt !== null || user.passwordHash === null) return undefined;
-    return (await verifyPassword(password, user.passwordHash)) ? user : undefined;
+    const usable = user !== undefined && user.disabledAt === null && user.passwordHash !== null;
+    const matches = await verifyPassword(password, usable ? user.passwordHash! : await this.#decoyHash());
+    return usable && matches ? user : undefined;
   }
 
   /** Stores a new password for the user (the caller has checked `passwordProblem`). */
   async setPassword(userId: string, password: string): Promise<void> {
-    await this.#store.users.update(userId, { passwordHash: await hashPassword(password, this.#cost) });
+    await this.#store.users.update(userId, { passwordHash: await this.#hash(password) });
   }
 
-  /** Creates a password user; `passwordHash` absent leaves them unable to sign in until invited. */
+  /** The one way passwords are hashed here, so the decoy always has the real hashes' parameters. */
+  #hash(password: string): Promise<string> {
+    return hashPassword(password, this.#cost);
+  }
+
+  /** A hash of a random password nobody knows, made on first use. */
+  #decoyHash(): Promise<string> {
+    this.#decoy ??= this.#hash(randomBytes(32).toString('base64url'));
+    return this.#decoy;
+  }
+
+  /**
+   * Creates a password user; `passwordHash` absent leaves them unable to sign in until invited.
+   * A name taken meanwhile (another request, another replica) is a `409 conflict`.
+   */
   async createPasswordUser(input: {
     name: string;
     email?: string | null;
@@ -93,14 +115,20 @@ export class Users {
     /** From `hashPassword`, made before the transaction. */
     passwordHash?: string;
   }): Promise<UserRecord> {
-    return this.#store.users.create({
+    const record = {
       ...blankUser(this.#now()),
       name: input.name,
       email: input.email ?? null,
       role: input.role,
-      signIn: 'password',
+      signIn: 'password' as const,
       passwordHash: input.passwordHash ?? null,
-    });
+    };
+    try {
+      return await this.#store.users.create(record);
+    } catch (error) {
+      const taken = await this.#store.users.findByName(input.name);
+      throw taken ? nameTaken(taken.name) : error;
+    }
   }
 
   /**
@@ -120,6 +148,20 @@ export class Users {
     return { token, expiresAt: at + INVITE_TTL_MS };
   }
 
+  /**
+   * The invited user (no password, no provider yet) with this email and an invitation that has
+   * not expired: an OpenID Provider that verified the email may claim it in place of the link.
+   */
+  async invitedByEmail(email: string): Promise<UserRecord | undefined> {
+    const wanted = email.toLowerCase();
+    const candidate = (await this.#store.users.list()).find(
+      (u) => u.email?.toLowerCase() === wanted && u.passwordHash === null && u.oidcSubject === null,
+    );
+    if (!candidate) return undefined;
+    const invite = await this.#store.invites.findForUser(candidate.id);
+    return invite && this.#now() < invite.expiresAt ? candidate : undefined;
+  }
+
   /** Uses up the invitation and sets the user's password (`hashPassword` of a checked password). */
   async acceptInvite(token: string, passwordHash: string): Promise<InviteAcceptance> {
     if (!TOKEN_SHAPE.test(token)) return { ok: false, reason: 'unknown' };
@@ -136,7 +178,8 @@ export class Users {
    * The user an OpenID Provider vouched for, by (issuer, subject). Known users get the role the
    * provider's claim maps to now (`role`, when it maps to one) and their name/email refreshed;
    * unknown ones are created only with `autoCreate` (as `role`, else `member`) or when `role`
-   * came from an explicit mapping. Disabled users are refused.
+   * came from an explicit mapping, under the provider's name as it shows (invisible characters
+   * dropped), numbered when it compares equal to a taken one. Disabled users are refused.
    */
   async findOrCreateOidcUser(input: {
     issuer: string;
@@ -160,7 +203,7 @@ export class Users {
     if (input.role === undefined && !input.autoCreate) return { ok: false, reason: 'unknown' };
     const user = await this.#store.users.create({
       ...blankUser(this.#now()),
-      name: await freeUserName(this.#store.users, input.name.trim() || 'user'),
+      name: await freeUserName(this.#store.users, visibleUserName(input.name) || 'user'),
       email: input.email,
       role: input.role ?? 'member',
       signIn: 'oidc',
@@ -190,7 +233,18 @@ export class Users {
   }
 }
 
-/** `base`, or `base 2`, `base 3`...: names are unique, providers' display names are not. */
+/** The answer to a new user whose name compares equal to `existing`'s. */
+export function nameTaken(existing: string): GatewayError {
+  return new GatewayError('conflict', {
+    message: `A user named ${JSON.stringify(existing)} exists already.`,
+    details: [{ path: '/name', message: 'taken' }],
+  });
+}
+
+/**
+ * `base`, or `base 2`, `base 3`...: names are unique (as they compare), providers' display names
+ * are not.
+ */
 export async function freeUserName(users: Pick<UserStore, 'findByName'>, base: string): Promise<string> {
   for (let n = 1; ; n++) {
     const candidate = n === 1 ? base : `${base} ${n}`;

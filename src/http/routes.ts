@@ -26,7 +26,8 @@
  *   GET  /api/session   public: signed in? first run? who, role  open → handler
  *   POST /api/setup     public: first password + setup token    open → setupPending → loginRateLimit → handler
  *                                                               (setup has its own loginRateLimit)
- *   POST /api/login     public: [name +] password → session     open → loginRateLimit → handler
+ *   POST /api/login     public: [name +] password → session     open → loginRateLimit (per address and
+ *                                                               per account: a preHandler, it reads the name) → handler
  *   POST /api/invite/accept  public: invitation token + password → session   open → setup's loginRateLimit → handler
  *   GET  /api/oidc/login      public: redirect to the OpenID Provider (transaction cookie)   open → handler
  *   GET  /api/oidc/callback   public: the provider's answer → session cookie, or /sign-in?oidc_error=   open → handler
@@ -154,6 +155,8 @@ export const PUBLIC_ADMIN_ROUTES: ReadonlySet<string> = new Set([
 
 /** Wrong passwords allowed per client address within `LOGIN_WINDOW_MS` before `429`. */
 const LOGIN_MAX_FAILURES = 5;
+/** Wrong passwords allowed per account, from all addresses together, within `LOGIN_WINDOW_MS`. */
+const LOGIN_ACCOUNT_MAX_FAILURES = 10;
 const LOGIN_WINDOW_MS = 15 * 60_000;
 
 /** Largest body of an `/api/*` request (and any other Fastify route): JSON of a few fields. */
@@ -278,12 +281,6 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
       adminToken: deps.settings.adminToken,
     });
     const clientAddress = (request: FastifyRequest) => trust.clientAddress(request.raw);
-    const loginLimit = loginRateLimit({
-      maxFailures: LOGIN_MAX_FAILURES,
-      windowMs: LOGIN_WINDOW_MS,
-      clientAddress,
-      now,
-    });
     // Wrong setup tokens (403) count like wrong passwords, separately from sign-in's.
     const setupLimit = loginRateLimit({
       maxFailures: LOGIN_MAX_FAILURES,
@@ -326,6 +323,14 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
       passwordFromSettings: deps.settings.adminPassword !== undefined,
       oidcName: oidc?.name,
     });
+    const loginLimit = loginRateLimit({
+      maxFailures: LOGIN_MAX_FAILURES,
+      maxAccountFailures: LOGIN_ACCOUNT_MAX_FAILURES,
+      windowMs: LOGIN_WINDOW_MS,
+      clientAddress,
+      account: s.attemptedAccount,
+      now,
+    });
     app.get('/api/session', open, s.session);
     app.post(
       '/api/setup',
@@ -334,7 +339,7 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
     );
     app.post(
       '/api/login',
-      { onRequest: [...checks, loginLimit.check], onResponse: loginLimit.settle },
+      { onRequest: checks, preHandler: loginLimit.check, onResponse: loginLimit.settle },
       audited('session.sign_in', s.login, { failureAction: 'session.sign_in_failed' }),
     );
     // Wrong or used tokens (403) count like wrong setup tokens.
@@ -379,7 +384,7 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
     }
     app.post(
       '/api/password',
-      { onRequest: [...everyone.onRequest, loginLimit.check], onResponse: loginLimit.settle },
+      { ...everyone, preHandler: loginLimit.check, onResponse: loginLimit.settle },
       audited('password.change', s.changePassword),
     );
 

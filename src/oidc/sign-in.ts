@@ -4,8 +4,9 @@
  * - A returning person is found by (issuer, subject) only, so a changed email at the provider
  *   keeps the account and another account that takes the email over gets nothing.
  * - At a first sign-in, a user an admin invited (no password set yet, no provider linked) is
- *   linked when the provider vouches for the same email (`email_verified` true): the invitation
- *   was the admin's consent. The link is then by subject.
+ *   linked when the provider vouches for the same email (`email_verified` true) while the
+ *   invitation has not expired: the invitation was the admin's consent, for as long as its link
+ *   works. The link is then by subject.
  * - Otherwise a new member is made only with `GATEHOUSE_OIDC_AUTO_CREATE`.
  * - With role lists set, the role claim decides the role at every sign-in, and a person in
  *   none of the lists is refused. Disabled users are refused.
@@ -39,7 +40,7 @@ export function oidcSignIn(options: OidcSignInOptions): (identity: OidcIdentity)
     const email = stringClaim(identity.claims, 'email') ?? null;
 
     const known = await store.users.findByOidc(identity.issuer, identity.subject);
-    const invited = known ? undefined : await invitedUser(store, identity);
+    const invited = known ? undefined : await invitedUser(users, identity);
     if (invited) {
       if (invited.disabledAt !== null)
         return { ok: false, code: 'user_disabled', reason: 'the invited user is disabled' };
@@ -72,13 +73,11 @@ export function oidcSignIn(options: OidcSignInOptions): (identity: OidcIdentity)
   };
 }
 
-/** An invited user (no password, no provider yet) whose email the provider verified for this person. */
-async function invitedUser(store: Pick<Store, 'users'>, identity: OidcIdentity): Promise<UserRecord | undefined> {
-  const email = stringClaim(identity.claims, 'email')?.toLowerCase();
+/** A user invited with the email the provider verified for this person, while the invitation lasts. */
+async function invitedUser(users: Users, identity: OidcIdentity): Promise<UserRecord | undefined> {
+  const email = stringClaim(identity.claims, 'email');
   if (email === undefined || identity.claims.email_verified !== true) return undefined;
-  return (await store.users.list()).find(
-    (u) => u.email?.toLowerCase() === email && u.passwordHash === null && u.oidcSubject === null,
-  );
+  return users.invitedByEmail(email);
 }
 
 function displayName(identity: OidcIdentity, email: string | null): string {

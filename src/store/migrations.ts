@@ -7,6 +7,7 @@
  * take `Kysely<unknown>` because a migration must not depend on today's row types.
  */
 import { randomBytes } from 'node:crypto';
+import { userNameKey } from '../core/user-names.js';
 import {
   Migrator,
   SqliteAdapter,
@@ -278,6 +279,27 @@ export const MIGRATIONS: Readonly<Record<string, Migration>> = {
       await db.schema.alterTable('api_keys').addColumn('ceiling_expires_at', 'bigint').execute();
       await sql`update api_keys set ceiling_rpm = rpm, ceiling_tpm = tpm, ceiling_concurrent = max_concurrent,
         ceiling_expires_at = expires_at`.execute(db);
+    },
+  },
+  /**
+   * Names compare by a key (`core/user-names.ts`: NFKC, invisible characters dropped, case
+   * folded), unique, so a look-alike of a taken name is taken. Existing users get theirs, oldest
+   * first; one whose key an older user already has keeps none (null never collides) and is still
+   * found by its exact name.
+   */
+  '0014_user_name_key': {
+    async up(db: Kysely<unknown>): Promise<void> {
+      await db.schema.alterTable('users').addColumn('name_key', 'text').execute();
+      const { rows } = await sql<{ id: string; name: string }>`select id, name from users
+        order by created_at, id`.execute(db);
+      const taken = new Set<string>();
+      for (const { id, name } of rows) {
+        const key = userNameKey(name);
+        if (taken.has(key)) continue;
+        taken.add(key);
+        await sql`update users set name_key = ${key} where id = ${id}`.execute(db);
+      }
+      await db.schema.createIndex('users_name_key_idx').on('users').column('name_key').unique().execute();
     },
   },
 };

@@ -66,6 +66,8 @@ export interface AdminSessionsTable {
 export interface UsersTable {
   id: string;
   name: string;
+  /** `userNameKey(name)`, unique; null only for an older look-alike of a name (migration 0014). */
+  name_key: string | null;
   email: string | null;
   /** `admin` | `member` | `viewer` */
   role: string;

@@ -404,7 +404,10 @@ export type SignInMethod = 'password' | 'oidc';
 export interface UserRecord {
   /** `usr_` + 12 base62 characters. */
   id: string;
-  /** Unique (case-sensitive); what a password user types to sign in. */
+  /**
+   * Unique by its comparison key (`core/user-names.ts`: NFKC, invisible characters dropped, case
+   * folded); what a password user types to sign in.
+   */
   name: string;
   email: string | null;
   role: UserRole;
@@ -443,11 +446,15 @@ export interface UserPatch {
 }
 
 export interface UserStore {
-  /** Inserts a user. Fails if the id, the name or the (issuer, subject) pair already exists. */
+  /**
+   * Inserts a user. Fails if the id, the name's comparison key or the (issuer, subject) pair
+   * already exists.
+   */
   create(record: UserRecord): Promise<UserRecord>;
   /** Every user, oldest first. */
   list(): Promise<UserRecord[]>;
   get(id: string): Promise<UserRecord | undefined>;
+  /** The user with exactly this name, else the one whose name compares equal to it. */
   findByName(name: string): Promise<UserRecord | undefined>;
   findByOidc(issuer: string, subject: string): Promise<UserRecord | undefined>;
   /**
@@ -476,6 +483,8 @@ export interface InviteStore {
   take(tokenHash: string): Promise<InviteRecord | undefined>;
   /** Deletes every invitation of a user (a new invitation replaces the old link). */
   deleteForUser(userId: string): Promise<number>;
+  /** The user's invitation that expires last, whatever its age; the caller checks `expiresAt`. */
+  findForUser(userId: string): Promise<InviteRecord | undefined>;
 }
 
 export interface Store {

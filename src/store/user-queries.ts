@@ -1,9 +1,11 @@
 /**
- * The `users` and `user_invites` queries, written once for both engines. A user write that
+ * The `users` and `user_invites` queries, written once for both engines. Names are found and kept
+ * unique by their comparison key (`core/user-names.ts`), so look-alikes are one name. A user write that
  * can change what a key may do (disabling, a new role) runs through `writeKeys`, so every
  * replica's key index reloads (`watchKeys`).
  */
 import type { Insertable, Kysely, Selectable, Updateable } from 'kysely';
+import { userNameKey } from '../core/user-names.js';
 import type { Database, UserInvitesTable, UsersTable } from './schema.js';
 import type { InviteRecord, InviteStore, KeyBudget, UserRecord, UserRole, UserStore, SignInMethod } from './store.js';
 import { BUDGET_PERIODS, USER_ROLES } from './store.js';
@@ -25,7 +27,14 @@ export function createUserStore(db: Kysely<Database>, writeKeys: WriteKeys): Use
       return row && toUserRecord(row);
     },
     async findByName(name) {
-      const row = await db.selectFrom('users').selectAll().where('name', '=', name).executeTakeFirst();
+      // One query whether the name exists or not. The exact name wins: an older look-alike kept
+      // from before migration 0014 has no key. Both unique, so at most two rows.
+      const rows = await db
+        .selectFrom('users')
+        .selectAll()
+        .where((eb) => eb.or([eb('name', '=', name), eb('name_key', '=', userNameKey(name))]))
+        .execute();
+      const row = rows.find((r) => r.name === name) ?? rows[0];
       return row && toUserRecord(row);
     },
     async findByOidc(issuer, subject) {
@@ -39,7 +48,7 @@ export function createUserStore(db: Kysely<Database>, writeKeys: WriteKeys): Use
     },
     async update(id, patch) {
       const values: Updateable<UsersTable> = {};
-      if (patch.name !== undefined) values.name = patch.name;
+      if (patch.name !== undefined) Object.assign(values, { name: patch.name, name_key: userNameKey(patch.name) });
       if (patch.email !== undefined) values.email = patch.email;
       if (patch.role !== undefined) values.role = patch.role;
       if (patch.passwordHash !== undefined) values.password_hash = patch.passwordHash;
@@ -93,6 +102,15 @@ export function createInviteStore(db: Kysely<Database>): InviteStore {
       const result = await db.deleteFrom('user_invites').where('user_id', '=', userId).executeTakeFirst();
       return Number(result.numDeletedRows);
     },
+    async findForUser(userId) {
+      const row = await db
+        .selectFrom('user_invites')
+        .selectAll()
+        .where('user_id', '=', userId)
+        .orderBy('expires_at', 'desc')
+        .executeTakeFirst();
+      return row && toInviteRecord(row);
+    },
   };
 }
 
@@ -100,6 +118,7 @@ function toUserRow(record: UserRecord): Insertable<UsersTable> {
   return {
     id: record.id,
     name: record.name,
+    name_key: userNameKey(record.name),
     email: record.email,
     role: record.role,
     sign_in: record.signIn,

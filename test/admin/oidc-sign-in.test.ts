@@ -138,6 +138,25 @@ describe('OpenID Connect sign-in with auto-create off (the default)', () => {
     expect((await sessionOf(gateway, await signInAs(gateway, 'ann-sub'))).user?.id).toBe(invited.id);
   });
 
+  it('does not link an invited person whose invitation expired; a new link can be claimed again', async () => {
+    // Invited eight days ago (the gateway's clock then), so the seven-day link is a day past its end.
+    clockOffsetMs = -8 * 86_400_000;
+    let late: { id: string };
+    try {
+      late = await invite('Lena', 'lena@example.com', 'admin');
+    } finally {
+      clockOffsetMs = 0;
+    }
+    provider.setAccount('lena-sub', { email: 'lena@example.com', email_verified: true, name: 'Lena' });
+    expect(refusal(gateway, await signInAs(gateway, 'lena-sub'))).toBe('oidc_not_invited');
+    expect(await gateway.store!.users.get(late.id)).toMatchObject({ role: 'admin', oidcSubject: null });
+
+    const again = await api(gateway, 'POST', '/api/users/invite', { cookie: admin, body: { userId: late.id } });
+    expect(again.status, again.body.toString()).toBe(200);
+    const info = await sessionOf(gateway, await signInAs(gateway, 'lena-sub'));
+    expect(info.user).toMatchObject({ id: late.id, name: 'Lena', signIn: 'oidc' });
+  });
+
   it('does not hand an invitation to an unverified email', async () => {
     await invite('Bob', 'bob@example.com');
     provider.setAccount('bob-impostor', { email: 'bob@example.com', email_verified: false });
@@ -264,6 +283,14 @@ describe('OpenID Connect sign-in with roles from the groups claim and auto-creat
     provider.setAccount('erin', { email: 'erin@example.com', email_verified: true, name: 'Erin', groups: ['staff'] });
     const info = await sessionOf(gateway, await signInAs(gateway, 'erin'));
     expect(info.user).toMatchObject({ name: 'Erin', email: 'erin@example.com', role: 'member', signIn: 'oidc' });
+  });
+
+  it("makes a provider's look-alike of a taken name a name of its own, without invisible characters", async () => {
+    provider.setAccount('mallory', { name: 'ＡＤＭＩＮ\u200b', groups: ['staff'] });
+    const info = await sessionOf(gateway, await signInAs(gateway, 'mallory'));
+    expect(info.user).toMatchObject({ name: 'ADMIN 2', role: 'member', signIn: 'oidc' });
+    provider.setAccount('trudy', { name: 'Tru\u202edy', groups: ['staff'] });
+    expect((await sessionOf(gateway, await signInAs(gateway, 'trudy'))).user?.name).toBe('Trudy');
   });
 
   it('gives the highest role matched, and applies a change at the provider at the next sign-in', async () => {

@@ -155,6 +155,91 @@ describe('sign-in', () => {
   });
 });
 
+describe('sign-in limits per account', () => {
+  const BOB_PASSWORD = 'the password bob chose';
+  /** A set-up gateway behind a trusted proxy (so tests pick client addresses) with a member, bob. */
+  async function withBob(): Promise<{ gateway: TestGateway; clock: ManualClock }> {
+    const ready_ = await ready({ trustedProxies: ['127.0.0.1'] });
+    const res = await api(ready_.gateway, 'POST', '/api/users', {
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}`, 'content-type': 'application/json' },
+      body: { name: 'bob', role: 'member', password: BOB_PASSWORD },
+    });
+    expect(res.status, res.body.toString()).toBe(201);
+    return ready_;
+  }
+  const from = (address: string) => ({ 'x-forwarded-for': address });
+  /** Wrong without running scrypt (over the length limit), so many guesses stay cheap; still a 401. */
+  const guess = (n: number | string) => `wrong guess ${n} `.padEnd(1025, 'x');
+  const named = (gateway: TestGateway, name: string, password: string, address = '203.0.113.1') =>
+    api(gateway, 'POST', '/api/login', {
+      body: { name, password },
+      headers: { origin: gateway.url, ...from(address) },
+    });
+
+  it('keeps counting guesses at another account when the guesser signs in to their own in between', async () => {
+    const { gateway } = await withBob();
+    const statuses: number[] = [];
+    for (let round = 0; round < 2; round++) {
+      for (let i = 0; i < 4; i++) statuses.push((await named(gateway, 'bob', guess(`${round}.${i}`))).status);
+      statuses.push((await named(gateway, 'admin', PASSWORD)).status);
+    }
+    expect(statuses).toEqual([401, 401, 401, 401, 200, 401, 429, 429, 429, 429]);
+  });
+
+  it('forgets only the signed-in account’s failures from that address', async () => {
+    const { gateway } = await withBob();
+    for (let i = 0; i < 2; i++) expect((await named(gateway, 'bob', guess(0))).status).toBe(401);
+    for (let i = 0; i < 2; i++) expect((await named(gateway, 'admin', guess(0))).status).toBe(401);
+    expect((await named(gateway, 'admin', PASSWORD)).status).toBe(200);
+    // bob's two remain: three more failures fill the address's five.
+    for (let i = 0; i < 3; i++) expect((await named(gateway, 'bob', guess(0))).status).toBe(401);
+    expect((await named(gateway, 'admin', PASSWORD)).status).toBe(429);
+  });
+
+  it('refuses an account guessed at from 20 addresses after 10 failures, from any address, even with its password', async () => {
+    const { gateway, clock } = await withBob();
+    const statuses: number[] = [];
+    for (let i = 0; i < 20; i++) {
+      statuses.push((await named(gateway, 'bob', guess(i), `198.51.100.${i + 1}`)).status);
+      clock.advance(1000);
+    }
+    expect(statuses).toEqual([...Array<number>(10).fill(401), ...Array<number>(10).fill(429)]);
+    const owner = await named(gateway, 'bob', BOB_PASSWORD, '192.0.2.77');
+    expect(owner.status).toBe(429);
+    // The first failure leaves the 15-minute window 900 - 20 = 880 s from now.
+    expect(owner.headers['retry-after']).toBe('880');
+    expect(json(owner.body)).toEqual({
+      error: {
+        code: 'rate_limited',
+        message: 'Too many failed sign-in attempts for this account. Try again in 15 min.',
+      },
+    });
+    // Other accounts are not held up, and bob gets in once the window has passed.
+    expect((await named(gateway, 'admin', PASSWORD, '192.0.2.77')).status).toBe(200);
+    clock.advance(880_000);
+    expect((await named(gateway, 'bob', BOB_PASSWORD, '192.0.2.77')).status).toBe(200);
+  });
+
+  it('counts and refuses an unknown name exactly as a known one, so the answer tells nothing', async () => {
+    const { gateway, clock } = await withBob();
+    for (let i = 0; i < 10; i++) {
+      expect((await named(gateway, 'bob', guess(0), `198.51.100.${i + 1}`)).status).toBe(401);
+      expect((await named(gateway, 'nobody-here', guess(0), `192.0.2.${i + 1}`)).status).toBe(401);
+      clock.advance(1000);
+    }
+    const known = await named(gateway, 'bob', guess(0), '203.0.113.50');
+    const unknown = await named(gateway, 'nobody-here', guess(0), '203.0.113.51');
+    expect(known.status).toBe(429);
+    const shape = (res: typeof known) => ({
+      status: res.status,
+      retryAfter: res.headers['retry-after'],
+      contentType: res.headers['content-type'],
+      body: res.body.toString(),
+    });
+    expect(shape(unknown)).toEqual(shape(known));
+  });
+});
+
 describe('sign-out', () => {
   it('ends the session: 200, the cookie is cleared, and the old cookie no longer opens anything', async () => {
     const { gateway } = await ready();

@@ -17,9 +17,11 @@ import { usageRecord } from './usage-contract.js';
 import { expectUsageLogMigrated, writeOldUsageLog } from './usage-migration.js';
 import {
   expectOneAdminMigrated,
+  expectNameKeysMigrated,
   expectUsersKeptWithoutCap,
   writeOneAdminDatabase,
   writeUsersBeforeMaxBudget,
+  writeUsersBeforeNameKey,
 } from './users-migration.js';
 
 const url = process.env.GATEHOUSE_TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
@@ -273,6 +275,21 @@ describe('PostgreSQL store', () => {
     const store = await openPostgresStore({ url, schema, poolSize: 2 });
     try {
       await expectUsersKeptWithoutCap(store);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('gives existing users their name keys, the oldest of look-alikes holding the name', async () => {
+    const schema = schemaFor('namekey');
+    const pool = new pg.Pool({ connectionString: url, max: 1, options: `-c search_path=${schema}` });
+    await pool.query(`create schema "${schema}"`);
+    const old = new Kysely<unknown>({ dialect: new PostgresDialect({ pool }) });
+    await writeUsersBeforeNameKey(old, { migrationTableSchema: schema });
+    await old.destroy();
+    const store = await openPostgresStore({ url, schema, poolSize: 2 });
+    try {
+      await expectNameKeysMigrated(store);
     } finally {
       await store.close();
     }

@@ -11,7 +11,12 @@ import { openStore } from '../../src/store/store.js';
 import { describeStoreContract, keyRecord, waitFor } from './store-contract.js';
 import { usageRecord } from './usage-contract.js';
 import { expectUsageLogMigrated, writeOldUsageLog } from './usage-migration.js';
-import { expectUsersKeptWithoutCap, writeUsersBeforeMaxBudget } from './users-migration.js';
+import {
+  expectNameKeysMigrated,
+  expectUsersKeptWithoutCap,
+  writeUsersBeforeMaxBudget,
+  writeUsersBeforeNameKey,
+} from './users-migration.js';
 
 const root = mkdtempSync(join(tmpdir(), 'gatehouse-sqlite-store-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -197,6 +202,22 @@ describe('SQLite store', () => {
     const store = await openSqliteStore({ dataDir });
     try {
       await expectUsersKeptWithoutCap(store);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('gives existing users their name keys, the oldest of look-alikes holding the name', async () => {
+    const dataDir = join(root, 'before-name-key');
+    mkdirSync(dataDir, { recursive: true });
+    const old = new Kysely<unknown>({
+      dialect: new SqliteDialect({ database: new BetterSqlite3(join(dataDir, SQLITE_FILE_NAME)) }),
+    });
+    await writeUsersBeforeNameKey(old, { disableTransactions: true });
+    await old.destroy();
+    const store = await openSqliteStore({ dataDir });
+    try {
+      await expectNameKeysMigrated(store);
     } finally {
       await store.close();
     }

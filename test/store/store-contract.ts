@@ -394,6 +394,17 @@ export function describeStoreContract(name: string, open: () => Promise<Store>):
         ).rejects.toThrow();
       });
 
+      it('finds a user by any name that compares equal, and refuses a look-alike of a taken name', async () => {
+        const ann = await store.users.create(user({ name: 'Ann Straße' }));
+        for (const lookAlike of ['ANN STRASSE', 'ａｎｎ straße', 'ann\u200b  strasse', 'Ann\u202e Straße'])
+          expect((await store.users.findByName(lookAlike))?.id, lookAlike).toBe(ann.id);
+        await expect(store.users.create(user({ name: 'ann strasse' }))).rejects.toThrow();
+        await store.users.update(ann.id, { name: 'Ann Other' });
+        expect((await store.users.findByName('ann other'))?.id).toBe(ann.id);
+        expect(await store.users.findByName('ann strasse')).toBeUndefined();
+        expect((await store.users.create(user({ name: 'ann strasse' }))).name).toBe('ann strasse');
+      });
+
       it("stores a member's maximum budget beyond 32 bits, changes it and clears it", async () => {
         const cap = { tokens: 5_000_000_000_000, requests: null, gpuSeconds: 3600, period: 'week' as const };
         const member = await store.users.create(user({ maxBudget: cap }));
@@ -411,6 +422,18 @@ export function describeStoreContract(name: string, open: () => Promise<Store>):
         await store.invites.create(invite);
         const taken = await Promise.all([store.invites.take(invite.tokenHash), store.invites.take(invite.tokenHash)]);
         expect(taken.filter(Boolean)).toEqual([invite]);
+      });
+
+      it("finds a user's invitation that lasts longest, whatever its age", async () => {
+        const invited = await store.users.create(user());
+        expect(await store.invites.findForUser(invited.id)).toBeUndefined();
+        const old = { tokenHash: 'e1'.repeat(32), userId: invited.id, createdAt: T0, expiresAt: T0 + 10 };
+        const newer = { tokenHash: 'e2'.repeat(32), userId: invited.id, createdAt: T0 + 5, expiresAt: T0 + 20 };
+        await store.invites.create(newer);
+        await store.invites.create(old);
+        expect(await store.invites.findForUser(invited.id)).toEqual(newer);
+        await store.invites.deleteForUser(invited.id);
+        expect(await store.invites.findForUser(invited.id)).toBeUndefined();
       });
 
       it("lists a user's keys and ends only their sessions", async () => {

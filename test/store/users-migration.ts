@@ -49,7 +49,7 @@ const LIMITED_KEY_ID = 'key_limitedxxxx';
 
 /**
  * A database as the version before migration 0011_user_max_budget left it: a member with an
- * allowance, and a key of theirs with limits and an expiry (which migration 0012 makes ceilings).
+ * allowance, and a key of theirs with limits and an expiry (which migration 0013 makes ceilings).
  */
 export async function writeUsersBeforeMaxBudget(
   old: Kysely<unknown>,
@@ -81,4 +81,38 @@ export async function expectUsersKeptWithoutCap(store: Store): Promise<void> {
     allowedModels: ['qwen'],
     maxBudget: null,
   });
+}
+
+const BEFORE_NAME_KEY = '0013_api_key_ceilings';
+
+/**
+ * A database as the version before migration 0014_user_name_key left it: look-alike names were
+ * accepted, so `Bob` (oldest), `bob\u200b` and `BOB` are three users, next to `carol`.
+ */
+export async function writeUsersBeforeNameKey(
+  old: Kysely<unknown>,
+  options: { migrationTableSchema?: string; disableTransactions?: boolean } = {},
+): Promise<void> {
+  await migrateUpTo(old, BEFORE_NAME_KEY, options);
+  const names = ['Bob', 'bob\u200b', 'carol', 'BOB'];
+  for (const [i, name] of names.entries())
+    await sql`insert into users (id, name, role, sign_in, created_at, allowed_models)
+      values (${`usr_lookalike${i}`}, ${name}, 'member', 'password', ${Date.UTC(2030, 0, 1) + i}, '[]')`.execute(old);
+}
+
+/**
+ * The oldest of the look-alikes holds the name: every look-alike finds it, and a new one is
+ * refused; the younger ones are still found by their exact names.
+ */
+export async function expectNameKeysMigrated(store: Store): Promise<void> {
+  expect(store.migrationsApplied).toEqual(['0014_user_name_key']);
+  expect((await store.users.findByName('bob'))?.id).toBe('usr_lookalike0');
+  expect((await store.users.findByName('ｂｏｂ'))?.id).toBe('usr_lookalike0');
+  expect((await store.users.findByName('bob\u200b'))?.id).toBe('usr_lookalike1');
+  expect((await store.users.findByName('BOB'))?.id).toBe('usr_lookalike3');
+  expect((await store.users.findByName('CAROL'))?.id).toBe('usr_lookalike2');
+  const another = { ...(await store.users.get('usr_lookalike2'))!, id: 'usr_lookalike9' };
+  await expect(store.users.create({ ...another, name: 'bOb' })).rejects.toThrow();
+  await expect(store.users.create({ ...another, name: 'Carol' })).rejects.toThrow();
+  expect((await store.users.create({ ...another, name: 'dora' })).name).toBe('dora');
 }

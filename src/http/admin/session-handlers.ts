@@ -18,6 +18,7 @@ import { userChanges, userTarget } from '../../audit/user-changes.js';
 import { passwordProblem } from '../../auth/passwords.js';
 import { SETUP_DONE_MESSAGE } from '../../auth/setup-pending.js';
 import { GatewayError } from '../../core/errors.js';
+import { userNameKey } from '../../core/user-names.js';
 import type { StoreTransaction } from '../../store/store.js';
 import type { AuditedHandler, AuditScope } from './audited.js';
 import type { SessionCookie } from './session-cookie.js';
@@ -44,6 +45,8 @@ export interface SessionHandlers {
   changePassword: AuditedHandler;
   me: Handler;
   acceptInvite: AuditedHandler;
+  /** The account a sign-in or password change tries, for the sign-in rate limit. */
+  attemptedAccount: (request: FastifyRequest) => Promise<string | undefined>;
 }
 
 export function createSessionHandlers(deps: SessionHandlerDeps): SessionHandlers {
@@ -70,6 +73,21 @@ export function createSessionHandlers(deps: SessionHandlerDeps): SessionHandlers
   };
 
   return {
+    async attemptedAccount(request) {
+      // A password change: the signed-in user's own (the admin token's is the first admin's).
+      const identity = request.adminIdentity;
+      if (identity) return `user:${(identity.via === 'session' ? identity.user : await account.firstAdmin())?.id}`;
+      let name: string | undefined;
+      try {
+        name = readName(request.body);
+      } catch {
+        return undefined; // a malformed body: the handler refuses it, and nothing is guessed
+      }
+      // A name nobody has is counted under the name itself, exactly as a user is under their id.
+      const user = name === undefined ? await account.firstAdmin() : await users.findByName(name);
+      return user ? `user:${user.id}` : `name:${userNameKey(name ?? '')}`;
+    },
+
     async session(request, reply) {
       const identity = await identifier.identify(request);
       // Recorded like adminSession does, so the access log knows a signed-in dashboard asked.
@@ -212,7 +230,7 @@ export function createSessionHandlers(deps: SessionHandlerDeps): SessionHandlers
 
 /** The optional `name` of a sign-in body; absent or empty means the first admin. */
 function readName(body: unknown): string | undefined {
-  const name = (body as Record<string, unknown>).name;
+  const name = (body as Record<string, unknown> | null | undefined)?.name;
   if (name === undefined || name === '') return undefined;
   if (typeof name !== 'string')
     throw new GatewayError('validation_failed', {

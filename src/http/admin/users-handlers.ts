@@ -1,5 +1,6 @@
 /**
  * Admin API for users: `GET/POST /api/users`, `PATCH /api/users/:id`, `POST /api/users/invite`.
+ * Names are stored in NFKC and compared as `core/user-names.ts` says: a look-alike of a taken name is taken.
  * A member's `maxBudget` is read by the key budget's own parser (`budget-input.ts`).
  * Routes, their chains and who may call them are in the route table; these are only the
  * handlers. An invitation link carries its token in the fragment (`/invite#token=...`), so it
@@ -10,8 +11,9 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AuditAction, CreatedUser, Invitation, UserList } from '../../admin-api/types.js';
 import { userChanges, userTarget } from '../../audit/user-changes.js';
 import { passwordProblem } from '../../auth/passwords.js';
-import { toUserView, type Users } from '../../auth/users.js';
+import { nameTaken, toUserView, type Users } from '../../auth/users.js';
 import { GatewayError } from '../../core/errors.js';
+import { hasInvisibleCharacters, normalizeUserName } from '../../core/user-names.js';
 import { hasBudget, USER_ROLES, type KeyBudget, type UserRecord, type UserRole } from '../../store/store.js';
 import type { AuditedHandler, AuditScope } from './audited.js';
 import { parseBudget } from './budget-input.js';
@@ -27,6 +29,9 @@ export interface UsersHandlerDeps {
 type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
 
 const NAME_MAX = 100;
+const INVISIBLE_IN_NAME =
+  'must not contain invisible or control characters ' +
+  '(zero-width, direction marks, tabs, line breaks, spaces other than U+0020)';
 const EMAIL_MAX = 320;
 const MODELS_MAX = 500;
 
@@ -44,11 +49,8 @@ export function createUsersHandlers({ users, origin, keysChanged }: UsersHandler
   /** Creates the user (and their link) with its audit entry in one transaction. */
   const createUser = async (request: FastifyRequest, audit: AuditScope, allowPassword: boolean) => {
     const input = parseNewUser(request.body, allowPassword);
-    if (await users.findByName(input.name))
-      throw new GatewayError('conflict', {
-        message: `A user named ${JSON.stringify(input.name)} exists already.`,
-        details: [{ path: '/name', message: 'taken' }],
-      });
+    const taken = await users.findByName(input.name);
+    if (taken) throw nameTaken(taken.name);
     const passwordHash = input.password === undefined ? undefined : await users.hashPassword(input.password);
     const answer = await audit.commit(async (tx) => {
       const within = users.through(tx);
@@ -214,10 +216,11 @@ function parseNewUser(
   const issues: Issue[] = [];
   const fields = ['name', 'email', 'role', 'allowedModels', 'maxBudget', ...(allowPassword ? ['password'] : [])];
   const object = asObject(body, fields, issues);
-  const name = typeof object.name === 'string' ? object.name.trim() : '';
-  // eslint-disable-next-line no-control-regex -- control characters are exactly what is refused.
-  if (name === '' || name.length > NAME_MAX || /[\u0000-\u001f\u007f]/.test(name))
-    issues.push({ path: '/name', message: `required: 1 to ${NAME_MAX} characters, no control characters` });
+  const typed = typeof object.name === 'string' ? object.name : '';
+  const name = normalizeUserName(typed);
+  if (name === '' || name.length > NAME_MAX)
+    issues.push({ path: '/name', message: `required: 1 to ${NAME_MAX} characters` });
+  else if (hasInvisibleCharacters(typed)) issues.push({ path: '/name', message: INVISIBLE_IN_NAME });
   let email: string | null = null;
   if (object.email !== undefined && object.email !== null && object.email !== '') {
     if (typeof object.email !== 'string' || object.email.length > EMAIL_MAX || !/^[^\s@]+@[^\s@]+$/.test(object.email))
