@@ -68,7 +68,12 @@ export async function writeUsersBeforeMaxBudget(
  * ceilings, as nobody knows who set them.
  */
 export async function expectUsersKeptWithoutCap(store: Store): Promise<void> {
-  expect(store.migrationsApplied).toEqual(['0011_user_max_budget', '0012_audit_changes', '0013_api_key_ceilings']);
+  expect(store.migrationsApplied).toEqual([
+    '0011_user_max_budget',
+    '0012_audit_changes',
+    '0013_api_key_ceilings',
+    '0014_user_name_key',
+  ]);
   expect((await store.keys.get(LIMITED_KEY_ID))?.ceilings).toEqual({
     rpm: 7,
     tpm: null,
