@@ -27,6 +27,7 @@ export function clientAuth(keys: KeyVerifier & KeyUseRecorder, now: () => number
       ctx.decided.caller = {
         keyId: key.id,
         keyName: key.name,
+        ownerId: key.ownerId ?? undefined,
         models: { key: key.models, owner: key.ownerModels },
         limits: key.limits,
         priority: key.priority,

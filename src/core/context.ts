@@ -59,6 +59,8 @@ export interface CallerIdentity {
   /** `undefined` in open mode (no keys exist). */
   keyId: string | undefined;
   keyName: string | undefined;
+  /** The person who owns the key; undefined for keys of nobody (CLI, admin token) and in open mode. */
+  ownerId?: string | undefined;
   models: ModelAllowance;
   limits?: { rpm: number | null; tpm: number | null; concurrent: number | null } | undefined;
   /** The key's place in the admission queue (higher first); 0 without a key. */

@@ -60,7 +60,7 @@ class Place implements QueuePlace {
     this.#call = {
       id: ctx.request.requestId,
       model,
-      key: caller?.keyId === undefined ? null : { id: caller.keyId, name: caller.keyName ?? '' },
+      key: caller?.keyId === undefined ? null : { id: caller.keyId, name: caller.keyName ?? '', owner: caller.ownerId },
       priority: caller?.priority ?? 0,
       answering: () => ctx.outcome.status !== 0,
     };

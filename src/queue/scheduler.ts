@@ -48,7 +48,8 @@ export interface QueuedCall {
   id: string;
   /** The model llama-swap will serve (an alias resolved to its model); undefined when the call names none. */
   model: string | undefined;
-  key: { id: string; name: string } | null;
+  /** `owner`: the person the key belongs to; their keys share one share of the waiting calls. */
+  key: { id: string; name: string; owner?: string | undefined } | null;
   /** -10..10; higher goes first. */
   priority: number;
   /** Whether llama-swap's answer has begun (the model is up); for the queue's view only. */
@@ -251,11 +252,17 @@ export class Scheduler {
     return true;
   }
 
-  /** Whether the key already has its share of the waiting calls. */
+  /**
+   * Whether the key already has its share of the waiting calls: counted over all keys of its owner,
+   * so a person cannot multiply their share by making more keys.
+   */
   #overShare(key: QueuedCall['key']): boolean {
     if (key === null || this.#perKeyMax === 0) return false;
+    const sharer = shareOf(key);
     let waiting = 0;
-    for (const w of this.#waiting) if (w.call.key?.id === key.id && ++waiting >= this.#perKeyMax) return true;
+    for (const w of this.#waiting) {
+      if (w.call.key !== null && shareOf(w.call.key) === sharer && ++waiting >= this.#perKeyMax) return true;
+    }
     return false;
   }
 
@@ -400,4 +407,9 @@ export class Scheduler {
     if (this.#listeners.size === 0) return;
     for (const listener of this.#listeners) listener();
   }
+}
+
+/** Who a waiting call counts against: the key's owner when it has one, else the key itself. */
+function shareOf(key: NonNullable<QueuedCall['key']>): string {
+  return key.owner === undefined ? `key:${key.id}` : `user:${key.owner}`;
 }

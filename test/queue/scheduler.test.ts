@@ -201,6 +201,28 @@ describe('the admission queue', () => {
     expect(order).toEqual(['running', 'greedy-1', 'greedy-2', 'other-1', 'open-1', 'open-2', 'open-3', 'greedy-3']);
   });
 
+  it('counts every key of one person against one share, so more keys do not buy more of the queue', async () => {
+    const { queue } = scheduler({ queueMax: 10, queueMaxPerKey: 2 });
+    const owned = (id: string, keyId: string, owner: string): QueuedCall => ({
+      ...call(id, 'qwen'),
+      key: { id: keyId, name: keyId, owner },
+    });
+    const order: string[] = [];
+    const running = await enter(queue, owned('running', 'k1', 'mallory'), order);
+    const waiting = [
+      enter(queue, owned('k1-wait', 'k1', 'mallory'), order),
+      enter(queue, owned('k2-wait', 'k2', 'mallory'), order),
+    ];
+    expect(() => queue.admit(owned('k3-wait', 'k3', 'mallory'))).toThrow(
+      expect.objectContaining({ code: 'queue_full' }),
+    );
+    waiting.push(enter(queue, owned('alice-wait', 'k4', 'alice'), order));
+    expect(queue.waitingCount).toBe(3);
+    running.release();
+    for (const w of waiting) (await w).release();
+    expect(order).toEqual(['running', 'k1-wait', 'k2-wait', 'alice-wait']);
+  });
+
   it('gives each key half of GATEHOUSE_QUEUE_MAX (at least 1) when GATEHOUSE_QUEUE_MAX_PER_KEY is unset, and none with 0', async () => {
     const keyed = (id: string): QueuedCall => ({ ...call(id, 'qwen'), key: { id: 'k', name: 'k' } });
     const fill = (queue: Scheduler): number => {
