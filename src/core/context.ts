@@ -277,3 +277,11 @@ export function newCallContext(req: IncomingMessage, res: ServerResponse, reques
     onDone: [],
   };
 }
+
+/**
+ * Whom a key's share of a common resource (queue places, spool bytes) counts against: its owner,
+ * so a person's keys share one share, else the key itself.
+ */
+export function shareHolder(keyId: string, ownerId: string | undefined): string {
+  return ownerId === undefined ? `key:${keyId}` : `user:${ownerId}`;
+}

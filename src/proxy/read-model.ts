@@ -3,7 +3,7 @@
  * as llama-swap will (request-model.ts). `ctx.decided.modelReading` keeps the full answer for the
  * allow-list; `ctx.decided.model` is what usage and logs attribute the call to.
  */
-import type { ModelReading, ProxyContext } from '../core/context.js';
+import { shareHolder, type CallerIdentity, type ModelReading, type ProxyContext } from '../core/context.js';
 import { bodyModelReader, modelFromGet } from './request-model.js';
 import { hasBody, receiveBody } from './request-body.js';
 import { SpoolBudget, type SpoolLimits } from './spool-budget.js';
@@ -38,7 +38,7 @@ export function readModel(options: ReadModelOptions) {
       idleTimeoutMs: bodyTimeoutMs,
       spoolDir,
       observe: reader && ((chunk) => reader.feed(chunk)),
-      openSpool: (bytes) => spoolBudget.open(ctx.decided.caller?.keyId, bytes),
+      openSpool: (bytes) => spoolBudget.open(spoolHolder(ctx.decided.caller), bytes),
     });
     ctx.decided.body = head;
     ctx.onDone.push(() => head.dispose());
@@ -53,4 +53,8 @@ function setReading(ctx: ProxyContext, reading: ModelReading): void {
   ctx.decided.modelReading = reading;
   ctx.decided.model =
     reading.status === 'found' ? reading.model : reading.status === 'uncertain' ? reading.guess : undefined;
+}
+
+function spoolHolder(caller: CallerIdentity | undefined): string | undefined {
+  return caller?.keyId === undefined ? undefined : shareHolder(caller.keyId, caller.ownerId);
 }

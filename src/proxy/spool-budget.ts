@@ -1,7 +1,8 @@
 /**
  * How much may be spooled to disk at once: bytes for all calls together
- * (GATEHOUSE_SPOOL_MAX_BYTES) and bodies per API key (GATEHOUSE_SPOOL_MAX_PER_KEY), so trickled
- * uploads cannot fill the disk or let one key take the whole spool. A call takes a share when its
+ * (GATEHOUSE_SPOOL_MAX_BYTES), and per API key (all keys of one person together) at most
+ * GATEHOUSE_SPOOL_MAX_PER_KEY bodies and half of those bytes, so trickled uploads cannot fill the
+ * disk or let one person take the whole spool. A call takes a share when its
  * body is to be spooled (the declared Content-Length, else what arrived so far), grows it as bytes
  * arrive, and gives it back when its file is removed. One budget per process.
  */
@@ -25,7 +26,7 @@ export interface SpoolShare {
 
 export class SpoolBudget {
   #bytes = 0;
-  readonly #perKey = new Map<string, number>();
+  readonly #perSharer = new Map<string, { bodies: number; bytes: number }>();
 
   constructor(readonly limits: SpoolLimits) {
     if (!Number.isSafeInteger(limits.maxBytes) || limits.maxBytes < 1)
@@ -38,47 +39,56 @@ export class SpoolBudget {
   }
 
   /**
-   * A share for one body of `bytes` so far, for `key` (undefined without keys: only the total
-   * applies). Throws 413 when `bytes` alone is over the total, 503 `spool_full` when it does not
-   * fit now or the key holds its maximum of bodies.
+   * A share for one body of `bytes` so far, for `sharer` (a key, or the person owning it; undefined
+   * without keys: only the total applies). Throws 413 when `bytes` alone is over the total, 503
+   * `spool_full` when it does not fit now, the sharer holds its maximum of bodies, or would hold
+   * more than half of the total (so declared lengths never let one sharer block everyone).
    */
-  open(key: string | undefined, bytes: number): SpoolShare {
+  open(sharer: string | undefined, bytes: number): SpoolShare {
     const { maxBytes, maxPerKey } = this.limits;
     if (bytes > maxBytes)
       throw new GatewayError('body_too_large', {
         message: `The request body is larger than the gateway can hold on disk (GATEHOUSE_SPOOL_MAX_BYTES).`,
       });
-    const held = key === undefined ? 0 : (this.#perKey.get(key) ?? 0);
-    if (maxPerKey > 0 && held >= maxPerKey)
+    const held = sharer === undefined ? undefined : (this.#perSharer.get(sharer) ?? { bodies: 0, bytes: 0 });
+    if (held && maxPerKey > 0 && held.bodies >= maxPerKey)
       throw spoolFull(
-        `This API key already has ${held} request bodies being received (GATEHOUSE_SPOOL_MAX_PER_KEY); ` +
+        `This API key already has ${held.bodies} request bodies being received (GATEHOUSE_SPOOL_MAX_PER_KEY); ` +
           'this one was not taken.',
       );
-    this.#take(bytes);
-    if (key !== undefined) this.#perKey.set(key, held + 1);
+    this.#take(held, bytes);
+    if (held && sharer !== undefined) {
+      held.bodies++;
+      this.#perSharer.set(sharer, held);
+    }
     let covered = bytes;
     let open = true;
     return {
       cover: (total) => {
         if (!open || total <= covered) return;
-        this.#take(total - covered);
+        this.#take(held, total - covered);
         covered = total;
       },
       release: () => {
         if (!open) return;
         open = false;
         this.#bytes -= covered;
-        if (key === undefined) return;
-        const left = (this.#perKey.get(key) ?? 1) - 1;
-        if (left > 0) this.#perKey.set(key, left);
-        else this.#perKey.delete(key);
+        if (!held || sharer === undefined) return;
+        held.bytes -= covered;
+        if (--held.bodies === 0) this.#perSharer.delete(sharer);
       },
     };
   }
 
-  #take(bytes: number): void {
+  #take(held: { bytes: number } | undefined, bytes: number): void {
     if (this.#bytes + bytes > this.limits.maxBytes) throw spoolFull();
+    if (held && held.bytes + bytes > this.limits.maxBytes / 2)
+      throw spoolFull(
+        'This API key already holds half of what may be received at once (GATEHOUSE_SPOOL_MAX_BYTES); ' +
+          'this one was not taken.',
+      );
     this.#bytes += bytes;
+    if (held) held.bytes += bytes;
   }
 }
 

@@ -6,6 +6,7 @@
  * arrival. A call waits at most the queue timeout, no more than `queueMax` wait at once, and no
  * more than `queueMaxPerKey` of one key, so one greedy key cannot fill the queue for everyone.
  */
+import { shareHolder } from '../core/context.js';
 import { GatewayError } from '../core/errors.js';
 import { SHARED_RETRY_MS, type SharedCaps, type SharedRefusal, type SharedSlot } from './shared-caps.js';
 
@@ -409,7 +410,6 @@ export class Scheduler {
   }
 }
 
-/** Who a waiting call counts against: the key's owner when it has one, else the key itself. */
 function shareOf(key: NonNullable<QueuedCall['key']>): string {
-  return key.owner === undefined ? `key:${key.id}` : `user:${key.owner}`;
+  return shareHolder(key.id, key.owner);
 }
