@@ -285,3 +285,9 @@ export function newCallContext(req: IncomingMessage, res: ServerResponse, reques
 export function shareHolder(keyId: string, ownerId: string | undefined): string {
   return ownerId === undefined ? `key:${keyId}` : `user:${ownerId}`;
 }
+
+/**
+ * Top-level JSON members that bound a call's output: OpenAI's and Anthropic's, and llama.cpp's own
+ * `n_predict`, which llama-server prefers to `max_tokens`. Read by the proxy, weighed by usage.
+ */
+export const OUTPUT_LIMIT_FIELDS = ['max_tokens', 'max_completion_tokens', 'max_output_tokens', 'n_predict'] as const;

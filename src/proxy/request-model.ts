@@ -15,11 +15,11 @@
  */
 import { parseGoQuery, parseMediaType, type GoQuery } from './go-form.js';
 import { MultipartFieldReader } from './multipart-fields.js';
-import type { JsonMember, ModelReading } from '../core/context.js';
+import { OUTPUT_LIMIT_FIELDS, type JsonMember, type ModelReading } from '../core/context.js';
 import { RequestJsonReader } from './request-json.js';
 
 /** Top-level JSON members read besides `model` (token reservations, stream flag). */
-export const JSON_MEMBERS = ['model', 'stream', 'max_tokens', 'max_completion_tokens', 'max_output_tokens'] as const;
+export const JSON_MEMBERS = ['model', 'stream', ...OUTPUT_LIMIT_FIELDS] as const;
 const WANTED: ReadonlySet<string> = new Set(JSON_MEMBERS);
 
 /** Reads a body as it arrives; `end` gives the reading once the whole body was fed. */

@@ -65,6 +65,10 @@ describe('a call larger than what remains of a token budget', () => {
     expect(json(anthropic.body)).toMatchObject({ type: 'error', error: { type: 'rate_limit_error' } });
     // A call naming no maximum is estimated at 512 output tokens: more than this budget holds.
     refusal(await chat(key.secret, {}));
+    // llama.cpp's own n_predict goes before max_tokens there, so it counts as much; a negative one
+    // (no limit) leaves the call naming no maximum.
+    refusal(await chat(key.secret, { max_tokens: 1, n_predict: 2000 }));
+    refusal(await chat(key.secret, { max_tokens: 1, n_predict: -1 }));
     expect(sim.received.length).toBe(before);
     expect(await recorded(key.id)).toBe(0);
   });
