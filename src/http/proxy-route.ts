@@ -103,6 +103,9 @@ export function createProxyRoute(options: ProxyRouteOptions): (req: IncomingMess
 function finish(ctx: ProxyContext, logger: Logger, accessLog: AccessLog): void {
   const { request, decided, outcome } = ctx;
   const durationMs = performance.now() - request.startedAt;
+  // From here on the model name is only reported (log, usage, metrics): a key sent as the model
+  // is redacted like one pasted into the path.
+  if (decided.model !== undefined) decided.model = redactSecrets(decided.model);
   // The one access-log line: named fields only, never headers, so no credential can leak.
   accessLog({
     req_id: request.requestId,

@@ -111,6 +111,21 @@ describe('secrets in paths and query strings', () => {
     expect(proxyLog).toContain('/v1/Bearer [redacted]/chat/completions');
   });
 
+  it('redacts a key sent as the model name from the access log, the request log and the exports', async () => {
+    const id = requestId('key-as-model');
+    await rawRequest(`${gateway.url}/v1/chat/completions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${secret}`, 'x-request-id': id },
+      body: JSON.stringify({ model: secret, messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    expect((await recordFor(gateway, id)).model).toBe('sk-[redacted]');
+    expect(gateway.logText()).not.toContain(secret.slice(3));
+    for (const group of ['call', 'model']) {
+      const res = await adminApi(gateway, 'GET', `/api/usage/export?format=csv&group=${group}`);
+      expect(res.body.toString('utf8'), group).not.toContain(secret.slice(3));
+    }
+  });
+
   it('decides a restricted key on the path as received, not on its redacted form', async () => {
     const restricted = await createKey(gateway, { name: 'qwen only', models: ['qwen'] });
     const before = sim.received.length;
