@@ -34,9 +34,13 @@ export function csvStream(columns: readonly string[], rows: AsyncIterable<Export
   return joined(Readable.from(rows), out);
 }
 
-/** What a spreadsheet reads as the start of a formula (OWASP "CSV injection"), full-width forms too. */
-const STARTS_FORMULA = /^[=+\-@\t\r\uFF1D\uFF0B\uFF0D\uFF20]/;
-const LINE_STARTS_FORMULA = /(\r\n|\r|\n)(?=[=+\-@\t\r\uFF1D\uFF0B\uFF0D\uFF20])/g;
+/**
+ * What a spreadsheet reads as the start of a formula (OWASP "CSV injection"), full-width forms too,
+ * also behind blanks and control characters some spreadsheets skip (NUL, space, ideographic space).
+ */
+const FORMULA = '[\\u0000-\\u0020\\u00A0\\u3000]*[=+\\-@\\t\\r\\uFF1D\\uFF0B\\uFF0D\\uFF20]';
+const STARTS_FORMULA = new RegExp(`^${FORMULA}`);
+const LINE_STARTS_FORMULA = new RegExp(`(\\r\\n|\\r|\\n)(?=${FORMULA})`, 'g');
 
 /**
  * A text cell with a `'` before every formula start: at the beginning, and after each line break

@@ -32,10 +32,13 @@ const HOSTILE = [
   '\r=1',
   '\uFF1D1+1',
   'ok\n@x\n+y',
+  ' =9',
+  '\u0000=12',
+  '\u3000=15',
 ];
 
-/** What a spreadsheet runs: `=`, `+`, `-`, `@` (and their full-width forms), tab, CR. */
-const FORMULA_START = /^[=+\-@\t\r\uFF1D\uFF0B\uFF0D\uFF20]/;
+/** What a spreadsheet runs: `=`, `+`, `-`, `@` (and their full-width forms), tab, CR, also behind blanks. */
+const FORMULA_START = /^[\u0000-\u0020\u00A0\u3000]*[=+\-@\t\r\uFF1D\uFF0B\uFF0D\uFF20]/;
 
 function records(): UsageRecord[] {
   return HOSTILE.map((hostile, i) =>
@@ -108,6 +111,9 @@ describe('usage export against CSV injection', () => {
       "'\r'=1",
       "'\uFF1D1+1",
       "ok\n'@x\n'+y",
+      "' =9",
+      "'\u0000=12",
+      "'\u3000=15",
     ]);
     expect(rows[1]![rows[0]!.indexOf('errorClass')]).toBe("'=1+1");
     expect(rows.slice(1).map((row) => row[tokens])).toEqual(HOSTILE.map(() => '10'));
