@@ -1,6 +1,9 @@
 import { defineConfig } from 'vitest/config';
 
 /**
+ * `npm test` runs every project; `npm run test:quick` only `in-process`, the inner loop between
+ * commits. A new file under test/ lands in `in-process` (or `browser`) unless listed below.
+ *
  * Test files that start other programs: gateway replicas and CLI processes, the coding-agent
  * CLIs, the demo, deployment scripts, and the snippets run by curl, bash, node and python3.
  * They run in the `processes` project; `npm run test:quick` leaves them out.
@@ -15,6 +18,8 @@ const PROCESSES = [
   'test/snippets/{curl,python,shell,typescript}.test.ts',
 ];
 const BROWSER = ['test/browser/**/*.test.ts'];
+/** In-process files that push volume (10,000 calls, 100,000-row exports): the `load` project. */
+const LOAD = ['test/usage/burst.test.ts', 'test/usage/usage-export-memory.test.ts'];
 
 export default defineConfig({
   test: {
@@ -33,10 +38,11 @@ export default defineConfig({
           // not per file (the tests build their own apps, stores and servers).
           name: 'in-process',
           include: ['test/**/*.test.ts'],
-          exclude: [...PROCESSES, ...BROWSER],
+          exclude: [...PROCESSES, ...BROWSER, ...LOAD],
           isolate: false,
         },
       },
+      { extends: true, test: { name: 'load', include: LOAD, isolate: false } },
       { extends: true, test: { name: 'processes', include: PROCESSES } },
       {
         extends: true,
