@@ -206,17 +206,19 @@ const parseAdminPassword: Parser<string | undefined> = (raw, name) => {
     throw new SettingsError(`${name}: must be at least ${MIN_PASSWORD_LENGTH} characters (it has ${length})`);
   return raw;
 };
-/** Sessions never outlive 30 days (`auth/admin-sessions.ts`), so a longer idle TTL would be a lie. */
-/** `N=32768,r=8,p=3`: scrypt's cost, memory and parallelism; N a power of two, at least 1024. */
+/** `N=32768,r=8,p=3`: scrypt's cost, block size and parallelism; N a power of two, at least 1024. */
 const parseScryptCost: Parser<Readonly<ScryptCost>> = (raw, name) => {
   const match = /^N=(\d+),r=(\d+),p=(\d+)$/.exec(raw.replace(/\s+/g, ''));
   if (!match) throw new SettingsError(`${name}: "${raw}" is not N=<power of two>,r=<n>,p=<n>, e.g. N=32768,r=8,p=3`);
   const [N, r, p] = [Number(match[1]), Number(match[2]), Number(match[3])];
-  if ((N & (N - 1)) !== 0) throw new SettingsError(`${name}: N must be a power of two`);
+  if (!Number.isInteger(Math.log2(N))) throw new SettingsError(`${name}: N must be a power of two`);
   if (N < 1024) throw new SettingsError(`${name}: N must be at least 1024`);
   if (r < 1 || p < 1) throw new SettingsError(`${name}: r and p must be at least 1`);
+  // scrypt needs 128 * N * r bytes per hash.
+  if (128 * N * r > 2 ** 30) throw new SettingsError(`${name}: N and r ask for more than 1 GiB per hash`);
   return Object.freeze({ N, r, p });
 };
+/** Sessions never outlive 30 days (`auth/admin-sessions.ts`), so a longer idle TTL would be a lie. */
 const parseSessionTtl: Parser<number> = (raw, name) => {
   const ms = parseDuration(raw, name);
   if (ms < 5 * 60_000 || ms > 30 * 86_400_000) throw new SettingsError(`${name}: "${raw}" must be between 5m and 30d`);

@@ -49,12 +49,13 @@ describe('settings', () => {
     });
   });
 
-  it('refuses a password hash cost that is malformed, not a power of two, or below N=1024', () => {
+  it('refuses a password hash cost that is malformed, not a power of two, below N=1024 or over 1 GiB', () => {
     for (const [raw, why] of [
       ['32768,8,3', 'is not N=<power of two>,r=<n>,p=<n>'],
       ['N=1000,r=8,p=1', 'N must be a power of two'],
       ['N=512,r=8,p=1', 'N must be at least 1024'],
       ['N=1024,r=0,p=1', 'r and p must be at least 1'],
+      ['N=1048576,r=16,p=1', 'more than 1 GiB per hash'],
     ]) {
       expect(settingsError({ GATEHOUSE_PASSWORD_HASH_COST: raw! }), raw).toContain(why);
     }
