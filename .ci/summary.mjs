@@ -16,5 +16,7 @@ const failed =
   (report.testResults ?? []).filter(
     (f) => f.status === 'failed' && !(f.assertionResults ?? []).some((a) => a.status === 'failed'),
   ).length;
+// A run that failed with no failed test or file (an unhandled error between tests) is one failure.
+const counted = failed === 0 && report.success === false ? 1 : failed;
 const skipped = (report.numPendingTests ?? 0) + (report.numTodoTests ?? 0);
-console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
+console.log(`${passed} passed, ${counted} failed${skipped ? `, ${skipped} skipped` : ''}`);

@@ -37,7 +37,12 @@ export async function startGateway(settings: Readonly<Settings>): Promise<Runnin
     { store: store.kind, location, migrations_applied: store.migrationsApplied },
     `store: ${location}${applied}`,
   );
-  const { setupToken } = await prepareAdminAccess({ store, adminPassword: settings.adminPassword, logger });
+  const { setupToken } = await prepareAdminAccess({
+    store,
+    adminPassword: settings.adminPassword,
+    passwordHashCost: settings.passwordHashCost,
+    logger,
+  });
   const index = await KeyIndex.open(store, {
     onError: (error, during) => logger.error({ err: error }, `key index ${during} failed`),
   });

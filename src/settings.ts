@@ -6,7 +6,13 @@
 import { readFileSync } from 'node:fs';
 import { isIPv4 } from 'node:net';
 import { isAbsolute, resolve } from 'node:path';
-import { countCharacters, isTooLong, MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH } from './auth/passwords.js';
+import {
+  countCharacters,
+  isTooLong,
+  MAX_PASSWORD_LENGTH,
+  MIN_PASSWORD_LENGTH,
+  type ScryptCost,
+} from './auth/passwords.js';
 import { parseTrustedProxies } from './auth/proxy-trust.js';
 import type { UpstreamKindSetting } from './upstream/open-upstream.js';
 
@@ -59,6 +65,8 @@ export interface Settings {
   /** llama-swap's config-schema.json for the editor: absolute path or http(s) URL. */
   inferenceConfigSchema: string | undefined;
   adminPassword: string | undefined;
+  /** scrypt parameters for new admin and user password hashes (a stored hash keeps its own). */
+  passwordHashCost: Readonly<ScryptCost>;
   /** Addresses/CIDRs whose X-Forwarded-* headers are believed; validated at load. */
   trustedProxies: readonly string[];
   /** Web origins allowed to call `/v1` from a browser: `*` (any) or a list of exact origins. */
@@ -203,6 +211,18 @@ const parseAdminPassword: Parser<string | undefined> = (raw, name) => {
   if (length < MIN_PASSWORD_LENGTH)
     throw new SettingsError(`${name}: must be at least ${MIN_PASSWORD_LENGTH} characters (it has ${length})`);
   return raw;
+};
+/** `N=32768,r=8,p=3`: scrypt's cost, block size and parallelism; N a power of two, at least 1024. */
+const parseScryptCost: Parser<Readonly<ScryptCost>> = (raw, name) => {
+  const match = /^N=(\d+),r=(\d+),p=(\d+)$/.exec(raw.replace(/\s+/g, ''));
+  if (!match) throw new SettingsError(`${name}: "${raw}" is not N=<power of two>,r=<n>,p=<n>, e.g. N=32768,r=8,p=3`);
+  const [N, r, p] = [Number(match[1]), Number(match[2]), Number(match[3])];
+  if (!Number.isInteger(Math.log2(N))) throw new SettingsError(`${name}: N must be a power of two`);
+  if (N < 1024) throw new SettingsError(`${name}: N must be at least 1024`);
+  if (r < 1 || p < 1) throw new SettingsError(`${name}: r and p must be at least 1`);
+  // scrypt needs 128 * N * r bytes per hash.
+  if (128 * N * r > 2 ** 30) throw new SettingsError(`${name}: N and r ask for more than 1 GiB per hash`);
+  return Object.freeze({ N, r, p });
 };
 /** Sessions never outlive 30 days (`auth/admin-sessions.ts`), so a longer idle TTL would be a lie. */
 const parseSessionTtl: Parser<number> = (raw, name) => {
@@ -657,6 +677,16 @@ export const SETTINGS: ReadonlyArray<SettingSpec<keyof Settings>> = [
       'Sets the dashboard admin password at start (at least 12 characters), for containers; no setup link ' +
       'is printed and the password cannot be changed from the dashboard. `GATEHOUSE_ADMIN_PASSWORD_FILE` ' +
       'reads it from a file instead.',
+  },
+  {
+    key: 'passwordHashCost',
+    env: 'GATEHOUSE_PASSWORD_HASH_COST',
+    default: 'N=32768,r=8,p=3',
+    parse: parseScryptCost,
+    description:
+      'scrypt parameters for new admin and user password hashes, `N=<power of two>,r=<n>,p=<n>` (N at least ' +
+      '1024). Each stored hash keeps its own, so changing this never locks anyone out. Leave it in production; ' +
+      'the test suite lowers it.',
   },
   {
     key: 'trustedProxies',

@@ -13,6 +13,7 @@
 import type { Logger } from 'pino';
 import type { Store } from '../store/store.js';
 import { AdminAccount } from './admin-account.js';
+import type { ScryptCost } from './passwords.js';
 
 export interface AdminBootstrap {
   /** The setup token to print, when the instance still needs its first password. */
@@ -22,10 +23,11 @@ export interface AdminBootstrap {
 export async function prepareAdminAccess(input: {
   store: Store;
   adminPassword: string | undefined;
+  passwordHashCost: Readonly<ScryptCost>;
   logger: Logger;
 }): Promise<AdminBootstrap> {
   const { store, adminPassword, logger } = input;
-  const account = new AdminAccount(store);
+  const account = new AdminAccount(store, { scryptCost: input.passwordHashCost });
   if (adminPassword !== undefined) {
     await account.clearSetupToken();
     const changed = await account.applyPassword(adminPassword);

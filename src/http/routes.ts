@@ -273,8 +273,9 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
     const { store, index } = deps.admin;
     const now = deps.now ?? Date.now;
     const sessions = new AdminSessions({ store: store.sessions, ttlMs: deps.settings.sessionTtlMs, now });
-    const account = new AdminAccount(store, { now });
-    const users = new Users({ store, now });
+    const scryptCost = deps.settings.passwordHashCost;
+    const account = new AdminAccount(store, { now, scryptCost });
+    const users = new Users({ store, now, scryptCost });
     const identifier = createAdminIdentifier({
       sessions,
       users: { get: (id) => store.users.get(id), firstAdmin: () => account.firstAdmin() },

@@ -17,6 +17,7 @@ import { KeyIndex } from '../../src/auth/key-index.js';
 import { createLogger } from '../../src/logger.js';
 import { openSqliteStore } from '../../src/store/sqlite.js';
 import type { Store } from '../../src/store/store.js';
+import { TEST_PASSWORD_HASH_COST as passwordHashCost } from '../helpers/password-cost.js';
 
 const root = mkdtempSync(join(tmpdir(), 'gatehouse-start-up-lines-'));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -89,20 +90,20 @@ describe('the API protection line', () => {
 describe('the admin password line', () => {
   it('does not claim sessions were signed out when there were none', async () => {
     const { logger, messages } = memoryLogger();
-    await prepareAdminAccess({ store, adminPassword: 'first password of twenty', logger });
+    await prepareAdminAccess({ store, adminPassword: 'first password of twenty', passwordHashCost, logger });
     expect(messages()).toEqual(['Admin password set from GATEHOUSE_ADMIN_PASSWORD.']);
   });
 
   it('says how many sessions a changed password signed out', async () => {
     const { logger, messages } = memoryLogger();
-    await prepareAdminAccess({ store, adminPassword: 'first password of twenty', logger });
+    await prepareAdminAccess({ store, adminPassword: 'first password of twenty', passwordHashCost, logger });
     const sessions = new AdminSessions({ store: store.sessions, ttlMs: 3_600_000 });
     const admin = (await new AdminAccount(store).firstAdmin())!;
     await sessions.start(admin.id);
     await sessions.start(admin.id);
-    await prepareAdminAccess({ store, adminPassword: 'second password of twenty', logger });
+    await prepareAdminAccess({ store, adminPassword: 'second password of twenty', passwordHashCost, logger });
     // The same password again changes nothing and says nothing.
-    await prepareAdminAccess({ store, adminPassword: 'second password of twenty', logger });
+    await prepareAdminAccess({ store, adminPassword: 'second password of twenty', passwordHashCost, logger });
     expect(messages()).toEqual([
       'Admin password set from GATEHOUSE_ADMIN_PASSWORD.',
       'Admin password set from GATEHOUSE_ADMIN_PASSWORD; 2 dashboard session(s) were signed out.',

@@ -1,7 +1,7 @@
 /**
  * The config editor page in headless Chromium against the real gateway, whose ConfigEditor
  * saves a temp config.yaml that the llama-swap simulator watches (-watch-config, polled every
- * 100 ms). Validates with llama-swap's schema from ../shared (fails loudly when it is missing).
+ * 100 ms). Validates with the llama-swap schema Gatehouse bundles.
  * Tests run in order on one file. Screenshots: test-results/screenshots/config-*.png.
  */
 import { readFileSync } from 'node:fs';
@@ -47,7 +47,6 @@ let schemaPath: string;
 
 beforeAll(async () => {
   requireDashboardBuild();
-  // Throws (fails every test) when ../shared is missing: never a silent skip.
   schemaPath = SCHEMA_PATH();
   browser = await launchBrowser();
   dir = await tempDir('gh-config-e2e-');

@@ -1,7 +1,7 @@
 /**
  * The config editor's logic without a browser: where the cursor is in the YAML structure
  * (web/src/lib/config-editor/yaml-context.ts), what llama-swap's schema offers there
- * (schema-walk.ts, with the real schema from ../shared, which must exist), the disk/editor
+ * (schema-walk.ts, with the llama-swap schema Gatehouse bundles), the disk/editor
  * diff, issue positions on CRLF files, and the editing commands written on CodeMirror's core.
  */
 import { readFileSync } from 'node:fs';

@@ -1,44 +1,32 @@
 /**
- * Browser test harness: playwright-core driving Debian's Chromium (/usr/bin/chromium; CI
- * installs it in .ci/run). No browser download, no network: the launch flags turn off
- * Chromium's own background traffic, and every test can assert that the page asked nothing of
- * a host other than loopback.
+ * Browser test harness: playwright-core driving Debian's Chromium (`chromium.ts`). No browser
+ * download, no network: every test can assert that the page asked nothing of a host other than
+ * loopback.
  *
- * A test file launches one browser (`launchBrowser`) and opens a fresh context per test
- * (`openPage`); `signIn`, `screenshot` and the recorded requests/console errors make
- * end-to-end tests against the real gateway short to write.
+ * A test file connects to the run's shared Chromium (`launchBrowser`; `browser.close()` only
+ * disconnects) and opens a fresh context per test (`openPage`); `signIn`, `screenshot` and the
+ * recorded requests/console errors make end-to-end tests against the real gateway short to write.
  */
 import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import path from 'node:path';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { chromium, type Browser, type BrowserContext, type ConsoleMessage, type Page } from 'playwright-core';
-import { expect } from 'vitest';
+import { expect, inject } from 'vitest';
 import { defaultDashboardRoot, registerDashboard } from '../../src/http/dashboard.js';
+import { CHROMIUM_ARGS, CHROMIUM_PATH, requireChromium } from './chromium.js';
 
-const CHROMIUM_PATH = '/usr/bin/chromium';
 const DASHBOARD_DIST = defaultDashboardRoot();
 const SCREENSHOT_DIR = path.resolve('test-results', 'screenshots');
 
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-  '--no-first-run',
-  '--disable-quic',
-];
-
-/** Fails (never skips) when Chromium is missing: a browser test that cannot run is a failure. */
+/**
+ * The run's shared Chromium (started by `chromium-server.ts`, the browser project's globalSetup),
+ * or one of this file's own when the run has none (a config without that setup).
+ */
 export async function launchBrowser(): Promise<Browser> {
-  if (!existsSync(CHROMIUM_PATH)) {
-    throw new Error(
-      `Chromium is not installed at ${CHROMIUM_PATH}; the dashboard's browser tests need it. ` +
-        'Install it with `apt-get update && apt-get install -y chromium` (.ci/run does this in CI).',
-    );
-  }
+  requireChromium();
+  const endpoint = inject('chromiumEndpoint');
+  if (endpoint) return chromium.connect(endpoint);
   return chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS });
 }
 

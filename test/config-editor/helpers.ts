@@ -1,10 +1,10 @@
 /**
  * Shared pieces of the config-editor tests: temp dirs with real files, a small Fastify app
  * serving the config handlers with the gateway's admin error rendering, a local HTTP server
- * standing in for GitHub (this machine has no internet, and tests never contact it), and the
- * fixtures of `../shared`, which must exist: a missing fixture fails the test, never skips it.
+ * standing in for GitHub (this machine has no internet, and tests never contact it), the schema
+ * Gatehouse bundles, and the config files written for these tests (`configs/`).
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -21,24 +21,14 @@ import { GatewayError, isGatewayError } from '../../src/core/errors.js';
 import { errorBody } from '../../src/core/render-error.js';
 import { rawRequest, type RawResponse } from '../helpers/http.js';
 
-const SHARED = fileURLToPath(new URL('../../../shared/', import.meta.url));
-const FIXTURES = join(SHARED, 'fixtures');
+/** llama-swap's published schema as Gatehouse bundles it (without the later keys). */
+export const SCHEMA_PATH = () =>
+  fileURLToPath(new URL('../../src/config-editor/llama-swap-schema.json', import.meta.url));
 
-/** A path under `../shared/fixtures`; throws (fails the test) when it is missing. */
-export function fixturePath(relative: string): string {
-  const path = join(FIXTURES, relative);
-  if (!existsSync(path))
-    throw new Error(
-      `missing fixture ${path}: these tests need the ../shared checkout next to the repo (they never skip)`,
-    );
-  return path;
+/** The text of a config file written for these tests, e.g. `every-key.yaml` or `config-dir/coder.yaml`. */
+export function testConfig(name: string): string {
+  return readFileSync(new URL(`configs/${name}`, import.meta.url), 'utf8');
 }
-
-export function fixtureBytes(relative: string): Buffer {
-  return readFileSync(fixturePath(relative));
-}
-
-export const SCHEMA_PATH = () => fixturePath('llama-swap/config-schema.json');
 
 /** A small valid config the simulator also loads. */
 export const V1 = `# llama-swap config

@@ -4,12 +4,12 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { REAL_FILE_OPS, type FileOps } from '../../src/config-editor/config-file.js';
 import { RELOAD_NOTICE } from '../../src/config-editor/config-editor.js';
 import {
-  fixtureBytes,
   listDir,
   removeDir,
   SCHEMA_PATH,
   startEditorServer,
   tempDir,
+  testConfig,
   V1,
   V2,
   type EditorServer,
@@ -328,11 +328,11 @@ describe('byte-exact round trips', () => {
       Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('models:\n  a:\n    cmd: x --port ${PORT}\n')]),
     ],
     ['no trailing newline', Buffer.from('models:\n  a:\n    cmd: x --port ${PORT}')],
-    ['the llama-swap example', Buffer.alloc(0)],
+    ['a config that uses every top-level key', Buffer.from(testConfig('every-key.yaml'))],
   ];
   for (const [what, bytes] of files) {
     it(`keeps ${what}: load, edit one value, save, and only that value changed`, async () => {
-      const original = bytes.length > 0 ? bytes : fixtureBytes('llama-swap/config.example.yaml');
+      const original = bytes;
       await writeFile(file, original);
       const s = await start();
       const loaded = (await s.request('GET', '/api/config')).body;

@@ -1,7 +1,7 @@
 /**
  * The config editor behind the real gateway's route table: admin chain, cross-site checks and
  * error rendering included, with the simulator watching the file it saves.
- * Reads the llama-swap schema from ../shared (fails loudly when it is missing).
+ * Validates with the llama-swap schema Gatehouse bundles.
  */
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';

@@ -1,72 +1,70 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
 import type { ValidateFunction } from 'ajv';
+import { bundledSchema } from '../../src/config-editor/bundled-schema.js';
 import { compileConfigSchema } from '../../src/config-editor/schema-source.js';
 import { formatConfigText } from '../../src/config-editor/format.js';
 import { re2Problem } from '../../src/config-editor/loader-checks.js';
 import { validateConfigText, type ConfigIssue } from '../../src/config-editor/validate.js';
-import { fixtureBytes, fixturePath, SCHEMA_PATH } from './helpers.js';
+import { SCHEMA_PATH, testConfig } from './helpers.js';
 
-const schema: ValidateFunction = compileConfigSchema(
-  JSON.parse(readFileSync(SCHEMA_PATH(), 'utf8')) as Record<string, unknown>,
-);
+const schema: ValidateFunction = compileConfigSchema(await bundledSchema());
 const check = (text: string) => validateConfigText(text, schema);
 const brief = (issues: ConfigIssue[]) =>
   issues.map((i) => ({ message: i.message, path: i.path, line: i.line, column: i.column }));
 
-interface ManifestEntry {
-  file: string;
-  expected: { valid: boolean; kind: 'ok' | 'yaml' | 'schema' };
-  reason: string;
-}
+/** The valid configs in ./configs; between them they use every top-level key of the published schema. */
+const VALID = ['every-key.yaml', 'matrix.yaml', 'matrix-router.yaml'];
 
-describe('llama-swap fixtures (../shared/fixtures/llama-swap)', () => {
-  it('accepts config.example.yaml and the docker examples', () => {
-    for (const file of [
-      'llama-swap/config.example.yaml',
-      'llama-swap/examples/docker-config.example.yaml',
-      'llama-swap/examples/docker-unified-config.example.yaml',
-    ]) {
-      const result = check(fixtureBytes(file).toString('utf8'));
+describe('config files written for the tests (./configs)', () => {
+  it('accepts every-key.yaml and both matrix configs with no error and no loader warning', () => {
+    for (const file of VALID) {
+      const result = check(testConfig(file));
       expect(brief(result.errors), file).toEqual([]);
+      expect(brief(result.warnings), file).toEqual([]);
     }
   });
 
-  it('rejects examples/aider-qwq-coder.yaml on profiles (list syntax), pointing at the profile', () => {
-    const text = fixtureBytes('llama-swap/examples/aider-qwq-coder.yaml').toString('utf8');
+  it('uses every top-level key of the published schema between them', () => {
+    const used = new Set(VALID.flatMap((file) => Object.keys(parse(testConfig(file)) as object)));
+    const published = JSON.parse(readFileSync(SCHEMA_PATH(), 'utf8')) as { properties: object };
+    const known = Object.keys(published.properties);
+    expect(known.filter((key) => !used.has(key))).toEqual([]);
+  });
+
+  it('rejects profiles in the old list syntax, pointing at the list', () => {
+    const text = testConfig('profiles-as-list.yaml');
     const result = check(text);
-    expect(result.errors.length).toBeGreaterThan(0);
-    expect(result.errors.every((e) => e.path.startsWith('/profiles'))).toBe(true);
+    expect(brief(result.errors)).toEqual([
+      { message: '/profiles/pair must be object', path: '/profiles/pair', line: 9, column: 5 },
+    ]);
+    expect(result.errors[0]!.kind).toBe('schema');
     const first = result.errors[0]!;
-    expect(first).toMatchObject({ kind: 'schema', path: '/profiles/aider', line: 6, column: 7 });
-    expect(first.message).toBe('/profiles/aider must be object');
-    // the position is the place of the list in the text
-    const lines = text.split('\n');
-    expect(lines[first.line! - 1]!.slice(first.column! - 1)).toBe('- qwen-coder-32B');
-  });
-});
-
-describe('real configs (../shared/fixtures/real-configs, verdicts of MANIFEST.json)', () => {
-  const manifest = JSON.parse(readFileSync(fixturePath('real-configs/MANIFEST.json'), 'utf8')) as {
-    files: ManifestEntry[];
-  };
-
-  it('has the files the manifest lists', () => {
-    expect(manifest.files.length).toBeGreaterThanOrEqual(14);
-    for (const entry of manifest.files) fixturePath(`real-configs/${entry.file}`);
+    expect(text.split('\n')[first.line! - 1]!.slice(first.column! - 1)).toBe('- coder');
   });
 
-  for (const entry of manifest.files) {
-    it(`${entry.file}: ${entry.expected.valid ? 'valid' : `invalid (${entry.expected.kind})`}`, () => {
-      const result = check(fixtureBytes(`real-configs/${entry.file}`).toString('utf8'));
-      expect(result.errors.length === 0, JSON.stringify(brief(result.errors))).toBe(entry.expected.valid);
-      if (entry.expected.kind === 'ok') return;
-      expect(result.errors[0]!.kind).toBe(entry.expected.kind);
-      // The manifest's reason is yaml's/Ajv's message; ours drops the trailing position (it has its own fields).
-      const reason = entry.reason.replace(/ at line \d+, column \d+:$/, '');
-      expect(result.errors.map((e) => e.message)).toContain(reason);
-    });
-  }
+  it('reports a Jinja template as YAML errors, the first at the % of its first tag, and runs no schema check', () => {
+    const text = testConfig('jinja-template.yaml');
+    const result = check(text);
+    expect(result.errors.every((e) => e.kind === 'yaml')).toBe(true);
+    expect(brief(result.errors.slice(0, 1))).toEqual([
+      { message: 'Plain value cannot start with directive indicator character %', path: '', line: 3, column: 4 },
+    ]);
+    expect(text.split('\n')[2]!.slice(3)).toMatch(/^% for /);
+  });
+
+  it('reports -config-dir fragments as incomplete on their own: an empty models map, no models at all', () => {
+    const defaults = check(testConfig('config-dir/00-defaults.yaml'));
+    expect(brief(defaults.errors)).toEqual([
+      { message: '/models must be object', path: '/models', line: 10, column: 1 },
+    ]);
+    const model = check(testConfig('config-dir/coder.yaml'));
+    expect(brief(model.errors)).toEqual([
+      { message: "/ must have required property 'models'", path: '', line: 3, column: 1 },
+    ]);
+    expect([defaults, model].map((r) => r.errors[0]!.kind)).toEqual(['schema', 'schema']);
+  });
 });
 
 describe('YAML errors', () => {
@@ -301,26 +299,35 @@ describe('loader checks are warnings', () => {
     expect(w.map((x) => [x.path, x.line])).toEqual([['/profiles/p/pins/x5', 20]]);
   });
 
-  it('gives config.example.yaml no error, only the loader warnings its illustrative parts earn', () => {
-    const result = check(fixtureBytes('llama-swap/config.example.yaml').toString('utf8'));
-    expect(result.errors).toEqual([]);
-    // "unlisted-model" has cmd without ${PORT} and no proxy; the router's groups and one
-    // selector name models the example does not define (it says so in a comment).
-    expect(result.warnings.map((w) => w.path)).toEqual([
-      '/models/unlisted-model/cmd',
-      '/routing/router/settings/groups/group1/members/0',
-      '/routing/router/settings/groups/group1/members/1',
-      '/routing/router/settings/groups/group2/members/1',
-      '/routing/router/settings/groups/group2/members/2',
-      '/routing/router/settings/groups/forever/members/0',
-      '/routing/router/settings/groups/forever/members/1',
-      '/routing/router/settings/groups/forever/members/2',
-      '/selectors/coding-model/targets/1',
-      '/selectors/llama/targets/1',
-      '/selectors/llama/targets/2',
-      '/profiles/coding/pins/llm-plan',
+  it('flags router group members, selector targets and profile pins that name no model', () => {
+    const w = warningsOf(
+      [
+        'models:',
+        '  a:',
+        '    cmd: x --port ${PORT}',
+        'selectors:',
+        '  pick:',
+        '    strategy: spillover',
+        '    targets: [a, ghost-1]',
+        'profiles:',
+        '  p:',
+        '    pins:',
+        '      slot: ghost-2',
+        'routing:',
+        '  router:',
+        '    use: group',
+        '    settings:',
+        '      groups:',
+        '        g:',
+        '          members: [ghost-3, a]',
+        '',
+      ].join('\n'),
+    );
+    expect(w.map((x) => [x.path, x.line])).toEqual([
+      ['/routing/router/settings/groups/g/members/0', 18],
+      ['/selectors/pick/targets/1', 7],
+      ['/profiles/p/pins/slot', 11],
     ]);
-    for (const w of result.warnings) expect(w.line).not.toBeNull();
   });
 });
 
@@ -337,12 +344,12 @@ describe('format', () => {
     });
   });
 
-  it('keeps the meaning of config.example.yaml', () => {
-    const text = fixtureBytes('llama-swap/config.example.yaml').toString('utf8');
+  it('keeps the meaning and the comments of every-key.yaml', () => {
+    const text = testConfig('every-key.yaml');
     const result = formatConfigText(text);
     if (!result.ok) throw new Error('format failed');
     expect(check(result.text).errors).toEqual([]);
-    expect(result.text).toContain('# llama-swap YAML configuration example');
+    expect(result.text).toContain("# A config written for Gatehouse's tests");
   });
 
   it('refuses text that does not parse', () => {

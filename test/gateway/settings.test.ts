@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { loadSettings, SETTINGS, SettingsError } from '../../src/settings.js';
+import { settingsError } from '../helpers/settings.js';
 
 describe('settings', () => {
   it('uses the documented defaults when nothing is set', () => {
@@ -36,6 +37,27 @@ describe('settings', () => {
       expect(message).toContain('PORT');
       expect(message).toContain('GATEHOUSE_IDLE_TIMEOUT: "300" is not a duration');
       expect(message).toContain('GATEHOUSE_UPSTREAM_URL');
+    }
+  });
+
+  it('hashes admin passwords at the production scrypt cost unless told otherwise', () => {
+    expect(loadSettings({}).passwordHashCost).toEqual({ N: 2 ** 15, r: 8, p: 3 });
+    expect(loadSettings({ GATEHOUSE_PASSWORD_HASH_COST: 'N=1024,r=8,p=1' }).passwordHashCost).toEqual({
+      N: 1024,
+      r: 8,
+      p: 1,
+    });
+  });
+
+  it('refuses a password hash cost that is malformed, not a power of two, below N=1024 or over 1 GiB', () => {
+    for (const [raw, why] of [
+      ['32768,8,3', 'is not N=<power of two>,r=<n>,p=<n>'],
+      ['N=1000,r=8,p=1', 'N must be a power of two'],
+      ['N=512,r=8,p=1', 'N must be at least 1024'],
+      ['N=1024,r=0,p=1', 'r and p must be at least 1'],
+      ['N=1048576,r=16,p=1', 'more than 1 GiB per hash'],
+    ]) {
+      expect(settingsError({ GATEHOUSE_PASSWORD_HASH_COST: raw! }), raw).toContain(why);
     }
   });
 

@@ -7,6 +7,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { REPO_ROOT } from './process.js';
+import { TEST_PASSWORD_HASH_COST_ENV } from './password-cost.js';
 
 export interface DemoProcess {
   child: ChildProcess;
@@ -30,7 +31,13 @@ export function freshDemoDataDir(): string {
 export function startDemo(dataDir: string = freshDemoDataDir()): Promise<DemoProcess> {
   const child = spawn(process.execPath, ['--import', 'tsx', join(REPO_ROOT, 'demo', 'main.ts')], {
     cwd: REPO_ROOT,
-    env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', GATEHOUSE_DATA_DIR: dataDir },
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOST: '127.0.0.1',
+      PORT: '0',
+      GATEHOUSE_DATA_DIR: dataDir,
+      GATEHOUSE_PASSWORD_HASH_COST: TEST_PASSWORD_HASH_COST_ENV,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

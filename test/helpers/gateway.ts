@@ -2,7 +2,8 @@
  * Starts a real gateway on port 0 in this process, with its log lines captured in memory.
  * With `withStore`, it opens a real SQLite store in a fresh temp dir (or `dataDir`), prepares
  * the admin account and opens the key index, as `gatehouse serve` does, and prints the
- * first-run setup link to the captured log when the store has no admin password yet.
+ * first-run setup link to the captured log when the store has no admin password yet. Passwords
+ * are hashed at TEST_PASSWORD_HASH_COST unless the overrides say otherwise.
  */
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -18,6 +19,7 @@ import type { Upstream } from '../../src/upstream/upstream.js';
 import { UpstreamView } from '../../src/live/upstream-view.js';
 import { settingsFor, type Settings } from '../../src/settings.js';
 import { openStore, type Store } from '../../src/store/store.js';
+import { TEST_PASSWORD_HASH_COST } from './password-cost.js';
 
 export interface TestGateway {
   url: string;
@@ -58,6 +60,7 @@ export async function startTestGateway(
     upstreamUrl: new URL(upstreamUrl),
     logLevel: 'info',
     dataDir,
+    passwordHashCost: TEST_PASSWORD_HASH_COST,
     ...overrides,
   });
   let text = '';
@@ -83,7 +86,12 @@ export async function startTestGateway(
   let setupToken: string | undefined;
   if (options.withStore) {
     store = await openStore(settings);
-    ({ setupToken } = await prepareAdminAccess({ store, adminPassword: settings.adminPassword, logger }));
+    ({ setupToken } = await prepareAdminAccess({
+      store,
+      adminPassword: settings.adminPassword,
+      passwordHashCost: settings.passwordHashCost,
+      logger,
+    }));
     index = await KeyIndex.open(store, { flushIntervalMs: 200 });
     llamaSwap = openUpstream({ kind: options.upstreamKind ?? 'llama-swap', baseUrl: new URL(upstreamUrl) });
     liveView = new UpstreamView({ client: llamaSwap, logger });

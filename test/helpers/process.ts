@@ -1,9 +1,11 @@
 /**
  * Runs the real `gatehouse` CLI as a child process, from the TypeScript sources through tsx's
  * loader (the same `main` that bin/gatehouse runs from dist/), so no build comes first.
+ * Passwords are hashed at the tests' cheap cost unless `env` sets GATEHOUSE_PASSWORD_HASH_COST.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { TEST_PASSWORD_HASH_COST_ENV } from './password-cost.js';
 
 export const REPO_ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const CLI_FROM_SOURCE = fileURLToPath(new URL('./gatehouse-cli.ts', import.meta.url));
@@ -23,7 +25,7 @@ export interface GatewayProcess {
 export function spawnGateway(env: Record<string, string>, args: string[] = []): Promise<GatewayProcess> {
   const child = spawn(process.execPath, [...CLI, 'serve', '--host', '127.0.0.1', '--port', '0', ...args], {
     cwd: REPO_ROOT,
-    env: { PATH: process.env.PATH ?? '', ...env },
+    env: { PATH: process.env.PATH ?? '', GATEHOUSE_PASSWORD_HASH_COST: TEST_PASSWORD_HASH_COST_ENV, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
@@ -70,7 +72,7 @@ export function runCli(
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [...CLI, ...args], {
       cwd: REPO_ROOT,
-      env: { PATH: process.env.PATH ?? '', ...env },
+      env: { PATH: process.env.PATH ?? '', GATEHOUSE_PASSWORD_HASH_COST: TEST_PASSWORD_HASH_COST_ENV, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';

@@ -114,7 +114,9 @@ describe('stdout on a quiet gateway', () => {
       logger.info('a lone line, ünïcode ✓');
       expect(readFileSync(file, 'utf8')).toBe('');
       vi.advanceTimersByTime(100);
-      await vi.waitFor(() => expect(readFileSync(file, 'utf8')).toContain('"msg":"a lone line, ünïcode ✓"'));
+      await vi.waitFor(() => expect(readFileSync(file, 'utf8')).toContain('"msg":"a lone line, ünïcode ✓"'), {
+        timeout: 25_000,
+      });
       destination.end();
     } finally {
       vi.useRealTimers();

@@ -48,7 +48,7 @@ class FakeUpstream implements UpstreamDispatcher {
     return Promise.resolve();
   }
   async call(n: number): Promise<Dispatched> {
-    await vi.waitFor(() => expect(this.calls.length).toBeGreaterThan(n));
+    await vi.waitFor(() => expect(this.calls.length).toBeGreaterThan(n), EVENTUALLY);
     return this.calls[n]!;
   }
 }
@@ -116,6 +116,9 @@ async function startGateway(upstream: FakeUpstream): Promise<{ url: string; call
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, calls };
 }
 
+/** Waits for an event, bounded by the test's timeout rather than vi.waitFor's one second. */
+const EVENTUALLY = { timeout: 25_000, interval: 10 };
+
 function send(
   url: string,
   headers: Record<string, string> = {},
@@ -123,7 +126,11 @@ function send(
   const req = httpRequest(url, { headers });
   req.on('error', () => undefined);
   const response = new Promise<IncomingMessage>((resolve, reject) => {
-    req.once('response', resolve);
+    req.once('response', (res) => {
+      // Destroying the request after the headers fails the response with ECONNRESET.
+      res.on('error', () => undefined);
+      resolve(res);
+    });
     req.once('error', reject);
   });
   // A test that makes the client leave never reads its response.
@@ -220,7 +227,7 @@ describe('forward', () => {
     expect(controller.resumes).toBe(0);
 
     const received = text(await response);
-    await vi.waitFor(() => expect(controller.resumes).toBe(1));
+    await vi.waitFor(() => expect(controller.resumes).toBe(1), EVENTUALLY);
     expect(controller.paused).toBe(false);
     handler.onResponseEnd!(controller, {});
     expect((await received).length).toBe(big.length);
@@ -236,7 +243,7 @@ describe('forward', () => {
     await response;
     abort();
 
-    await vi.waitFor(() => expect(controller.aborted).toBe(true));
+    await vi.waitFor(() => expect(controller.aborted).toBe(true), EVENTUALLY);
     expect(controller.reason?.message).toBe('the client closed the connection');
     handler.onResponseError!(controller, controller.reason!);
     const { ctx, settled } = gateway.calls[0]!;
@@ -251,7 +258,7 @@ describe('forward', () => {
     const { handler, controller } = await upstream.call(0);
     abort();
     const { ctx, settled } = gateway.calls[0]!;
-    await vi.waitFor(() => expect(ctx.outcome.clientAborted).toBe(true));
+    await vi.waitFor(() => expect(ctx.outcome.clientAborted).toBe(true), EVENTUALLY);
 
     handler.onRequestStart!(controller, {});
     expect(controller.aborted).toBe(true);

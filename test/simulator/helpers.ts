@@ -97,6 +97,22 @@ export class BodyReader {
   }
 }
 
+/**
+ * Whether a timer of `ms`, started now, fires before `work` settles. Timers fire in the order they
+ * expire, so against a delay of at least `ms` that starts later this is an order, not a race.
+ */
+export async function timerFiresFirst(ms: number, work: Promise<unknown>): Promise<boolean> {
+  const order: string[] = [];
+  const timer = new Promise<void>((resolve) =>
+    setTimeout(() => {
+      order.push('timer');
+      resolve();
+    }, ms),
+  );
+  await Promise.all([timer, work.finally(() => order.push('work'))]);
+  return order[0] === 'timer';
+}
+
 export function chatBody(model: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
   return { model, messages: [{ role: 'user', content: 'Say hello to the gateway' }], ...extra };
 }

@@ -8,7 +8,7 @@ import {
   startSimulator,
   type Simulator,
 } from '../fakes/llama-swap/index.js';
-import { BodyReader, chatBody, json, parseSse, postJson } from './helpers.js';
+import { BodyReader, chatBody, json, parseSse, postJson, timerFiresFirst } from './helpers.js';
 
 const CONFIG = {
   models: {
@@ -267,9 +267,9 @@ describe('timing and failure knobs', () => {
   it('headersDelayMs holds back the response headers', async () => {
     await sim.load('chat');
     sim.knobs.headersDelayMs = 250;
-    const started = performance.now();
-    const res = await postJson(`${sim.url}/v1/chat/completions`, chatBody('chat', { stream: true }));
-    expect(performance.now() - started).toBeGreaterThanOrEqual(240);
+    const answer = postJson(`${sim.url}/v1/chat/completions`, chatBody('chat', { stream: true }));
+    expect(await timerFiresFirst(250, answer)).toBe(true);
+    const res = await answer;
     expect(res.status).toBe(200);
     await res.text();
   });
@@ -277,21 +277,23 @@ describe('timing and failure knobs', () => {
   it('stallAfterChunks pauses the stream mid-way for stallMs', async () => {
     sim.knobs.stallAfterChunks = 2;
     sim.knobs.stallMs = 250;
-    const reader = new BodyReader(await postJson(`${sim.url}/v1/chat/completions`, chatBody('chat', { stream: true })));
-    await reader.until((t) => parseSse(t).length >= 2);
-    const stalledAt = performance.now();
-    await reader.until((t) => parseSse(t).length >= 3);
-    expect(performance.now() - stalledAt).toBeGreaterThanOrEqual(200);
-    expect(await reader.rest()).toContain('[DONE]');
+    // The stall starts after the request, so a 250 ms timer started before it fires first.
+    let reader: BodyReader | undefined;
+    const thirdFrame = (async () => {
+      reader = new BodyReader(await postJson(`${sim.url}/v1/chat/completions`, chatBody('chat', { stream: true })));
+      await reader.until((t) => parseSse(t).length >= 3);
+    })();
+    expect(await timerFiresFirst(250, thirdFrame)).toBe(true);
+    expect(await reader!.rest()).toContain('[DONE]');
   });
 
   it('tokensPerSecond paces the frames', async () => {
     sim.knobs.tokensPerSecond = 100;
     sim.knobs.tokens = 10;
-    const started = performance.now();
-    await (await postJson(`${sim.url}/v1/chat/completions`, chatBody('chat', { stream: true }))).text();
+    const stream = (async () =>
+      (await postJson(`${sim.url}/v1/chat/completions`, chatBody('chat', { stream: true }))).text())();
     // 13 frames, 12 gaps of 10 ms.
-    expect(performance.now() - started).toBeGreaterThanOrEqual(110);
+    expect(await timerFiresFirst(110, stream)).toBe(true);
   });
 
   it('emptyBody502 answers 502 with an empty body like a dead upstream', async () => {

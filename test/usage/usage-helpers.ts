@@ -53,9 +53,10 @@ export async function listRequests(
 
 /**
  * The record of the call with this request id, once written. The record is made when the
- * server side of the exchange closes, which can be a moment after the client saw the end.
+ * server side of the exchange closes, which can be a moment after the client saw the end; the
+ * bound is for a record that never comes, not a pace (a loaded machine can take seconds).
  */
-export async function recordFor(gateway: TestGateway, requestId: string, timeoutMs = 3000): Promise<RequestView> {
+export async function recordFor(gateway: TestGateway, requestId: string, timeoutMs = 20_000): Promise<RequestView> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const matches = (await listRequests(gateway, 'limit=500')).requests.filter((r) => r.requestId === requestId);
