@@ -18,6 +18,8 @@ const PROCESSES = [
   'test/snippets/{curl,python,shell,typescript}.test.ts',
 ];
 const BROWSER = ['test/browser/**/*.test.ts'];
+/** In-process files that replace a module (`vi.mock`): a module shared by a worker's files would ignore it. */
+const MOCKING = ['test/auth/sign-in-timing.test.ts'];
 /** In-process files that push volume (10,000 calls, 100,000-row exports): the `load` project. */
 const LOAD = ['test/usage/burst.test.ts', 'test/usage/usage-export-memory.test.ts'];
 
@@ -38,10 +40,11 @@ export default defineConfig({
           // not per file (the tests build their own apps, stores and servers).
           name: 'in-process',
           include: ['test/**/*.test.ts'],
-          exclude: [...PROCESSES, ...BROWSER, ...LOAD],
+          exclude: [...PROCESSES, ...BROWSER, ...LOAD, ...MOCKING],
           isolate: false,
         },
       },
+      { extends: true, test: { name: 'mocking', include: MOCKING } },
       { extends: true, test: { name: 'load', include: LOAD, isolate: false } },
       { extends: true, test: { name: 'processes', include: PROCESSES } },
       {
