@@ -38,6 +38,7 @@ const HOSTILE = [
 ];
 
 /** What a spreadsheet runs: `=`, `+`, `-`, `@` (and their full-width forms), tab, CR, also behind blanks. */
+// eslint-disable-next-line no-control-regex -- NUL and other controls are blanks some spreadsheets skip
 const FORMULA_START = /^[\u0000-\u0020\u00A0\u3000]*[=+\-@\t\r\uFF1D\uFF0B\uFF0D\uFF20]/;
 
 function records(): UsageRecord[] {
