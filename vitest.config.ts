@@ -52,6 +52,9 @@ export default defineConfig({
         test: {
           name: 'browser',
           include: BROWSER,
+          // A page step on a loaded two-core machine can take seconds: bounds for a stuck test, not a pace.
+          testTimeout: 90_000,
+          hookTimeout: 90_000,
           // One Chromium for the run; each file connects to it (test/browser/helpers.ts).
           globalSetup: ['test/browser/chromium-server.ts'],
         },

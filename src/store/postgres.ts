@@ -160,13 +160,33 @@ async function migrateUnderAdvisoryLock(pool: pg.Pool, db: Kysely<Database>, sch
       // exists, which a least-privilege user lacks: look first.
       const existing = await lockClient.query('select 1 from pg_namespace where nspname = $1', [schema]);
       if (existing.rowCount === 0) await lockClient.query(`create schema if not exists "${schema}"`);
-      return await migrateToLatest(db as Kysely<unknown>, { migrationTableSchema: schema });
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await migrateToLatest(db as Kysely<unknown>, { migrationTableSchema: schema });
+        } catch (error) {
+          if (attempt === MIGRATE_ATTEMPTS || !anotherSchemaVanished(error, schema)) throw error;
+        }
+      }
     } finally {
       await lockClient.query('select pg_advisory_unlock($1::bigint)', [lockKey]);
     }
   } finally {
     lockClient.release();
   }
+}
+
+const MIGRATE_ATTEMPTS = 3;
+
+/**
+ * Kysely's migrator reads the tables of every schema in the database; when another client drops
+ * its schema during that read, PostgreSQL fails it with 3F000 naming that schema. Ours exists
+ * (made above, under our lock), so reading again is right.
+ */
+function anotherSchemaVanished(error: unknown, schema: string): boolean {
+  for (let e = error as { code?: string; message?: string; cause?: unknown } | undefined; e; e = e.cause as typeof e) {
+    if (e.code === '3F000') return !(e.message ?? '').includes(`"${schema}"`);
+  }
+  return false;
 }
 
 /** Node reports a refused dual-stack connect as an AggregateError with an empty message. */

@@ -102,8 +102,8 @@ export async function openPage(browser: Browser, baseURL: string, options: OpenP
       content: `for (const [k, v] of Object.entries(${entries})) localStorage.setItem(k, v);`,
     });
   }
-  // Well under the test timeout, so a stuck step fails with the locator it waited for.
-  context.setDefaultTimeout(10_000);
+  // Well under the browser project's test timeout, so a stuck step fails with the locator it waited for.
+  context.setDefaultTimeout(30_000);
   const requests: string[] = [];
   context.on('request', (request) => requests.push(request.url()));
   const page = await context.newPage();

@@ -3,7 +3,6 @@
  * store, calls recorded through the simulator): the file the browser downloads holds exactly the
  * calls the request log's filter selects, quoted for a spreadsheet, or their sums.
  */
-import { readFile } from 'node:fs/promises';
 import type { Browser } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { DEMO_CONFIG, startSimulator, type Simulator } from '../fakes/llama-swap/index.js';
@@ -70,7 +69,10 @@ async function download(t: TestPage, rows: string, format: string): Promise<{ na
     t.page.waitForEvent('download'),
     dialog.getByRole('link', { name: `Download ${format}` }).click(),
   ]);
-  const text = await readFile(await file.path(), 'utf8');
+  // The browser is the run's shared one, reached remotely: the file comes over its connection.
+  const chunks: Buffer[] = [];
+  for await (const chunk of await file.createReadStream()) chunks.push(chunk as Buffer);
+  const text = Buffer.concat(chunks).toString('utf8');
   await dialog.waitFor({ state: 'detached' });
   return { name: file.suggestedFilename(), text };
 }

@@ -105,6 +105,24 @@ describe('PostgreSQL store', () => {
     }
   });
 
+  it('opens while another client of the database drops a schema of its own', async () => {
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    try {
+      for (let i = 0; i < 4; i++) {
+        // A schema with many tables makes the catalog scan of a migration long enough to meet the drop.
+        const other = `${run}_dropped_${i}`;
+        const tables = Array.from({ length: 400 }, (_, t) => `create table "${other}".t${t} (a int, b text, c int)`);
+        await admin.query(`create schema "${other}"; ${tables.join('; ')}`);
+        const opening = openPostgresStore({ url, schema: schemaFor(`beside_${i}`), poolSize: 2 });
+        await admin.query(`drop schema "${other}" cascade`);
+        await (await opening).close();
+      }
+    } finally {
+      await admin.end();
+    }
+  });
+
   it('keeps stores in different schemas of one database apart, notifications included', async () => {
     const schemaA = schemaFor('apart_a');
     const schemaB = schemaFor('apart_b');
