@@ -7,7 +7,8 @@ import type { ProxyStep } from '../core/steps.js';
 import { authenticateClient } from './client-auth.js';
 import { modelCovered, type ModelCatalog } from './model-access.js';
 import type { KeyVerifier } from './key-index.js';
-import { hasBudget } from '../store/store.js';
+import { hasBudget, type KeyRecord } from '../store/store.js';
+import type { CallerIdentity } from '../core/context.js';
 
 export interface KeyUseRecorder {
   markUsed(id: string): void;
@@ -22,17 +23,22 @@ export function clientAuth(keys: KeyVerifier & KeyUseRecorder, now: () => number
     const result = authenticateClient(ctx.req.headers, keys, now());
     if ('error' in result) throw new GatewayError(result.error, { headers: CHALLENGE });
     if (result.mode === 'key') {
-      const key = result.key;
-      ctx.decided.caller = {
-        keyId: key.id,
-        keyName: key.name,
-        allowedModels: key.models,
-        limits: key.limits,
-        priority: key.priority,
-        budget: hasBudget(key.budget) ? key.budget : undefined,
-      };
-      keys.markUsed(key.id);
+      ctx.decided.caller = callerOf(result.key);
+      keys.markUsed(result.key.id);
     }
+  };
+}
+
+/** The caller a key makes: its models, limits, priority, budget and scope. */
+export function callerOf(key: KeyRecord): CallerIdentity {
+  return {
+    keyId: key.id,
+    keyName: key.name,
+    allowedModels: key.models,
+    limits: key.limits,
+    manage: key.manage,
+    priority: key.priority,
+    budget: hasBudget(key.budget) ? key.budget : undefined,
   };
 }
 

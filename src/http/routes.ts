@@ -135,7 +135,12 @@ import { defaultDashboardRoot, registerDashboard } from './dashboard.js';
 import { createManageModelHandlers } from './manage-models.js';
 import { corsPolicy, withCors } from './cors.js';
 import { createProxyRoute } from './proxy-route.js';
-import { createProxyTrust } from '../auth/proxy-trust.js';
+import { createProxyTrust, type ProxyTrust } from '../auth/proxy-trust.js';
+import { GatewayError } from '../core/errors.js';
+import type { ModelEntry } from '../upstream/types.js';
+import { ollamaAuth } from '../ollama/door-auth.js';
+import { ollamaCall } from '../ollama/door.js';
+import { createOllamaRoute } from './ollama-route.js';
 import type { Scheduler } from '../queue/scheduler.js';
 import { queueAdmission, type ResolveModel } from '../queue/admission-step.js';
 import { createQueueHandler } from './admin/queue-handlers.js';
@@ -208,6 +213,8 @@ export type RawHandler = (req: IncomingMessage, res: ServerResponse) => void;
 export interface RouteTable {
   /** The handler for a raw fast-path route, or undefined to let Fastify route it. */
   raw(url: string): RawHandler | undefined;
+  /** Every call on the Ollama listener; undefined while the door is off (GATEHOUSE_OLLAMA_LISTEN). */
+  ollama: RawHandler | undefined;
 }
 
 export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTable {
@@ -471,7 +478,62 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
     raw(url) {
       return url.startsWith('/v1/') || url === '/v1' || url.startsWith('/v1?') ? v1 : undefined;
     },
+    ollama: deps.settings.ollamaListen ? ollamaDoor(deps, catalog, trust) : undefined,
   };
+}
+
+/**
+ * The Ollama listener's chain: the `/v1` steps, with the door's key check (keyless calls act as
+ * GATEHOUSE_OLLAMA_KEY) and `ollamaCall` (answers or translates) in place of readModel and
+ * modelsListing. The queue sends no SSE keep-alive comments: NDJSON clients would choke on them.
+ *
+ *   ollama listener     ollamaAuth → keyLimits → ollamaCall → [captureRequestBody] → rateLimitHeaders (GET) →
+ *                       modelAllowList → tokenReservation → budgetReservation → rateLimitHeaders →
+ *                       admissionQueue (no keep-alive) → forward (translated) (+ usage tap)
+ */
+function ollamaDoor(deps: RouteDeps, catalog: () => Promise<ModelCatalog | undefined>, trust: ProxyTrust): RawHandler {
+  const usage = deps.usage;
+  const upstream = deps.admin?.llamaSwap;
+  const unavailable = () =>
+    Promise.reject(new GatewayError('service_unavailable', { message: "llama-swap's own API is not configured." }));
+  const index = deps.admin?.index;
+  const keyName = deps.settings.ollamaKey;
+  return createOllamaRoute({
+    steps: [
+      ollamaAuth(
+        deps.keys,
+        keyName !== undefined && index ? { name: keyName, find: (n) => index.named(n) } : undefined,
+        deps.now,
+      ),
+      usage.limitStep,
+      ollamaCall({
+        listModels: deps.listModels as () => Promise<ModelEntry[]>,
+        models: {
+          running: () => upstream?.running() ?? unavailable(),
+          load: (model) => upstream?.load(model) ?? unavailable(),
+          unload: (model) => upstream?.unload(model) ?? unavailable(),
+        },
+        catalog,
+        bodyLimitBytes: deps.settings.bodyLimitBytes,
+        bodyTimeoutMs: deps.settings.bodyTimeoutMs,
+        spoolDir: join(deps.settings.dataDir, 'spool'),
+        logger: deps.logger,
+      }),
+      ...(usage.captureStep ? [usage.captureStep] : []),
+      usage.readHeadersStep,
+      modelAllowList(catalog),
+      usage.reserveStep,
+      usage.budgetStep,
+      usage.headersStep,
+      queueAdmission(deps.queue, modelResolver(deps.settings, catalog), 0),
+    ],
+    forwarder: deps.forwarder,
+    logger: deps.logger,
+    tap: bothTaps(usage.tap, deps.tap),
+    onStart: usage.onStart,
+    inFlight: deps.proxyInFlight,
+    trust,
+  });
 }
 
 /** Key id → the user who owns it, to name the user beside each call in the request log. */
