@@ -2,6 +2,7 @@
  * The Ollama door (docs/ollama.md) through the official `ollama` npm client: a gateway with
  * GATEHOUSE_OLLAMA_LISTEN on, in front of the simulator, which speaks only OpenAI.
  */
+import { ChatOllama } from '@langchain/ollama';
 import { Ollama, type Message } from 'ollama';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { completionText, DEMO_CONFIG, embedding, startSimulator, type Simulator } from '../fakes/llama-swap/index.js';
@@ -205,6 +206,20 @@ describe('the Ollama door with a key', () => {
     const res = await rawRequest(`${door.url}/api/tags`);
     expect(res.status).toBe(401);
     expect(Object.keys(JSON.parse(res.body.toString()) as object)).toEqual(['error']);
+  });
+
+  it('serves LangChain ChatOllama: a chat, a stream and a refused key', async () => {
+    const chat = (secret: string) =>
+      new ChatOllama({ baseUrl: door.url, model: CHAT_MODEL, headers: { Authorization: `Bearer ${secret}` } });
+    expect((await chat(key.secret).invoke('What is the weather in Lyon?')).content).toBe(ANSWER);
+    let text = '';
+    for await (const chunk of await chat(key.secret).stream('What is the weather in Lyon?'))
+      text += String(chunk.content);
+    expect(text).toBe(ANSWER);
+    const refused = await chat('sk-wrong')
+      .invoke('hi')
+      .catch((e: unknown) => e);
+    expect(String(refused)).toMatch(/Invalid API key/);
   });
 
   it('answers 501 to model management, which lives in llama-swap config', async () => {
