@@ -7,7 +7,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createProxyRoute, type ProxyRouteOptions } from './proxy-route.js';
 
 /** The Ollama API version the door answers as (clients gate features on it). */
-export const OLLAMA_API_VERSION = '0.12.0';
+const OLLAMA_API_VERSION = '0.12.0';
 
 export function createOllamaRoute(options: ProxyRouteOptions): (req: IncomingMessage, res: ServerResponse) => void {
   const chain = createProxyRoute({ ...options, format: 'ollama' });

@@ -57,7 +57,7 @@ export function runningEntry(model: RunningModel, entry: ModelEntry | undefined)
 }
 
 /** Ollama's capability names from llama-swap's capability metadata. */
-export function capabilitiesOf(entry: ModelEntry): string[] {
+function capabilitiesOf(entry: ModelEntry): string[] {
   const output = entry.architecture?.output_modalities ?? [];
   const input = entry.architecture?.input_modalities ?? [];
   const flags = entry.capabilities ?? {};

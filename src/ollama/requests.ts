@@ -34,7 +34,7 @@ export function translateRequest(route: OllamaRoute, body: Record<string, unknow
 }
 
 /** Ollama streams unless told `"stream": false`. */
-export function wantsStream(body: Record<string, unknown>): boolean {
+function wantsStream(body: Record<string, unknown>): boolean {
   return body.stream !== false;
 }
 
