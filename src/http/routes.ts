@@ -48,7 +48,7 @@
  *   POST /api/models/:id/load | /api/models/:id/unload | /api/models/unload-all   admins → handler
  *   GET  /api/logs/stream?source=…  relayed log stream (SSE)     readers → handler
  *   GET  /api/live      upstream status, models, logs, gaps, queue: one SSE stream per browser   readers → handler
- *   GET  /api/endpoints public URL + open mode, for the Endpoints page   everyone → handler
+ *   GET  /api/endpoints public URL, open mode, Ollama door     everyone → handler
  *   GET  /api/config    llama-swap's config.yaml + version      admins → handler
  *   PUT  /api/config    save (version-checked, validated)       admins → handler       (4 MiB body)
  *   POST /api/config/validate   YAML + schema + loader checks   admins → handler       (4 MiB body)
@@ -446,7 +446,12 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
     app.get(
       '/api/endpoints',
       everyone,
-      createEndpointsHandler({ publicUrl: deps.settings.publicUrl, keys: deps.keys }),
+      createEndpointsHandler({
+        publicUrl: deps.settings.publicUrl,
+        keys: deps.keys,
+        ollamaPort: deps.settings.ollamaListen?.port,
+        ollamaKeyless: deps.settings.ollamaKey !== undefined,
+      }),
     );
 
     if (deps.configEditor) {

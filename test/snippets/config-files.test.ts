@@ -20,6 +20,8 @@ import {
   expectAnthropicMessage,
   expectEmbeddings,
   expectModelsList,
+  expectOllamaChat,
+  expectOllamaTags,
   expectOpenaiChat,
   expectResponses,
   fromContainer,
@@ -179,6 +181,17 @@ const CASES = requireCases<ConfigCase>('config', {
       await expectOpenaiChat(fromContainer(yaml.endpoints.custom[0].baseURL), config[KEY_ENV_VAR], MODEL);
     },
   },
+  // Copilot's Ollama provider sends no key (keyless calls act as GATEHOUSE_OLLAMA_KEY's key) and
+  // lists the models from /api/tags, then chats as a stream.
+  'ollama-vscode-copilot': {
+    parse: JSON.parse,
+    async check(config, ctx) {
+      expect(config).toEqual({ 'github.copilot.chat.byok.ollamaEndpoint': ctx.ollamaOrigin });
+      const endpoint = config['github.copilot.chat.byok.ollamaEndpoint'] as string;
+      await expectOllamaTags(endpoint, undefined, MODEL);
+      await expectOllamaChat(endpoint, undefined, `${MODEL}:latest`, { stream: true });
+    },
+  },
 });
 
 let live: LiveGateways;
@@ -212,7 +225,9 @@ describe.each(CASES)('%s', (id, c) => {
     };
     const text = render(id, ctx);
     const parsed = c.parse(text);
-    if (id !== 'librechat-env') expect(JSON.stringify(parsed)).toContain(JSON.stringify(model).slice(1, -1));
+    // The .env names no model; Copilot picks its models from /api/tags.
+    if (id !== 'librechat-env' && id !== 'ollama-vscode-copilot')
+      expect(JSON.stringify(parsed)).toContain(JSON.stringify(model).slice(1, -1));
   });
 });
 
