@@ -20,7 +20,7 @@ import {
   REFUSED_MODEL,
   SLOW,
   startStack,
-  type Cell,
+  type ApiCell,
   type Stack,
 } from './matrix.js';
 
@@ -131,7 +131,7 @@ function converse(client: CliClient): Promise<CliRun> {
   return run;
 }
 
-type RunCell = Exclude<Cell, 'embeddings (float)' | 'embeddings (base64)'>;
+type RunCell = Exclude<ApiCell, 'embeddings (float)' | 'embeddings (base64)'>;
 const CHECKS: Record<RunCell, (client: CliClient) => Promise<void>> = {
   async chat(client) {
     const run = await converse(client);
