@@ -18,6 +18,7 @@ const LAYERS = [
   ['store', 'upstream', 'logging', 'config-editor', 'snippets', 'queue'],
   ['auth', 'logger.ts', 'live'],
   ['proxy', 'usage', 'settings.ts', 'audit', 'oidc'],
+  ['ollama'],
   ['http'],
   ['app.ts'],
   ['main.ts'],

@@ -60,6 +60,8 @@ export interface App {
   /** The admission queue in front of llama-swap. */
   readonly queue: Scheduler;
   listen(port: number, host: string): Promise<string>;
+  /** Starts the Ollama listener (GATEHOUSE_OLLAMA_LISTEN); undefined when the door is off. */
+  listenOllama(port: number, host: string): Promise<string> | undefined;
   /** Stops accepting, lets in-flight work finish for up to `graceMs`, then closes everything. */
   shutdown(graceMs: number): Promise<{ drained: boolean }>;
 }
@@ -224,29 +226,36 @@ export async function buildApp(input: BuildAppInput): Promise<App> {
   await fastify.ready();
 
   const server = fastify.server;
+  const ollamaHandler = routes.ollama;
+  // The Ollama door's own listener: every call goes to its chain; the admin API is not reachable there.
+  const ollamaServer = ollamaHandler
+    ? createServer({ noDelay: true }, (req: IncomingMessage, res: ServerResponse) => {
+        trackAnswer(req, res);
+        ollamaHandler(req, res);
+      })
+    : undefined;
+  let ollamaListening = false;
   return {
     server,
     fastify,
     usage,
     queue,
     inFlight: () => inFlight,
-    async listen(port, host) {
-      await new Promise<void>((resolve, reject) => {
-        server.once('error', reject);
-        server.listen(port, host, () => {
-          server.off('error', reject);
-          resolve();
-        });
-      });
-      const address = server.address();
-      if (address === null || typeof address === 'string') throw new Error('server has no TCP address');
-      const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
-      return `http://${shownHost}:${address.port}`;
+    listen: (port, host) => listenOn(server, port, host),
+    listenOllama(port, host) {
+      if (!ollamaServer) return undefined;
+      ollamaListening = true;
+      return listenOn(ollamaServer, port, host);
     },
     async shutdown(graceMs) {
       draining = true;
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
+      const ollamaClosed =
+        ollamaServer && ollamaListening
+          ? new Promise<void>((resolve) => ollamaServer.close(() => resolve()))
+          : Promise.resolve();
+      ollamaServer?.closeIdleConnections();
       let wasDrained = inFlight === 0;
       if (!wasDrained) {
         wasDrained = await new Promise<boolean>((resolve) => {
@@ -258,7 +267,9 @@ export async function buildApp(input: BuildAppInput): Promise<App> {
         });
       }
       server.closeAllConnections();
+      ollamaServer?.closeAllConnections();
       await closed;
+      await ollamaClosed;
       await fastify.close();
       await forwarder.close();
       spool.close();
@@ -268,4 +279,19 @@ export async function buildApp(input: BuildAppInput): Promise<App> {
       return { drained: wasDrained };
     },
   };
+}
+
+/** Listens and says where, as a URL. */
+async function listenOn(server: Server, port: number, host: string): Promise<string> {
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const address = server.address();
+  if (address === null || typeof address === 'string') throw new Error('server has no TCP address');
+  const shownHost = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return `http://${shownHost}:${address.port}`;
 }

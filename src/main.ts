@@ -88,6 +88,13 @@ export async function startGateway(settings: Readonly<Settings>): Promise<Runnin
       (settings.upstreamKind === 'auto' ? '' : ` (${settings.upstreamKind})`),
   );
   logAuthMode(logger, index, settings.host);
+  if (settings.ollamaListen) {
+    const ollamaUrl = await app.listenOllama(settings.ollamaListen.port, settings.ollamaListen.host);
+    logger.info(
+      { ollama_url: ollamaUrl, ollama_keyless_key: settings.ollamaKey },
+      `Ollama API listening on ${ollamaUrl}: ${ollamaAuthLine(settings.ollamaKey)}`,
+    );
+  }
   logUsageMode(logger, app, index, settings);
   logLimitsMode(logger, settings);
   if (setupToken) announceSetupLink(logger, url, setupToken);
@@ -112,6 +119,14 @@ function logDetection(logger: Logger, report: DetectionReport): void {
     `upstream: cannot tell yet whether it is llama-swap or llama-server: ${report.failed.message}; ` +
       `asking again in ${Math.round(report.retryInMs / 1000)} s`,
   );
+}
+
+/** How the Ollama listener authenticates, for its start-up line (the key's name, never a secret). */
+function ollamaAuthLine(keylessKey: string | undefined): string {
+  const withKey = 'a call sends its Gatehouse key as "Authorization: Bearer sk-..."';
+  return keylessKey === undefined
+    ? `${withKey}; without one it gets 401 once any key exists.`
+    : `${withKey}; a call without a key acts as the key "${keylessKey}" (GATEHOUSE_OLLAMA_KEY).`;
 }
 
 function logAuthMode(logger: Logger, index: KeyIndex, host: string): void {

@@ -50,6 +50,10 @@ export interface Settings {
   queueMaxPerKey: number | undefined;
   /** A streaming call without llama-swap's answer this long gets 200 and SSE comments; 0 = off. */
   sseKeepAliveMs: number;
+  /** Where the Ollama API listens (docs/ollama.md); undefined = off. */
+  ollamaListen: { host: string; port: number } | undefined;
+  /** The name of the key that Ollama calls without a key act as; undefined = they need one. */
+  ollamaKey: string | undefined;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   dataDir: string;
   /** PostgreSQL connection URL (a secret: may hold a password); unset means SQLite in `dataDir`. */
@@ -191,6 +195,16 @@ const parseCount: Parser<number> = (raw, name) => {
 const parseDurationOrOff: Parser<number> = (raw, name) => (raw.trim() === '0' ? 0 : parseDuration(raw, name));
 const parseString: Parser<string> = (raw) => raw;
 const parseOptional: Parser<string | undefined> = (raw) => (raw === '' ? undefined : raw);
+
+/** `host:port`, `[v6]:port` or a port alone (then on 127.0.0.1); empty = off. */
+const parseListen: Parser<{ host: string; port: number } | undefined> = (raw, name) => {
+  const value = raw.trim();
+  if (value === '') return undefined;
+  if (/^\d+$/.test(value)) return { host: '127.0.0.1', port: parsePort(value, name) };
+  const match = /^(?:\[([^\]]+)\]|([^:\s]+)):(\d+)$/.exec(value);
+  if (!match) throw new SettingsError(`${name}: "${raw}" is not host:port or a port (e.g. 127.0.0.1:11434)`);
+  return { host: match[1] ?? match[2]!, port: parsePort(match[3]!, name) };
+};
 const parseProxyList: Parser<readonly string[]> = (raw, name) => {
   const entries = raw
     .split(',')
@@ -617,6 +631,26 @@ export const SETTINGS: ReadonlyArray<SettingSpec<keyof Settings>> = [
       'A streaming call still without an answer from llama-swap after this long (queued, or its model ' +
       'loading) gets 200 and an SSE comment line at once, then one per interval until the first byte. ' +
       '0 = off. See docs/queue.md.',
+  },
+  {
+    key: 'ollamaListen',
+    env: 'GATEHOUSE_OLLAMA_LISTEN',
+    default: undefined,
+    parse: parseListen,
+    description:
+      'Serve the Ollama API on a listener of its own: `host:port` or a port (on 127.0.0.1), e.g. ' +
+      "`127.0.0.1:11434`, Ollama's own port. Unset: off. Calls go through the same keys, limits, budgets, " +
+      'queue and usage as `/v1`. See docs/ollama.md.',
+  },
+  {
+    key: 'ollamaKey',
+    env: 'GATEHOUSE_OLLAMA_KEY',
+    default: undefined,
+    parse: parseOptional,
+    description:
+      'The name of a key that calls to the Ollama listener without a key act as (its models, limits, budget, ' +
+      'priority and usage), for clients that cannot send headers (Home Assistant, Copilot). A wrong key is ' +
+      'still refused. Unset: such calls get 401 once any key exists.',
   },
   {
     key: 'shutdownGraceMs',

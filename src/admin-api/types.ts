@@ -309,6 +309,11 @@ export interface EndpointsInfo {
   publicUrl: string | null;
   /** No key record exists: `/v1` needs no key. */
   apiOpen: boolean;
+  /**
+   * The Ollama door (`GATEHOUSE_OLLAMA_LISTEN`): its port, and whether calls without a key act as
+   * a key (`GATEHOUSE_OLLAMA_KEY` is set); null when the door is off.
+   */
+  ollama: { port: number; keyless: boolean } | null;
 }
 
 // ---- Config editor (docs/admin-api.md, "Config editor") ----------------------------------

@@ -6,9 +6,9 @@ import { GatewayError } from '../core/errors.js';
 import type { ProxyStep } from '../core/steps.js';
 import { authenticateClient } from './client-auth.js';
 import { allowanceCovers, allowanceRestricts, allowanceText, type ModelCatalog } from './model-access.js';
-import type { ModelAllowance } from '../core/context.js';
-import type { KeyVerifier } from './key-index.js';
+import type { IndexedKey, KeyVerifier } from './key-index.js';
 import { hasBudget } from '../store/store.js';
+import type { CallerIdentity, ModelAllowance } from '../core/context.js';
 
 export interface KeyUseRecorder {
   markUsed(id: string): void;
@@ -23,18 +23,23 @@ export function clientAuth(keys: KeyVerifier & KeyUseRecorder, now: () => number
     const result = authenticateClient(ctx.req.headers, keys, now());
     if ('error' in result) throw new GatewayError(result.error, { headers: CHALLENGE });
     if (result.mode === 'key') {
-      const key = result.key;
-      ctx.decided.caller = {
-        keyId: key.id,
-        keyName: key.name,
-        ownerId: key.ownerId ?? undefined,
-        models: { key: key.models, owner: key.ownerModels },
-        limits: key.limits,
-        priority: key.priority,
-        budget: hasBudget(key.budget) ? key.budget : undefined,
-      };
-      keys.markUsed(key.id);
+      ctx.decided.caller = callerOf(result.key);
+      keys.markUsed(result.key.id);
     }
+  };
+}
+
+/** The caller a key makes: its models (and its owner's allowance), limits, priority, budget and scope. */
+export function callerOf(key: IndexedKey): CallerIdentity {
+  return {
+    keyId: key.id,
+    keyName: key.name,
+    ownerId: key.ownerId ?? undefined,
+    models: { key: key.models, owner: key.ownerModels },
+    limits: key.limits,
+    manage: key.manage,
+    priority: key.priority,
+    budget: hasBudget(key.budget) ? key.budget : undefined,
   };
 }
 

@@ -96,6 +96,17 @@ export class KeyIndex implements KeyVerifier {
     return this.#byHash.get(hashApiKey(raw));
   }
 
+  /** The one active key with this name; undefined when none or several are (a name alone must not be ambiguous). */
+  named(name: string, nowMs: number = this.#now()): IndexedKey | undefined {
+    let found: IndexedKey | undefined;
+    for (const key of this.#byHash.values()) {
+      if (key.name !== name || keyStatus(key, nowMs) !== 'active') continue;
+      if (found) return undefined;
+      found = key;
+    }
+    return found;
+  }
+
   /**
    * Re-reads every key. Reloads run one after another, so the last one started is the state
    * that stays; resolves once the index reflects the store as of this call.

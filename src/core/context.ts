@@ -4,6 +4,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
+import type { UpstreamTranslation } from './steps.js';
 import type { WireFormat } from './wire-format.js';
 
 /** A request body received whole before anything is forwarded (`proxy/request-body.ts`). */
@@ -63,6 +64,8 @@ export interface CallerIdentity {
   ownerId?: string | undefined;
   models: ModelAllowance;
   limits?: { rpm: number | null; tpm: number | null; concurrent: number | null } | undefined;
+  /** The key may load and unload models (the `manage` scope); open mode counts as allowed. */
+  manage?: boolean | undefined;
   /** The key's place in the admission queue (higher first); 0 without a key. */
   priority?: number | undefined;
   /** The key's budget per calendar period; undefined when it has none (store's `KeyBudget`). */
@@ -152,6 +155,8 @@ export interface CallDecisions {
    * this call's reservation included (GPU time in ms). Read by the rate-limit headers.
    */
   budgetUse: { start: number; end: number; tokens: number; requests: number; gpuMs: number } | undefined;
+  /** Set by a door that speaks another API (Ollama): llama-swap's path and the answer's translation. */
+  translation: UpstreamTranslation | undefined;
 }
 
 /** Sent with every `/v1` answer whose headers Gatehouse writes: how long the call waited its turn, ms. */
@@ -271,6 +276,7 @@ export function newCallContext(req: IncomingMessage, res: ServerResponse, reques
       queueMs: undefined,
       queue: undefined,
       budgetUse: undefined,
+      translation: undefined,
     },
     outcome: new CallOutcome(request.startedAt),
     onClientGone: undefined,

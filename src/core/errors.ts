@@ -221,6 +221,12 @@ export const CATALOGUE = {
     anthropicType: 'api_error',
     message: 'The upstream (llama-swap) failed to produce a response.',
   },
+  not_implemented: {
+    status: 501,
+    openaiType: 'server_error',
+    anthropicType: 'api_error',
+    message: 'Not implemented.',
+  },
   service_unavailable: {
     status: 503,
     openaiType: 'server_error',

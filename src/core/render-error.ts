@@ -12,6 +12,9 @@ export function errorBody(error: GatewayError, format: WireFormat): Record<strin
       if (error.details !== undefined) (body.error as Record<string, unknown>).details = error.details;
       return body;
     }
+    case 'ollama':
+      // Ollama's one error shape; its clients read `error` as the message.
+      return { error: error.message };
     case 'openai':
       return {
         error: {
@@ -24,9 +27,13 @@ export function errorBody(error: GatewayError, format: WireFormat): Record<strin
   }
 }
 
-/** One Server-Sent Event that ends a stream which already sent its headers. */
+/**
+ * The frame that ends a stream which already sent its headers: one Server-Sent Event, or for
+ * Ollama's NDJSON streams one line (its clients throw on a line carrying `error`).
+ */
 export function terminalStreamEvent(error: GatewayError, format: WireFormat): string {
   const body = JSON.stringify(errorBody(error, format));
+  if (format === 'ollama') return `${body}\n`;
   // Anthropic streams use named events (`event: error`); OpenAI streams carry bare data frames.
   return format === 'anthropic' ? `event: error\ndata: ${body}\n\n` : `data: ${body}\n\n`;
 }

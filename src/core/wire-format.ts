@@ -1,9 +1,10 @@
 /**
  * Which error and stream shape a caller speaks. Decided once per request from its path:
  * Anthropic for `/v1/messages*`, OpenAI for the rest of `/v1`, the admin shape for `/api`;
- * `/v1/models*` is shared by both APIs, so there the `anthropic-version` header decides.
+ * `/v1/models*` is shared by both APIs, so there the `anthropic-version` header decides. Every call on
+ * the Ollama listener (`GATEHOUSE_OLLAMA_LISTEN`) speaks `ollama`, whatever its path.
  */
-export type WireFormat = 'openai' | 'anthropic' | 'admin';
+export type WireFormat = 'openai' | 'anthropic' | 'admin' | 'ollama';
 
 export function wireFormatForPath(url: string): WireFormat {
   if (url.startsWith('/v1/messages')) {

@@ -16,7 +16,7 @@ import { discardRest } from '../proxy/request-body.js';
 import { isGatewayError } from '../core/errors.js';
 import type { ProxyTrust } from '../auth/proxy-trust.js';
 import { sendError } from './send-error.js';
-import { wireFormatForCall } from '../core/wire-format.js';
+import { wireFormatForCall, type WireFormat } from '../core/wire-format.js';
 
 export interface ProxyRouteOptions {
   steps: readonly ProxyStep[];
@@ -29,6 +29,8 @@ export interface ProxyRouteOptions {
   inFlight?: { start(res: ServerResponse): void; end(): void };
   /** Whose `X-Forwarded-Proto`/`-For` to pass on; without it, none (`GATEHOUSE_TRUSTED_PROXIES`). */
   trust?: ProxyTrust;
+  /** Every call's wire format, for a door that speaks one API (Ollama); default: from the path. */
+  format?: WireFormat;
 }
 
 /** How much of an unwanted body is read and dropped before answering (see discardRest). */
@@ -76,7 +78,7 @@ export function createProxyRoute(options: ProxyRouteOptions): (req: IncomingMess
     const startedAt = performance.now();
     const ctx = newCallContext(req, res, {
       requestId: saneRequestId(req.headers['x-request-id']) ?? randomUUID(),
-      format: wireFormatForCall(url, req.headers['anthropic-version']),
+      format: options.format ?? wireFormatForCall(url, req.headers['anthropic-version']),
       method: req.method ?? 'GET',
       path: redactSecrets(q < 0 ? url : url.slice(0, q)),
       url,
@@ -118,6 +120,7 @@ function finish(ctx: ProxyContext, logger: Logger, accessLog: AccessLog): void {
     bytes_in: decided.body?.received() ?? 0,
     bytes_out: outcome.bytesOut,
     stream: outcome.streamed || undefined,
+    door: request.format === 'ollama' ? 'ollama' : undefined,
     error: outcome.errorClass,
   });
   for (const done of ctx.onDone) {

@@ -49,7 +49,7 @@
  *   POST /api/models/:id/load | /api/models/:id/unload | /api/models/unload-all   admins → handler
  *   GET  /api/logs/stream?source=…  relayed log stream (SSE)     readers → handler
  *   GET  /api/live      upstream status, models, logs, gaps, queue: one SSE stream per browser   readers → handler
- *   GET  /api/endpoints public URL + open mode, for the Endpoints page   everyone → handler
+ *   GET  /api/endpoints public URL, open mode, Ollama door     everyone → handler
  *   GET  /api/config    llama-swap's config.yaml + version      admins → handler
  *   PUT  /api/config    save (version-checked, validated)       admins → handler       (4 MiB body)
  *   POST /api/config/validate   YAML + schema + loader checks   admins → handler       (4 MiB body)
@@ -107,7 +107,7 @@ import { sameOrigin } from '../auth/same-origin.js';
 import { setupPending } from '../auth/setup-pending.js';
 import { modelsListing } from '../proxy/models-list.js';
 import type { TapFactory } from '../core/steps.js';
-import { readModel } from '../proxy/read-model.js';
+import { bodyReceiver, readModel, type BodyReceiver } from '../proxy/read-model.js';
 import { cachedCatalog, type ModelCatalog } from '../auth/model-access.js';
 import { userActor } from '../audit/actor.js';
 import { AuditLog } from '../audit/audit-log.js';
@@ -136,7 +136,12 @@ import { defaultDashboardRoot, registerDashboard } from './dashboard.js';
 import { createManageModelHandlers } from './manage-models.js';
 import { corsPolicy, withCors } from './cors.js';
 import { createProxyRoute } from './proxy-route.js';
-import { createProxyTrust } from '../auth/proxy-trust.js';
+import { createProxyTrust, type ProxyTrust } from '../auth/proxy-trust.js';
+import { GatewayError } from '../core/errors.js';
+import type { ModelEntry } from '../upstream/types.js';
+import { ollamaAuth } from '../ollama/door-auth.js';
+import { ollamaCall } from '../ollama/door.js';
+import { createOllamaRoute } from './ollama-route.js';
 import type { Scheduler } from '../queue/scheduler.js';
 import { queueAdmission, type ResolveModel } from '../queue/admission-step.js';
 import { createQueueHandler } from './admin/queue-handlers.js';
@@ -213,22 +218,26 @@ export type RawHandler = (req: IncomingMessage, res: ServerResponse) => void;
 export interface RouteTable {
   /** The handler for a raw fast-path route, or undefined to let Fastify route it. */
   raw(url: string): RawHandler | undefined;
+  /** Every call on the Ollama listener; undefined while the door is off (GATEHOUSE_OLLAMA_LISTEN). */
+  ollama: RawHandler | undefined;
 }
 
 export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTable {
   const usage = deps.usage;
   const catalog = cachedCatalog(deps.listModels, deps.activeProfilePins);
   const trust = createProxyTrust(deps.settings.trustedProxies);
+  // One receiver for both doors, so the spool's caps count every body the gateway holds.
+  const receiveBody = bodyReceiver({
+    bodyLimitBytes: deps.settings.bodyLimitBytes,
+    bodyTimeoutMs: deps.settings.bodyTimeoutMs,
+    spoolDir: deps.spoolDir,
+    spoolLimits: { maxBytes: deps.settings.spoolMaxBytes, maxPerKey: deps.settings.spoolMaxPerKey },
+  });
   const v1Chain = createProxyRoute({
     steps: [
       clientAuth(deps.keys, deps.now),
       usage.limitStep,
-      readModel({
-        bodyLimitBytes: deps.settings.bodyLimitBytes,
-        bodyTimeoutMs: deps.settings.bodyTimeoutMs,
-        spoolDir: deps.spoolDir,
-        spoolLimits: { maxBytes: deps.settings.spoolMaxBytes, maxPerKey: deps.settings.spoolMaxPerKey },
-      }),
+      readModel(receiveBody),
       ...(usage.captureStep ? [usage.captureStep] : []),
       usage.readHeadersStep,
       modelsListing(deps.listModels),
@@ -454,7 +463,12 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
     app.get(
       '/api/endpoints',
       everyone,
-      createEndpointsHandler({ publicUrl: deps.settings.publicUrl, keys: deps.keys }),
+      createEndpointsHandler({
+        publicUrl: deps.settings.publicUrl,
+        keys: deps.keys,
+        ollamaPort: deps.settings.ollamaListen?.port,
+        ollamaKeyless: deps.settings.ollamaKey !== undefined,
+      }),
     );
 
     if (deps.configEditor) {
@@ -486,7 +500,65 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
     raw(url) {
       return url.startsWith('/v1/') || url === '/v1' || url.startsWith('/v1?') ? v1 : undefined;
     },
+    ollama: deps.settings.ollamaListen ? ollamaDoor(deps, catalog, trust, receiveBody) : undefined,
   };
+}
+
+/**
+ * The Ollama listener's chain: the `/v1` steps, with the door's key check (keyless calls act as
+ * GATEHOUSE_OLLAMA_KEY) and `ollamaCall` (answers or translates) in place of readModel and
+ * modelsListing. The queue sends no SSE keep-alive comments: NDJSON clients would choke on them.
+ *
+ *   ollama listener     ollamaAuth → keyLimits → ollamaCall → [captureRequestBody] → rateLimitHeaders (GET) →
+ *                       modelAllowList → tokenReservation → budgetReservation → rateLimitHeaders →
+ *                       admissionQueue (no keep-alive) → forward (translated) (+ usage tap)
+ */
+function ollamaDoor(
+  deps: RouteDeps,
+  catalog: () => Promise<ModelCatalog | undefined>,
+  trust: ProxyTrust,
+  receiveBody: BodyReceiver,
+): RawHandler {
+  const usage = deps.usage;
+  const upstream = deps.admin?.llamaSwap;
+  const unavailable = () =>
+    Promise.reject(new GatewayError('service_unavailable', { message: "llama-swap's own API is not configured." }));
+  const index = deps.admin?.index;
+  const keyName = deps.settings.ollamaKey;
+  return createOllamaRoute({
+    steps: [
+      ollamaAuth(
+        deps.keys,
+        keyName !== undefined && index ? { name: keyName, find: (n) => index.named(n) } : undefined,
+        deps.now,
+      ),
+      usage.limitStep,
+      ollamaCall({
+        listModels: deps.listModels as () => Promise<ModelEntry[]>,
+        models: {
+          running: () => upstream?.running() ?? unavailable(),
+          load: (model) => upstream?.load(model) ?? unavailable(),
+          unload: (model) => upstream?.unload(model) ?? unavailable(),
+        },
+        catalog,
+        receiveBody,
+        logger: deps.logger,
+      }),
+      ...(usage.captureStep ? [usage.captureStep] : []),
+      usage.readHeadersStep,
+      modelAllowList(catalog),
+      usage.reserveStep,
+      usage.budgetStep,
+      usage.headersStep,
+      queueAdmission(deps.queue, modelResolver(deps.settings, catalog), 0),
+    ],
+    forwarder: deps.forwarder,
+    logger: deps.logger,
+    tap: bothTaps(usage.tap, deps.tap),
+    onStart: usage.onStart,
+    inFlight: deps.proxyInFlight,
+    trust,
+  });
 }
 
 /** Key id → the user who owns it, to name the user beside each call in the request log. */

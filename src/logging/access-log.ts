@@ -16,6 +16,8 @@ export interface AccessLine {
   bytes_in?: number | undefined;
   bytes_out?: number | undefined;
   stream?: boolean | undefined;
+  /** `ollama` for a call on the Ollama listener; absent for `/v1` and the rest. */
+  door?: 'ollama' | undefined;
   error?: string | undefined;
 }
 

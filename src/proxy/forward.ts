@@ -9,7 +9,7 @@ import { errors as undiciErrors, Pool, type Dispatcher } from 'undici';
 import { GatewayError, isGatewayError } from '../core/errors.js';
 import { terminalStreamEvent } from '../core/render-error.js';
 import { QUEUE_MS_HEADER, type ProxyContext } from '../core/context.js';
-import type { ResponseTap, TapFactory } from '../core/steps.js';
+import type { ResponseTap, ResponseTranslator, TapFactory } from '../core/steps.js';
 import { clientResponseHeaders, upstreamRequestHeaders } from './headers.js';
 import { MAX_TRANSLATABLE_ERROR_BYTES, translateUpstreamError } from './upstream-errors.js';
 import { watchStreamEnd, type StreamEndWatcher } from './stream-end.js';
@@ -47,7 +47,8 @@ export function createForwarder(options: UpstreamOptions, pool: UpstreamDispatch
       contentLength: body ? body.bytes : declaredLength(req.headers['content-length']),
     });
     const dispatchOptions: Dispatcher.DispatchOptions = {
-      path: basePath + ctx.request.url,
+      // A door that speaks another API (Ollama) names llama-swap's path; /v1 forwards the client's.
+      path: basePath + (ctx.decided.translation?.path ?? ctx.request.url),
       method: ctx.request.method,
       headers,
       body: (body?.body ?? null) as Dispatcher.DispatchOptions['body'],
@@ -121,6 +122,8 @@ interface SendAgain {
 class Exchange implements Dispatcher.DispatchHandler {
   #controller: Dispatcher.DispatchController | undefined;
   #tap: ResponseTap | undefined;
+  /** Rewrites the answer for a door that speaks another API; the tap still reads llama-swap's bytes. */
+  #translator: ResponseTranslator | undefined;
   #isSse = false;
   /** Whether a 2xx stream on a known API path reached its terminal frame (stream-end.ts). */
   #streamEnd: StreamEndWatcher | undefined;
@@ -176,6 +179,16 @@ class Exchange implements Dispatcher.DispatchHandler {
       return;
     }
     const { ctx } = this;
+    const translator = this.#translator;
+    if (translator) {
+      this.#tap?.onChunk(chunk);
+      this.#streamEnd?.push(chunk);
+      const out = translator.chunk(chunk);
+      if (out === '') return;
+      ctx.outcome.sent(Buffer.byteLength(out));
+      if (!ctx.res.write(out)) this.#pauseUntilDrain(controller);
+      return;
+    }
     ctx.outcome.sent(chunk.length);
     this.#tap?.onChunk(chunk);
     this.#streamEnd?.push(chunk);
@@ -200,7 +213,8 @@ class Exchange implements Dispatcher.DispatchHandler {
         retryAfter: headerString(held.headers['retry-after']),
         allow: headerString(held.headers.allow),
         method: this.ctx.request.method,
-        path: this.ctx.request.path,
+        path: this.#upstreamPath(),
+        format: this.ctx.request.format,
       });
       if (translated?.status === 429 && this.again.busy) {
         // llama-swap's own concurrency limit: back in the queue, never the client's answer.
@@ -219,7 +233,9 @@ class Exchange implements Dispatcher.DispatchHandler {
     }
     if (!this.#ended) {
       if (this.#streamEnd && !this.#streamEnd.endedWithTerminalFrame()) return this.#endTruncated(this.#streamEnd);
-      this.ctx.res.end();
+      const last = this.#translator?.end() ?? '';
+      this.ctx.outcome.sent(Buffer.byteLength(last));
+      this.ctx.res.end(last);
     }
     this.#finish('complete');
   }
@@ -232,7 +248,9 @@ class Exchange implements Dispatcher.DispatchHandler {
     const { ctx } = this;
     ctx.outcome.fail('upstream_truncated');
     const error = new GatewayError('upstream_truncated');
-    ctx.res.end(watcher.separator() + terminalStreamEvent(error, ctx.request.format));
+    // A translated stream is whole lines already; an SSE stream may need its frame closed first.
+    const lead = this.#translator ? '' : watcher.separator();
+    ctx.res.end(lead + terminalStreamEvent(error, ctx.request.format));
     this.#finish('failed');
   }
 
@@ -276,7 +294,13 @@ class Exchange implements Dispatcher.DispatchHandler {
     const outHeaders = clientResponseHeaders(headers);
     outHeaders['x-request-id'] = ctx.request.requestId;
     outHeaders[QUEUE_MS_HEADER] = String(Math.round(ctx.decided.queueMs ?? 0));
-    if (ctx.request.method !== 'HEAD') this.#length = declaredLength(headerString(headers['content-length']));
+    const translator = ctx.decided.translation?.response(status, contentType);
+    if (translator) {
+      // The body changes length and type; its length stays unknown (chunked).
+      this.#translator = translator;
+      outHeaders['content-type'] = translator.contentType;
+      delete outHeaders['content-length'];
+    } else if (ctx.request.method !== 'HEAD') this.#length = declaredLength(headerString(headers['content-length']));
     if (isSse) {
       // Proxies in front of us (nginx) must not buffer the stream either.
       outHeaders['x-accel-buffering'] = 'no';
@@ -288,7 +312,12 @@ class Exchange implements Dispatcher.DispatchHandler {
     if (isSse) ctx.res.flushHeaders();
     ctx.outcome.headersSent(isSse);
     this.#tap = this.tapFactory?.(ctx, status, contentType);
-    if (isSse && status < 300 && ctx.request.method !== 'HEAD') this.#streamEnd = watchStreamEnd(ctx.request.path);
+    if (isSse && status < 300 && ctx.request.method !== 'HEAD') this.#streamEnd = watchStreamEnd(this.#upstreamPath());
+  }
+
+  /** The path llama-swap was asked (a door's translation names its own). */
+  #upstreamPath(): string {
+    return this.ctx.decided.translation?.path ?? this.ctx.request.path;
   }
 
   /**
@@ -299,7 +328,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     const { ctx } = this;
     this.#isSse = true;
     this.#tap = this.tapFactory?.(ctx, status, contentType);
-    if (status < 300 && ctx.request.method !== 'HEAD') this.#streamEnd = watchStreamEnd(ctx.request.path);
+    if (status < 300 && ctx.request.method !== 'HEAD') this.#streamEnd = watchStreamEnd(this.#upstreamPath());
   }
 
   /** A held-back error body that is not llama-swap's: status, headers and bytes unchanged. */

@@ -3,7 +3,13 @@
  * as llama-swap will (request-model.ts). `ctx.decided.modelReading` keeps the full answer for the
  * allow-list; `ctx.decided.model` is what usage and logs attribute the call to.
  */
-import { shareHolder, type CallerIdentity, type ModelReading, type ProxyContext } from '../core/context.js';
+import {
+  shareHolder,
+  type BodyHead,
+  type CallerIdentity,
+  type ModelReading,
+  type ProxyContext,
+} from '../core/context.js';
 import { bodyModelReader, modelFromGet } from './request-model.js';
 import { hasBody, receiveBody } from './request-body.js';
 import { SpoolBudget, type SpoolLimits } from './spool-budget.js';
@@ -17,11 +23,29 @@ export interface ReadModelOptions {
   spoolLimits: SpoolLimits;
 }
 
-export function readModel(options: ReadModelOptions) {
+/** Receives a call's whole body under the body limits and the spool's caps, shared by every door. */
+export type BodyReceiver = (ctx: ProxyContext, observe?: (chunk: Buffer) => void) => Promise<BodyHead>;
+
+export function bodyReceiver(options: ReadModelOptions): BodyReceiver {
   const { bodyLimitBytes, bodyTimeoutMs, spoolDir } = options;
   const spoolBudget = new SpoolBudget(options.spoolLimits);
   if (!Number.isSafeInteger(bodyLimitBytes) || bodyLimitBytes < 1)
-    throw new Error('readModel: bodyLimitBytes must be a positive integer');
+    throw new Error('bodyReceiver: bodyLimitBytes must be a positive integer');
+  return async (ctx, observe) => {
+    const head = await receiveBody(ctx.req, {
+      limit: bodyLimitBytes,
+      idleTimeoutMs: bodyTimeoutMs,
+      spoolDir,
+      observe,
+      openSpool: (bytes) => spoolBudget.open(spoolHolder(ctx.decided.caller), bytes),
+    });
+    ctx.decided.body = head;
+    ctx.onDone.push(() => head.dispose());
+    return head;
+  };
+}
+
+export function readModel(receive: BodyReceiver) {
   return async function readModelStep(ctx: ProxyContext): Promise<void> {
     const q = ctx.request.url.indexOf('?');
     const rawQuery = q < 0 ? '' : ctx.request.url.slice(q + 1);
@@ -33,15 +57,7 @@ export function readModel(options: ReadModelOptions) {
       ctx.request.method === 'GET'
         ? undefined
         : bodyModelReader(ctx.request.method, ctx.req.headers['content-type'], rawQuery);
-    const head = await receiveBody(ctx.req, {
-      limit: bodyLimitBytes,
-      idleTimeoutMs: bodyTimeoutMs,
-      spoolDir,
-      observe: reader && ((chunk) => reader.feed(chunk)),
-      openSpool: (bytes) => spoolBudget.open(spoolHolder(ctx.decided.caller), bytes),
-    });
-    ctx.decided.body = head;
-    ctx.onDone.push(() => head.dispose());
+    await receive(ctx, reader && ((chunk) => reader.feed(chunk)));
     if (reader) {
       setReading(ctx, reader.end());
       ctx.decided.requestJson = reader.json;

@@ -3,9 +3,11 @@
  * `{"src":"llama-swap","error":{...}}`, the legacy `{"error":"<string>"}` of v250 and older,
  * Go's plain-text mux 404/405 (or `llama-swap: <msg>` when text was negotiated), and an
  * empty-bodied 502 when a local model server died. They become a proper error in the caller's
- * wire format with the same status. A model server's own JSON error passes through unchanged.
+ * wire format with the same status. A model server's own error (llama-server's OpenAI-shaped
+ * JSON) passes through unchanged to OpenAI callers; other callers get it in their own format.
  */
 import { GatewayError } from '../core/errors.js';
+import type { WireFormat } from '../core/wire-format.js';
 
 /** Error bodies larger than this cannot be llama-swap's and are streamed through untouched. */
 export const MAX_TRANSLATABLE_ERROR_BYTES = 64 * 1024;
@@ -18,6 +20,8 @@ export interface UpstreamErrorResponse {
   allow: string | undefined;
   method: string;
   path: string;
+  /** The caller's wire format: a model server's error is rewritten for all but OpenAI callers. */
+  format?: WireFormat | undefined;
 }
 
 /** A `GatewayError` to render instead of the upstream body, or `undefined` to pass it through. */
@@ -42,8 +46,8 @@ export function translateUpstreamError(res: UpstreamErrorResponse): GatewayError
   }
 
   if (type.includes('json') || text.startsWith('{')) {
-    const parsed = llamaSwapJsonError(text);
-    if (parsed === undefined) return undefined; // a model server's error: pass through
+    const parsed = llamaSwapJsonError(text) ?? foreignModelServerError(text, res.format);
+    if (parsed === undefined) return undefined; // a model server's error, for an OpenAI caller: pass through
     return new GatewayError('upstream_error', {
       status: res.status,
       message: parsed.message,
@@ -74,7 +78,31 @@ export function translateUpstreamError(res: UpstreamErrorResponse): GatewayError
       headers,
     });
   }
+  // Ollama clients read only `{"error":"…"}`: anything else would reach them as a bare status.
+  if (res.format === 'ollama')
+    return new GatewayError('upstream_error', { status: res.status, message: text.slice(0, 1000), headers });
   return undefined;
+}
+
+/**
+ * A model server's OpenAI-shaped error (`{"error":{"message","type","code"}}`, llama-server's),
+ * as a message for a caller that speaks another format; undefined for OpenAI callers, who get it as it is.
+ */
+function foreignModelServerError(
+  text: string,
+  format: WireFormat | undefined,
+): { message: string; code: string | undefined } | undefined {
+  if (format === undefined || format === 'openai') return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return format === 'ollama' ? { message: text.slice(0, 1000), code: undefined } : undefined;
+  }
+  const error = (parsed as { error?: unknown } | null)?.error;
+  if (typeof error === 'object' && error !== null && typeof (error as { message?: unknown }).message === 'string')
+    return { message: (error as { message: string }).message, code: undefined };
+  return format === 'ollama' ? { message: text.slice(0, 1000), code: undefined } : undefined;
 }
 
 /**

@@ -17,6 +17,9 @@ const claudeCodeEnv = (ctx: SnippetContext): Array<[string, string]> => [
   ['ANTHROPIC_DEFAULT_OPUS_MODEL', ctx.model],
   ['ANTHROPIC_DEFAULT_SONNET_MODEL', ctx.model],
   ['ANTHROPIC_DEFAULT_HAIKU_MODEL', ctx.model],
+  // Claude Code assumes a Claude-sized window for an unknown model and would compact too late.
+  ['CLAUDE_CODE_AUTO_COMPACT_WINDOW', String(contextWindow(ctx).context)],
+  ['CLAUDE_CODE_MAX_OUTPUT_TOKENS', String(contextWindow(ctx).output)],
 ];
 
 const CLAUDE_BASE =
@@ -32,6 +35,9 @@ const CLAUDE_STATUS =
 const CLAUDE_EXTRA =
   'Optional: CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 (fewer calls to Anthropic services); ' +
   'ANTHROPIC_SMALL_FAST_MODEL only for old 1.x releases.';
+const CLAUDE_CONTEXT =
+  "CLAUDE_CODE_AUTO_COMPACT_WINDOW is the model's context size (llama-server -c): Claude Code otherwise assumes a " +
+  "Claude model's window and compacts too late; CLAUDE_CODE_MAX_OUTPUT_TOKENS keeps a reply inside it.";
 const CLAUDE_NEEDS_KEY =
   'Claude Code asks for a login when no credential is set, so open mode still needs a placeholder token.';
 
@@ -48,6 +54,7 @@ const claudeCodeSettings = defineSnippet({
     CLAUDE_BASE,
     CLAUDE_ONE_KEY,
     CLAUDE_TIERS,
+    CLAUDE_CONTEXT,
     'An ANTHROPIC_API_KEY exported in the shell still applies: unset it.',
     CLAUDE_STATUS,
     CLAUDE_EXTRA,
@@ -56,6 +63,7 @@ const claudeCodeSettings = defineSnippet({
   baseUrlKind: 'anthropic',
   keyRequired: true,
   keyField: 'ANTHROPIC_AUTH_TOKEN',
+  extraNote: (ctx) => defaultContextNote(ctx, 'CLAUDE_CODE_AUTO_COMPACT_WINDOW'),
   render: (ctx) => JSON.stringify({ env: Object.fromEntries(claudeCodeEnv(ctx)) }, null, 2),
 });
 
@@ -66,10 +74,11 @@ const claudeCodeShell = defineSnippet({
   group: 'coding-agents',
   language: 'bash',
   where: 'The shell you start claude from (or your ~/.bashrc / ~/.zshrc without the last line).',
-  pitfalls: [CLAUDE_BASE, CLAUDE_ONE_KEY, CLAUDE_TIERS, CLAUDE_STATUS, CLAUDE_EXTRA, CLAUDE_NEEDS_KEY],
+  pitfalls: [CLAUDE_BASE, CLAUDE_ONE_KEY, CLAUDE_TIERS, CLAUDE_CONTEXT, CLAUDE_STATUS, CLAUDE_EXTRA, CLAUDE_NEEDS_KEY],
   baseUrlKind: 'anthropic',
   keyRequired: true,
   keyField: 'ANTHROPIC_AUTH_TOKEN',
+  extraNote: (ctx) => defaultContextNote(ctx, 'CLAUDE_CODE_AUTO_COMPACT_WINDOW'),
   render: (ctx) => {
     const [base, token, ...models] = claudeCodeEnv(ctx).map(([name, value]) => `export ${name}=${shDouble(value)}`);
     return lines(base, token, 'unset ANTHROPIC_API_KEY', ...models, 'claude');
@@ -180,7 +189,7 @@ const codexConfig = defineSnippet({
   client: 'Codex CLI',
   group: 'coding-agents',
   language: 'toml',
-  where: '~/.codex/config.toml; the two top-level lines must come before any [table].',
+  where: '~/.codex/config.toml; the top-level lines must come before any [table].',
   pitfalls: [
     CODEX_RESPONSES,
     'base_url ends in /v1, without /responses.',
@@ -188,23 +197,30 @@ const codexConfig = defineSnippet({
       'OpenAI-only features).',
     `The key comes from the environment variable named by env_key (${KEY_ENV_VAR}), never from this file.`,
     'Keep this file free of profiles: newer releases reportedly moved them out of config.toml.',
+    "model_context_window is the model's context size (llama-server -c): Codex has no metadata for the model " +
+      'otherwise.',
+    'request_max_retries and stream_max_retries are 0 so a refused key fails at once: Codex retries even a 401 ' +
+      'or 403 otherwise. Raise stream_max_retries if your network drops long streams.',
   ],
   baseUrlKind: 'openai',
   keyRequired: true,
   needs: ['responses'],
   keyField: `the ${KEY_ENV_VAR} environment variable`,
-  // The file names the variable, not the key, so there is no key to note here.
-  note: () => undefined,
+  // The file names the variable, not the key: the only note is about a default context size.
+  note: (ctx) => defaultContextNote(ctx, 'model_context_window'),
   render: (ctx) =>
     lines(
       `model = ${str(ctx.model)}`,
       'model_provider = "gatehouse"',
+      `model_context_window = ${contextWindow(ctx).context}`,
       '',
       '[model_providers.gatehouse]',
       'name = "Gatehouse"',
       `base_url = ${str(openaiBaseUrl(ctx.origin))}`,
       `env_key = ${str(KEY_ENV_VAR)}`,
       'wire_api = "responses"',
+      'request_max_retries = 0',
+      'stream_max_retries = 0',
     ),
 });
 

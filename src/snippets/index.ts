@@ -1,6 +1,6 @@
 /**
  * Client snippets for the dashboard's Endpoints page: the single source of truth for what a user
- * pastes into curl, an SDK, Home Assistant, a coding agent, an editor or a chat UI. Each fact
+ * pastes into curl, an SDK, Home Assistant, a coding agent, an editor, a chat UI or an Ollama client. Each fact
  * comes from the client's own documentation; test/snippets runs or parses every snippet against a real
  * gateway. Browser-safe: no Node built-ins.
  */
@@ -9,12 +9,14 @@ import { CODING_AGENT_SNIPPETS } from './coding-agents.js';
 import { CURL_SNIPPETS } from './curl.js';
 import { EDITOR_SNIPPETS } from './editors.js';
 import { HOME_ASSISTANT_SNIPPETS } from './home-assistant.js';
+import { OLLAMA_SNIPPETS } from './ollama.js';
 import { PYTHON_SNIPPETS } from './python.js';
 import { TYPESCRIPT_SNIPPETS } from './typescript.js';
 import type { Snippet, SnippetContext } from './types.js';
 
 export type { Snippet, SnippetContext, SnippetGroup, SnippetKey, SnippetLanguage, SnippetNeed } from './types.js';
-export { anthropicBaseUrl, containerOrigin, normalizeOrigin, openaiBaseUrl } from './urls.js';
+export { anthropicBaseUrl, containerOrigin, normalizeOrigin, ollamaOrigin, openaiBaseUrl } from './urls.js';
+export { ollamaBaseUrl } from './ollama.js';
 export { KEY_ENV_VAR, NO_KEY_PLACEHOLDER, keyPlaceholder } from './keys.js';
 export { EMBEDDING_MODEL_PLACEHOLDER } from './curl.js';
 
@@ -27,6 +29,7 @@ export const SNIPPETS = [
   ...CODING_AGENT_SNIPPETS,
   ...EDITOR_SNIPPETS,
   ...CHAT_UI_SNIPPETS,
+  ...OLLAMA_SNIPPETS,
 ] as const;
 
 export type SnippetId = (typeof SNIPPETS)[number]['id'];

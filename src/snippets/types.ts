@@ -4,7 +4,7 @@
  */
 
 export type SnippetGroup =
-  'curl' | 'python' | 'typescript' | 'home-automation' | 'coding-agents' | 'editors' | 'chat-uis';
+  'curl' | 'python' | 'typescript' | 'home-automation' | 'coding-agents' | 'editors' | 'chat-uis' | 'ollama';
 
 export type SnippetLanguage = 'bash' | 'python' | 'typescript' | 'json' | 'yaml' | 'toml' | 'text';
 
@@ -28,6 +28,11 @@ export interface SnippetContext {
   embeddingModel?: string;
   /** The chat model's context window in tokens, when llama-swap's config declares it. */
   contextLength?: number;
+  /**
+   * The Ollama door's address (`http://192.168.1.5:11434`) when GATEHOUSE_OLLAMA_LISTEN is set;
+   * without it the Ollama snippets assume Ollama's port on the gateway's host.
+   */
+  ollamaOrigin?: string;
   key: SnippetKey;
 }
 
@@ -41,8 +46,11 @@ export interface Snippet<Id extends string = string> {
   /** One line: the file, field or shell the text goes into. */
   where: string;
   pitfalls: readonly string[];
-  /** Which base URL the client wants: `…/v1` (OpenAI) or the bare origin (Anthropic SDKs, Claude Code). */
-  baseUrlKind: 'openai' | 'anthropic';
+  /**
+   * Which base URL the client wants: `…/v1` (OpenAI), the bare origin (Anthropic SDKs, Claude
+   * Code), or the Ollama door's own address (Ollama clients).
+   */
+  baseUrlKind: 'openai' | 'anthropic' | 'ollama';
   /** The client refuses an empty key even when the gateway is in open mode. */
   keyRequired: boolean;
   needs?: readonly SnippetNeed[];

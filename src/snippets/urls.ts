@@ -47,3 +47,15 @@ export function originPort(origin: string): number {
   if (url.port !== '') return Number(url.port);
   return url.protocol === 'https:' ? 443 : 80;
 }
+
+/** Ollama's own port, which Ollama clients assume and the documented GATEHOUSE_OLLAMA_LISTEN uses. */
+export const OLLAMA_PORT = 11434;
+
+/**
+ * The Ollama door's address: the host clients know the gateway by, with the door's port. The
+ * door is a plain HTTP listener of its own, so no scheme or path prefix of the gateway's carries over.
+ */
+export function ollamaOrigin(origin: string, port: number = OLLAMA_PORT): string {
+  const host = new URL(normalizeOrigin(origin)).hostname;
+  return `http://${host}:${port}`;
+}

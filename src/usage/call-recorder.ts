@@ -32,6 +32,7 @@ export function createCallRecorder(deps: CallRecorderDeps): (ctx: ProxyContext) 
       model: decided.model,
       keyName: caller?.keyName,
       status,
+      door: request.format === 'ollama' ? 'ollama' : 'v1',
       durationMs,
       ttfbMs: outcome.firstByteMs,
       ttftMs: outcome.usage?.firstTokenMs(),

@@ -50,6 +50,8 @@ export interface CallObservation {
   model: string | undefined;
   keyName: string | undefined;
   status: number;
+  /** Which listener the call came through: `/v1` or the Ollama API. */
+  door: 'v1' | 'ollama';
   durationMs: number;
   ttfbMs: number | undefined;
   ttftMs: number | undefined;
@@ -77,7 +79,7 @@ export class GatewayMetrics {
   readonly #keys: LabelCap;
   readonly #processMetrics: boolean;
   #processMetricsStarted = false;
-  readonly #requests: Counter<'model' | 'key' | 'status'>;
+  readonly #requests: Counter<'model' | 'key' | 'status' | 'door'>;
   readonly #tokens: Counter<'model' | 'key' | 'type'>;
   readonly #duration: Histogram<'model' | 'key'>;
   readonly #ttfb: Histogram<'model' | 'key'>;
@@ -100,9 +102,9 @@ export class GatewayMetrics {
     this.#requests = new Counter({
       name: 'gatehouse_requests_total',
       help:
-        'Calls to /v1 that ended, by model, key name and HTTP status (499: the client left before a ' +
-        'status was sent).',
-      labelNames: ['model', 'key', 'status'] as const,
+        'Calls to /v1 and the Ollama API that ended, by model, key name, HTTP status (499: the client left ' +
+        'before a status was sent) and door (v1, ollama).',
+      labelNames: ['model', 'key', 'status', 'door'] as const,
       registers,
     });
     this.#tokens = new Counter({
@@ -210,7 +212,7 @@ export class GatewayMetrics {
     const admit = call.status >= 100 && (call.status < 400 || call.status >= 500);
     const model = call.model === undefined ? NONE_LABEL : this.#models.label(call.model, admit);
     const key = call.keyName === undefined ? NONE_LABEL : this.#keys.label(call.keyName);
-    this.#requests.inc({ model, key, status: call.status });
+    this.#requests.inc({ model, key, status: call.status, door: call.door });
     // Every type from the series' first call on, zero included: rate() needs a starting point.
     this.#tokens.inc({ model, key, type: 'input' }, call.inputTokens ?? 0);
     this.#tokens.inc({ model, key, type: 'output' }, call.outputTokens ?? 0);

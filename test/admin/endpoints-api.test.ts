@@ -47,12 +47,13 @@ describe('GET /api/endpoints', () => {
     const before = await api('GET', '/api/endpoints');
     expect(before.status).toBe(200);
     expect(before.headers['cache-control']).toBe('no-store');
-    expect(json(before.body)).toEqual({ publicUrl: 'https://llm.example.com/gatehouse', apiOpen: true });
+    expect(json(before.body)).toEqual({ publicUrl: 'https://llm.example.com/gatehouse', apiOpen: true, ollama: null });
 
     expect((await api('POST', '/api/keys', { name: 'Open WebUI' })).status).toBe(201);
     expect(json((await api('GET', '/api/endpoints')).body)).toEqual({
       publicUrl: 'https://llm.example.com/gatehouse',
       apiOpen: false,
+      ollama: null,
     });
   });
 
@@ -60,9 +61,31 @@ describe('GET /api/endpoints', () => {
     const plain = await startTestGateway(sim.url, { adminToken: ADMIN }, {}, { withStore: true });
     try {
       const res = await rawRequest(`${plain.url}/api/endpoints`, { headers: { authorization: `Bearer ${ADMIN}` } });
-      expect(json(res.body)).toEqual({ publicUrl: null, apiOpen: true });
+      expect(json(res.body)).toEqual({ publicUrl: null, apiOpen: true, ollama: null });
     } finally {
       await plain.close();
+    }
+  });
+
+  it("reports the Ollama door's port, and whether keyless calls act as a key, when the door is on", async () => {
+    const door = (ollamaKey?: string) =>
+      startTestGateway(
+        sim.url,
+        { adminToken: ADMIN, ollamaListen: { host: '0.0.0.0', port: 11500 }, ...(ollamaKey ? { ollamaKey } : {}) },
+        {},
+        { withStore: true },
+      );
+    for (const [ollamaKey, keyless] of [
+      [undefined, false],
+      ['home-assistant', true],
+    ] as const) {
+      const gw = await door(ollamaKey);
+      try {
+        const res = await rawRequest(`${gw.url}/api/endpoints`, { headers: { authorization: `Bearer ${ADMIN}` } });
+        expect(json(res.body)).toEqual({ publicUrl: null, apiOpen: true, ollama: { port: 11500, keyless } });
+      } finally {
+        await gw.close();
+      }
     }
   });
 });

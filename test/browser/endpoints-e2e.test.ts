@@ -113,6 +113,50 @@ describe('the Endpoints page in open mode', () => {
   });
 });
 
+describe('the Endpoints page with the Ollama door on', () => {
+  it("shows the door's base URL and an Ollama group whose snippets are the module's, with the notice about keyless clients", async () => {
+    const door = await startTestGateway(
+      sim.url,
+      { adminPassword: PASSWORD, ollamaListen: { host: '127.0.0.1', port: 11500 } },
+      {},
+      { withStore: true },
+    );
+    const t = await endpointsPage(door);
+    try {
+      const ollamaUrl = `http://127.0.0.1:11500`;
+      expect(await t.page.getByRole('textbox', { name: 'Ollama base URL' }).inputValue()).toBe(ollamaUrl);
+      await openClient(t, 'Ollama', 'ollama (npm)');
+      const shown = await shownText(t, 'ollama-javascript');
+      expect(shown).toContain(`host: "${ollamaUrl}",`);
+      const model = await t.page.getByLabel('Model', { exact: true }).inputValue();
+      const ctx: SnippetContext = {
+        origin: door.url,
+        ollamaOrigin: ollamaUrl,
+        model,
+        embeddingModel: 'nomic-embed',
+        key: { kind: 'none' },
+      };
+      expect(shown).toBe(renderSnippet('ollama-javascript', ctx));
+      await t.page.getByText(/Home Assistant and Copilot send no key/).waitFor();
+      await t.screenshot('endpoints-ollama');
+      expect(t.console.errors).toEqual([]);
+    } finally {
+      await t.close();
+      await door.close();
+    }
+  });
+
+  it('has no Ollama base URL or group while the door is off', async () => {
+    const t = await endpointsPage(gateway);
+    try {
+      expect(await t.page.getByRole('textbox', { name: 'Ollama base URL' }).count()).toBe(0);
+      expect(await t.page.getByRole('tab', { name: 'Ollama', exact: true }).count()).toBe(0);
+    } finally {
+      await t.close();
+    }
+  });
+});
+
 describe('creating a key for a client', () => {
   it('creates a key in one click; the copied curl snippet is the text shown and runs with curl (200, a chat completion)', async () => {
     const t = await endpointsPage(gateway);
@@ -184,7 +228,8 @@ describe('creating a key for a client', () => {
           }
         }
       }
-      expect(checked).toBe(SNIPPETS.length);
+      // This gateway's Ollama door is off, so the page has no Ollama group.
+      expect(checked).toBe(SNIPPETS.filter((s) => s.group !== 'ollama').length);
       expect(t.console.errors).toEqual([]);
     } finally {
       await t.close();

@@ -8,7 +8,9 @@ import { generateApiKey } from '../../src/auth/api-keys.js';
 import {
   MODEL_PLACEHOLDER,
   embeddingOptions,
+  groupSnippets,
   modelOptions,
+  pageSnippets,
   pastedKeyHint,
   snippetContext,
 } from '../../web/src/lib/endpoints.js';
@@ -148,6 +150,31 @@ describe('what the snippets are rendered with', () => {
       embeddingModel: undefined,
       key,
     });
+  });
+
+  it("gives the Ollama snippets the door's address: the clients' host at the door's port", () => {
+    const ctx = snippetContext(
+      { origin: 'https://llm.example.com/gatehouse', ollamaPort: 11434, model: 'qwen3-8b', embeddingModel: '', key },
+      models,
+    );
+    expect(ctx.ollamaOrigin).toBe('http://llm.example.com:11434');
+  });
+});
+
+describe('the snippets the page offers', () => {
+  it('has the Ollama group only while the Ollama door is on, its clients told apart by name', () => {
+    const off = groupSnippets(pageSnippets({ ollama: null }));
+    expect(off.map((g) => g.group)).not.toContain('ollama');
+    const on = groupSnippets(pageSnippets({ ollama: { port: 11434, keyless: false } }));
+    const ollama = on.find((g) => g.group === 'ollama');
+    expect(ollama?.label).toBe('Ollama');
+    expect(ollama?.clients.map((c) => c.label)).toEqual([
+      'Home Assistant',
+      'Open WebUI',
+      'GitHub Copilot (VS Code)',
+      'ollama (npm)',
+      'ollama (Python)',
+    ]);
   });
 });
 

@@ -27,10 +27,19 @@ export interface CliClient {
   invocation(o: { url: string; key: string; model: string; home: string; prompt: string }): Invocation;
   /** The final answer the CLI printed. */
   answer(events: Event[]): string | undefined;
-  /** Names of the tools the model called, in order, each followed by a result the CLI sent back. */
-  toolRoundTrips(events: Event[]): string[];
+  /** The tool the simulator's call must run: the first usable tool the CLI declares. */
+  tool: string;
+  /** The tools the model called, in order, each with a result the CLI sent back, and whether it ran without error. */
+  toolRoundTrips(events: Event[]): ToolRun[];
   /** The error the CLI reported, as it showed it. */
   error(events: Event[]): string | undefined;
+}
+
+export interface ToolRun {
+  name: string;
+  ok: boolean;
+  /** What the tool gave back (or its error), for the transcript. */
+  output: string;
 }
 
 /** Any request that is not for 127.0.0.1 goes to this dead port instead of leaving the machine. */
@@ -41,9 +50,17 @@ const OFFLINE: Record<string, string> = {
   NO_PROXY: '127.0.0.1,localhost',
 };
 
+/** What the file the simulator's tool call names holds: a read that worked shows it. */
+export const ALPHA_TEXT = 'the sky over alpha is clear';
+
+/**
+ * The CLI's project: with a file named `alpha`, the simulator's string argument, so reading it
+ * works.
+ */
 function workDir(home: string): string {
   const cwd = join(home, 'project');
   mkdirSync(cwd, { recursive: true });
+  writeFileSync(join(cwd, 'alpha'), `${ALPHA_TEXT}\n`);
   return cwd;
 }
 
@@ -51,7 +68,7 @@ const CLAUDE_CODE: CliClient = {
   name: 'claude-code',
   npm: { pkg: '@anthropic-ai/claude-code', version: '2.1.332', bin: 'claude' },
   invocation: ({ url, key, model, home, prompt }) => ({
-    // Read alone: the simulator calls the first declared tool, and reading "alpha" is harmless.
+    // Read alone: the simulator calls the first usable tool, and reads the project's file "alpha".
     args: ['-p', prompt, '--output-format', 'stream-json', '--verbose', '--tools', 'Read', '--strict-mcp-config'],
     env: cleanEnv(home, {
       ...OFFLINE,
@@ -70,12 +87,18 @@ const CLAUDE_CODE: CliClient = {
     }),
     cwd: workDir(home),
   }),
+  tool: 'Read',
   answer: (events) => events.find((e) => e.type === 'result' && !e.is_error)?.result,
   toolRoundTrips(events) {
     const blocks = (role: string) =>
       events.filter((e) => e.type === role).flatMap((e) => (e.message?.content ?? []) as Event[]);
-    const results = new Set(blocks('user').flatMap((b) => (b.type === 'tool_result' ? [b.tool_use_id] : [])));
-    return blocks('assistant').flatMap((b) => (b.type === 'tool_use' && results.has(b.id) ? [b.name] : []));
+    const results = new Map(
+      blocks('user').flatMap((b) => (b.type === 'tool_result' ? [[b.tool_use_id as string, b] as const] : [])),
+    );
+    return blocks('assistant').flatMap((b) => {
+      const result = b.type === 'tool_use' ? results.get(b.id) : undefined;
+      return result ? [{ name: b.name, ok: result.is_error !== true, output: JSON.stringify(result.content) }] : [];
+    });
   },
   error: (events) => events.find((e) => e.type === 'result' && e.is_error)?.result,
 };
@@ -91,7 +114,7 @@ const OPENCODE: CliClient = {
       JSON.stringify({
         autoupdate: false,
         share: 'disabled',
-        // Only `read`: the simulator calls the first declared tool, and reading "alpha" is harmless
+        // Only `read`: the simulator calls the first usable tool, and reads the project's file "alpha"
         // (the search tools would try to download ripgrep).
         permission: { '*': 'deny', read: 'allow' },
         provider: {
@@ -124,6 +147,7 @@ const OPENCODE: CliClient = {
       cwd: workDir(home),
     };
   },
+  tool: 'read',
   answer: (events) =>
     events
       .filter((e) => e.type === 'text')
@@ -132,7 +156,15 @@ const OPENCODE: CliClient = {
   toolRoundTrips(events) {
     // A tool part is followed by the next step only once its result went back to the model.
     return events.flatMap((e, i) =>
-      e.type === 'tool_use' && events.slice(i).some((n) => n.type === 'step_start') ? [e.part.tool as string] : [],
+      e.type === 'tool_use' && events.slice(i).some((n) => n.type === 'step_start')
+        ? [
+            {
+              name: e.part.tool as string,
+              ok: e.part.state?.status === 'completed',
+              output: JSON.stringify(e.part.state?.output ?? e.part.state?.error),
+            },
+          ]
+        : [],
     );
   },
   error: (events) => events.find((e) => e.type === 'error')?.error?.data?.message,
@@ -164,6 +196,11 @@ const CODEX: CliClient = {
         '',
       ].join('\n'),
     );
+    // The simulator's command is "alpha": a login shell finds it in ~/bin, and it only prints.
+    const bin = join(home, 'bin');
+    mkdirSync(bin, { recursive: true });
+    writeFileSync(join(bin, 'alpha'), `#!/bin/sh\necho '${ALPHA_TEXT}'\n`, { mode: 0o755 });
+    for (const profile of ['.profile', '.bash_profile']) writeFileSync(join(home, profile), `PATH="${bin}:$PATH"\n`);
     return {
       // read-only sandbox: a command the model asks for cannot change anything.
       args: ['exec', '--json', '--skip-git-repo-check', '-s', 'read-only', '-m', model, prompt],
@@ -171,6 +208,7 @@ const CODEX: CliClient = {
       cwd: workDir(home),
     };
   },
+  tool: 'command_execution',
   answer: (events) =>
     events
       .filter((e) => e.type === 'item.completed' && e.item.type === 'agent_message')
@@ -182,7 +220,11 @@ const CODEX: CliClient = {
     return events
       .slice(0, Math.max(done, 0))
       .filter((e) => e.type === 'item.completed' && !['agent_message', 'error', 'reasoning'].includes(e.item.type))
-      .map((e) => e.item.type as string);
+      .map((e) => ({
+        name: e.item.type as string,
+        ok: e.item.status === 'completed' && (e.item.exit_code ?? 0) === 0,
+        output: JSON.stringify(e.item),
+      }));
   },
   error: (events) => events.find((e) => e.type === 'turn.failed')?.error?.message,
 };

@@ -10,6 +10,7 @@ import { completionText, DEMO_CONFIG, startSimulator, type Simulator } from '../
 import type { Knobs } from '../fakes/llama-swap/types.js';
 import type { TestGateway } from '../helpers/gateway.js';
 import { createKey, listRequests, startUsageGateway } from '../usage/usage-helpers.js';
+import { openUpstream } from '../../src/upstream/open-upstream.js';
 
 export const CELLS = [
   'chat',
@@ -20,7 +21,23 @@ export const CELLS = [
   'errors',
   'cancel',
 ] as const;
-export type Cell = (typeof CELLS)[number];
+/** The Ollama door's cells (test/clients/ollama-matrix.test.ts): Ollama's API has its own verbs. */
+export const OLLAMA_CELLS = [
+  'chat',
+  'stream',
+  'tools',
+  'format schema',
+  'embed',
+  'list',
+  'ps',
+  'show',
+  'bad key',
+  'model not allowed',
+  'abort',
+] as const;
+/** A cell of the OpenAI/Anthropic matrices (SDKs, CLIs). */
+export type ApiCell = (typeof CELLS)[number];
+export type Cell = ApiCell | (typeof OLLAMA_CELLS)[number];
 
 export const CHAT_MODEL = 'qwen3-8b';
 /** A model the simulator serves but the matrix's restricted key may not call. */
@@ -38,10 +55,14 @@ type Register = (name: string, body: (ctx: TestContext) => Promise<void>, timeou
 export class ClientMatrix {
   readonly #results = new Map<string, Map<Cell, string>>();
 
-  /** `register` is vitest's `it` or `it.concurrent`; the summary is printed after the file's tests. */
+  /**
+   * `register` is vitest's `it` or `it.concurrent`; `cells` orders the summary, which is printed
+   * after the file's tests.
+   */
   constructor(
     readonly title: string,
     private readonly register: Register = it,
+    private readonly cells: readonly Cell[] = CELLS,
   ) {
     afterAll(() => console.info(this.summary()));
   }
@@ -76,7 +97,7 @@ export class ClientMatrix {
 
   summary(): string {
     const rows = [...this.#results].flatMap(([client, cells]) =>
-      CELLS.filter((c) => cells.has(c)).map((c) => `  ${client.padEnd(22)} ${c.padEnd(20)} ${cells.get(c)!}`),
+      this.cells.filter((c) => cells.has(c)).map((c) => `  ${client.padEnd(22)} ${c.padEnd(20)} ${cells.get(c)!}`),
     );
     return [`${this.title} (client × cell → result)`, ...rows].join('\n');
   }
@@ -94,6 +115,8 @@ export interface Stack {
   gateway: TestGateway;
   key: { id: string; secret: string };
   restrictedKey: { id: string; secret: string };
+  /** The Ollama door's address, when the stack was started with it on. */
+  ollamaUrl: string | undefined;
   /** The gateway's usage records of the calls made with `key` (or the given key id), oldest first. */
   calls(keyId?: string): Promise<RequestView[]>;
   /** Waits until the calls made with a key satisfy `done`, as records are written when a call closes. */
@@ -101,9 +124,17 @@ export interface Stack {
   close(): Promise<void>;
 }
 
-export async function startStack(knobs: Partial<Knobs> = {}): Promise<Stack> {
+export async function startStack(knobs: Partial<Knobs> = {}, options: { ollama?: boolean } = {}): Promise<Stack> {
   const sim = await startSimulator({ config: DEMO_CONFIG, knobs: { tokens: TOKENS, ...knobs } });
-  const gateway = await startUsageGateway(sim.url);
+  // The Ollama door resolves names against llama-swap's model list, as `gatehouse serve` wires it.
+  const models = options.ollama ? openUpstream({ kind: 'llama-swap', baseUrl: new URL(sim.url) }) : undefined;
+  const gateway = await startUsageGateway(
+    sim.url,
+    // With the door: request bodies captured, so a cell can read what reached llama-swap.
+    options.ollama ? { ollamaListen: { host: '127.0.0.1', port: 0 }, usageCaptureBytes: 8192 } : {},
+    models ? { listModels: () => models.models() } : {},
+  );
+  const ollamaUrl = options.ollama ? await gateway.app.listenOllama(0, '127.0.0.1') : undefined;
   const key = await createKey(gateway, { name: 'matrix' });
   const restrictedKey = await createKey(gateway, { name: 'matrix-restricted', models: [CHAT_MODEL] });
   const calls = async (keyId = key.id) => (await listRequests(gateway, `key=${keyId}&limit=500`)).requests.toReversed();
@@ -112,6 +143,7 @@ export async function startStack(knobs: Partial<Knobs> = {}): Promise<Stack> {
     gateway,
     key,
     restrictedKey,
+    ollamaUrl,
     calls,
     async waitForCalls(done, keyId = key.id, timeoutMs = 5000) {
       const deadline = Date.now() + timeoutMs;
@@ -127,6 +159,7 @@ export async function startStack(knobs: Partial<Knobs> = {}): Promise<Stack> {
     },
     async close() {
       await gateway.close();
+      await models?.close();
       await sim.close();
     },
   };

@@ -13,12 +13,13 @@ import { parse as parseToml } from 'smol-toml';
 import { parse as parseYaml } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreatedKey, EndpointsInfo, ModelList, UsageRequestPage } from '../../src/admin-api/types.js';
-import { SNIPPETS, type SnippetContext, type SnippetId } from '../../src/snippets/index.js';
+import { SNIPPETS, type Snippet, type SnippetContext, type SnippetId } from '../../src/snippets/index.js';
 import {
   allowedModelIds,
   clientOrigin,
   groupSnippets,
   keyNameFor,
+  pageSnippets,
   MODEL_PLACEHOLDER,
   modelOptions,
   snippetContext,
@@ -58,6 +59,8 @@ let demo: DemoProcess;
 let cookie: string;
 let ctx: SnippetContext;
 let secret: string;
+/** The snippets the page shows for the demo: its Ollama door is off, so not the Ollama group. */
+let shown: Snippet[];
 let dir: string;
 let bin: string;
 /** The text every chat snippet must get back: the simulator's words for the chat model, at the demo's pace. */
@@ -100,9 +103,10 @@ beforeAll(async () => {
   cookie = /gatehouse_session=([^;]+)/.exec(signedUp.headers['set-cookie']?.join('\n') ?? '')![1]!;
 
   const info = await adminJson<EndpointsInfo>('GET', '/api/endpoints');
-  expect(info).toEqual({ publicUrl: null, apiOpen: true });
+  expect(info).toEqual({ publicUrl: null, apiOpen: true, ollama: null });
+  shown = pageSnippets(info);
   // "Create a key for <client>" on the first client tab, as the page does.
-  const firstClient = groupSnippets(SNIPPETS)[0]!.clients[0]!.client;
+  const firstClient = groupSnippets(shown)[0]!.clients[0]!.client;
   const created = await adminJson<CreatedKey>('POST', '/api/keys', { name: keyNameFor(firstClient) });
   secret = created.secret;
   const choice: KeyChoice = { mode: 'create', created, pasted: '', existing: null };
@@ -180,8 +184,11 @@ interface Streamed {
   choices: Array<{ delta?: { content?: string } }>;
 }
 
-/** How each snippet runs, and what its client must get back. */
-const RUNS: Record<SnippetId, () => Promise<void>> = {
+/** The Ollama group, which the page shows only with the Ollama door on (test/snippets runs it). */
+type OllamaSnippetId = Extract<SnippetId, `ollama-${string}`>;
+
+/** How each snippet the demo's page shows runs, and what its client must get back. */
+const RUNS: Record<Exclude<SnippetId, OllamaSnippetId>, () => Promise<void>> = {
   'curl-openai-chat': async () => {
     const body = JSON.parse(await runCurl(render('curl-openai-chat'))) as Json;
     expect(body.choices[0].message.content).toBe(answer);
@@ -314,10 +321,14 @@ describe('the Endpoints page against the demo in its default state', () => {
     expect(use(ctx.model)).toBe('chat');
     expect(use(ctx.embeddingModel)).toBe('embedding');
     expect(ctx.key).toEqual({ kind: 'secret', value: secret });
-    for (const s of SNIPPETS) expect(s.render(ctx), s.id).not.toMatch(/MODEL-ID|EMBEDDING-MODEL|PASTE-YOUR-KEY/);
+    for (const s of shown) expect(s.render(ctx), s.id).not.toMatch(/MODEL-ID|EMBEDDING-MODEL|PASTE-YOUR-KEY/);
   });
 
-  it.each(SNIPPETS.map((s) => s.id))(
+  it('shows every snippet but the Ollama group, since the demo runs without the Ollama door', () => {
+    expect(shown.map((s) => s.id)).toEqual(Object.keys(RUNS));
+  });
+
+  it.each(Object.keys(RUNS) as Array<keyof typeof RUNS>)(
     '%s runs unchanged, and every call it makes through Gatehouse is answered 2xx',
     async (id) => {
       const before = new Set((await loggedCalls()).map((r) => r.id));

@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
 import { request } from 'node:http';
+import Anthropic from '@anthropic-ai/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startRouterSimulator, type RouterSimulator } from '../fakes/llama-server-router/index.js';
 import { startRecordingUpstream, type RecordingUpstream } from '../fakes/recording-upstream.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { json, rawRequest } from '../helpers/http.js';
@@ -144,7 +146,7 @@ describe("llama-swap's own errors become the caller's wire format with the same 
     expect(json(wrongMethod.body)).toMatchObject({ error: { message: expect.stringContaining('does not allow GET') } });
   });
 
-  it("passes a model server's own JSON error through unchanged", async () => {
+  it("passes a model server's own JSON error through unchanged to OpenAI callers, and in Anthropic shape on /v1/messages", async () => {
     const body =
       '{"error":{"code":400,"message":"the request exceeds the available context ' +
       'size","type":"exceed_context_size_error"}}';
@@ -152,9 +154,48 @@ describe("llama-swap's own errors become the caller's wire format with the same 
       res.writeHead(400, { 'content-type': 'application/json; charset=utf-8' });
       res.end(body);
     });
-    const res = await post('/v1/messages');
-    expect(res.status).toBe(400);
-    expect(res.body.toString()).toBe(body);
+    const openai = await post('/v1/chat/completions');
+    expect(openai.status).toBe(400);
+    expect(openai.body.toString()).toBe(body);
+    const anthropic = await post('/v1/messages');
+    expect(anthropic.status).toBe(400);
+    expect(json(anthropic.body)).toEqual({
+      type: 'error',
+      error: { type: 'invalid_request_error', message: 'the request exceeds the available context size' },
+    });
+  });
+});
+
+describe("a llama-server router's error on /v1/messages", () => {
+  let router: RouterSimulator;
+  let routed: TestGateway;
+  beforeAll(async () => {
+    router = await startRouterSimulator({ models: [{ id: 'qwen' }, { id: 'nomic', embeddings: true }] });
+    routed = await startTestGateway(router.url, {}, {}, { upstreamKind: 'llama-server' });
+  });
+  afterAll(async () => {
+    await routed?.close();
+    await router?.close();
+  });
+
+  it("reaches the Anthropic SDK in Anthropic's shape, with llama-server's status and message", async () => {
+    const res = await rawRequest(`${routed.url}/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'anthropic-version': '2023-06-01' },
+      body: JSON.stringify({ model: 'nomic', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] }),
+    });
+    // What llama-server said (OpenAI-shaped): the model was started for embeddings only.
+    const said = 'This server does not support completions. Start it without `--embeddings`';
+    expect(router.received.at(-1)).toMatchObject({ path: '/v1/messages', status: 501 });
+    expect(res.status).toBe(501);
+    expect(json(res.body)).toEqual({ type: 'error', error: { type: 'api_error', message: said } });
+
+    const client = new Anthropic({ baseURL: routed.url, apiKey: 'sk-open-mode', maxRetries: 0 });
+    const error = await client.messages
+      .create({ model: 'nomic', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] })
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(Anthropic.APIError);
+    expect(error).toMatchObject({ status: 501, error: { type: 'error', error: { type: 'api_error', message: said } } });
   });
 });
 

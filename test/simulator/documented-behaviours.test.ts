@@ -111,6 +111,49 @@ const CHECKS: Record<string, () => Promise<void>> = {
     ]);
   },
 
+  'deferred tools are never called': async () => {
+    const deferred = { name: 'DeferredToolPlaceholder', input_schema: { type: 'object' }, defer_loading: true };
+    const ask = (tools: unknown[]) =>
+      postJson(`${sim.url}/v1/messages`, {
+        model: 'chat',
+        max_tokens: 100,
+        tools,
+        messages: [{ role: 'user', content: 'hi' }],
+      });
+    const called = await json(await ask([deferred, ...ANTHROPIC_TOOLS]));
+    expect(called.content).toEqual([
+      { type: 'tool_use', id: expect.any(String), name: 'get_weather', input: { city: 'alpha' } },
+    ]);
+    const onlyDeferred = await json(await ask([deferred]));
+    expect(onlyDeferred.content.map((b: Json) => b.type)).toEqual(['text']);
+    const chat = await json(
+      await postJson(
+        `${sim.url}/v1/chat/completions`,
+        chatBody('chat', {
+          tools: [
+            { ...TOOLS[0], defer_loading: true },
+            { type: 'function', function: { name: 'later', parameters: {} } },
+          ],
+        }),
+      ),
+    );
+    expect(chat.choices[0].message.tool_calls.map((c: Json) => c.function.name)).toEqual(['later']);
+  },
+
+  'embeddings from a chat model refused': async () => {
+    const res = await postJson(`${sim.url}/v1/embeddings`, { model: 'chat', input: 'hello' });
+    expect(res.status).toBe(501);
+    expect(await json(res)).toEqual({
+      error: {
+        code: 501,
+        message: 'This server does not support embeddings. Start it with `--embeddings`',
+        type: 'not_supported_error',
+      },
+    });
+    const embedded = await postJson(`${sim.url}/v1/embeddings`, { model: 'embed', input: 'hello' });
+    expect(embedded.status).toBe(200);
+  },
+
   'responses api events': async () => {
     const frames = await sse('/v1/responses', { model: 'chat', input: 'hi' });
     expect(frames.map((f) => f.event)).toEqual([

@@ -13,6 +13,8 @@ import {
   keyPlaceholder,
   NO_KEY_PLACEHOLDER,
   normalizeOrigin,
+  ollamaBaseUrl,
+  ollamaOrigin,
   openaiBaseUrl,
   renderSnippet,
   SNIPPETS,
@@ -20,7 +22,7 @@ import {
   type SnippetContext,
   type SnippetId,
 } from '../../src/snippets/index.js';
-import { CHECKS, ORIGIN } from './expectations.js';
+import { CHECKS, OLLAMA_ORIGIN, ORIGIN } from './expectations.js';
 
 /** Shaped like a real key: `sk-` + 43 base62 characters. */
 const SECRET = 'sk-7Qm2Xb9LpV4nT8cK1wZ6yR3hJ5sD0fG2aE4uI6oPq9B';
@@ -67,7 +69,7 @@ describe('the snippet catalogue', () => {
     expect(new Set(ids).size).toBe(ids.length);
     for (const id of ids) expect(id).toMatch(/^[a-z0-9]+(-[a-z0-9]+)*$/);
     expect(new Set(SNIPPETS.map((s) => s.group))).toEqual(
-      new Set(['curl', 'python', 'typescript', 'home-automation', 'coding-agents', 'editors', 'chat-uis']),
+      new Set(['curl', 'python', 'typescript', 'home-automation', 'coding-agents', 'editors', 'chat-uis', 'ollama']),
     );
   });
 
@@ -129,6 +131,16 @@ describe('base URLs', () => {
     }
   });
 
+  it("puts the Ollama door on the gateway's host at its own port, plain HTTP, without a path prefix", () => {
+    expect(ollamaOrigin('https://llm.example.com:8443/gatehouse/')).toBe('http://llm.example.com:11434');
+    expect(ollamaOrigin('http://192.168.1.5:3000', 11500)).toBe('http://192.168.1.5:11500');
+    expect(ollamaOrigin('http://[::1]:3000')).toBe('http://[::1]:11434');
+    expect(ollamaBaseUrl({ origin: ORIGIN, model: 'm', key: { kind: 'none' } })).toBe(OLLAMA_ORIGIN);
+    expect(ollamaBaseUrl({ origin: ORIGIN, model: 'm', key: { kind: 'none' }, ollamaOrigin: 'http://h:1' })).toBe(
+      'http://h:1',
+    );
+  });
+
   it('sends containers to host.docker.internal for a loopback origin and leaves a LAN origin alone', () => {
     expect(containerOrigin('http://localhost:3000')).toEqual({
       origin: 'http://host.docker.internal:3000',
@@ -150,12 +162,15 @@ describe('base URLs', () => {
 
   it.each(SNIPPETS.map((s) => [s.id, s] as const))('%s uses the base URL of its kind', (_id, s) => {
     const text = s.render(ctx({ kind: 'secret', value: SECRET }));
-    const after = [...text.matchAll(new RegExp(`${escapeRegExp(ORIGIN)}(\\S{0,12})`, 'g'))].map((m) => m[1]!);
+    const origin = s.baseUrlKind === 'ollama' ? OLLAMA_ORIGIN : ORIGIN;
+    if (s.baseUrlKind === 'ollama') expect(text, s.id).not.toContain(ORIGIN);
+    const after = [...text.matchAll(new RegExp(`${escapeRegExp(origin)}(\\S{0,12})`, 'g'))].map((m) => m[1]!);
     if (KEY_ONLY.has(s.id)) expect(after).toEqual([]);
     else expect(after.length, `${s.id} shows no URL`).toBeGreaterThan(0);
     expect(text).not.toContain('/v1/v1');
     for (const tail of after) {
       if (s.baseUrlKind === 'openai') expect(tail, s.id).toMatch(/^\/v1(?:[/"'\s\\]|$)/);
+      else if (s.baseUrlKind === 'ollama') expect(tail, s.id).toMatch(/^(?:["'\s\\,]|$)/);
       else expect(tail, s.id).toMatch(/^(?:\/v1\/messages|["'\s\\]|$)/);
     }
   });

@@ -20,6 +20,8 @@ import {
   expectAnthropicMessage,
   expectEmbeddings,
   expectModelsList,
+  expectOllamaChat,
+  expectOllamaTags,
   expectOpenaiChat,
   expectResponses,
   fromContainer,
@@ -57,6 +59,8 @@ const CASES = requireCases<ConfigCase>('config', {
         ANTHROPIC_DEFAULT_OPUS_MODEL: MODEL,
         ANTHROPIC_DEFAULT_SONNET_MODEL: MODEL,
         ANTHROPIC_DEFAULT_HAIKU_MODEL: MODEL,
+        CLAUDE_CODE_AUTO_COMPACT_WINDOW: String(DEFAULT_CONTEXT_TOKENS),
+        CLAUDE_CODE_MAX_OUTPUT_TOKENS: '8192',
       });
       expect(config.env.ANTHROPIC_BASE_URL).not.toMatch(/\/v1\/?$/);
       await expectAnthropicMessage(
@@ -89,12 +93,16 @@ const CASES = requireCases<ConfigCase>('config', {
       // Top-level keys parsed as top-level: they came before the first table.
       expect(config.model).toBe(MODEL);
       expect(config.model_provider).toBe('gatehouse');
+      expect(config.model_context_window).toBe(DEFAULT_CONTEXT_TOKENS);
       const provider = config.model_providers[config.model_provider];
+      // No retries: Codex would otherwise send a refused key five more times.
       expect(provider).toEqual({
         name: 'Gatehouse',
         base_url: `${ctx.origin}/v1`,
         env_key: KEY_ENV_VAR,
         wire_api: 'responses',
+        request_max_retries: 0,
+        stream_max_retries: 0,
       });
       expect(config.model_provider).not.toBe('openai');
       expect(provider.name).not.toBe('OpenAI');
@@ -179,6 +187,17 @@ const CASES = requireCases<ConfigCase>('config', {
       await expectOpenaiChat(fromContainer(yaml.endpoints.custom[0].baseURL), config[KEY_ENV_VAR], MODEL);
     },
   },
+  // Copilot's Ollama provider sends no key (keyless calls act as GATEHOUSE_OLLAMA_KEY's key) and
+  // lists the models from /api/tags, then chats as a stream.
+  'ollama-vscode-copilot': {
+    parse: JSON.parse,
+    async check(config, ctx) {
+      expect(config).toEqual({ 'github.copilot.chat.byok.ollamaEndpoint': ctx.ollamaOrigin });
+      const endpoint = config['github.copilot.chat.byok.ollamaEndpoint'] as string;
+      await expectOllamaTags(endpoint, undefined, MODEL);
+      await expectOllamaChat(endpoint, undefined, `${MODEL}:latest`, { stream: true });
+    },
+  },
 });
 
 let live: LiveGateways;
@@ -212,7 +231,9 @@ describe.each(CASES)('%s', (id, c) => {
     };
     const text = render(id, ctx);
     const parsed = c.parse(text);
-    if (id !== 'librechat-env') expect(JSON.stringify(parsed)).toContain(JSON.stringify(model).slice(1, -1));
+    // The .env names no model; Copilot picks its models from /api/tags.
+    if (id !== 'librechat-env' && id !== 'ollama-vscode-copilot')
+      expect(JSON.stringify(parsed)).toContain(JSON.stringify(model).slice(1, -1));
   });
 });
 
@@ -234,7 +255,7 @@ describe('Continue without an embedding model', () => {
   });
 });
 
-describe('the context window OpenCode and Zed are told about', () => {
+describe('the context window OpenCode, Zed, Claude Code and Codex are told about', () => {
   const base: SnippetContext = { origin: 'http://192.168.1.5:3000', model: MODEL, key: { kind: 'none' } };
   const opencodeLimit = (ctx: SnippetContext) => (JSON.parse(render('opencode-json', ctx)) as Json).provider.gatehouse;
   const zedModel = (ctx: SnippetContext) =>
@@ -249,6 +270,14 @@ describe('the context window OpenCode and Zed are told about', () => {
     expect(note('zed-settings', ctx)).toBe('');
     const large = { ...base, contextLength: 131072 };
     expect(opencodeLimit(large).models[MODEL].limit).toEqual({ context: 131072, output: 8192 });
+    expect((JSON.parse(render('claude-code-settings', ctx)) as Json).env).toMatchObject({
+      CLAUDE_CODE_AUTO_COMPACT_WINDOW: '16384',
+      CLAUDE_CODE_MAX_OUTPUT_TOKENS: '4096',
+    });
+    expect(render('claude-code-shell', ctx)).toContain('export CLAUDE_CODE_AUTO_COMPACT_WINDOW="16384"');
+    expect(parseToml(render('codex-config', ctx)).model_context_window).toBe(16384);
+    for (const id of ['claude-code-settings', 'claude-code-shell', 'codex-config'] as const)
+      expect(note(id, ctx)).not.toMatch(/context size/);
   });
 
   it('is a stated default when llama-swap declares none, and the note says how to set the real one', () => {
@@ -257,6 +286,9 @@ describe('the context window OpenCode and Zed are told about', () => {
     for (const [id, field] of [
       ['opencode-json', 'limit.context'],
       ['zed-settings', 'max_tokens'],
+      ['claude-code-settings', 'CLAUDE_CODE_AUTO_COMPACT_WINDOW'],
+      ['claude-code-shell', 'CLAUDE_CODE_AUTO_COMPACT_WINDOW'],
+      ['codex-config', 'model_context_window'],
     ] as const)
       expect(note(id, base)).toContain(
         `llama-swap declares no context size for ${MODEL}, so ${field} is ${DEFAULT_CONTEXT_TOKENS}: set it to ` +

@@ -17,6 +17,8 @@ export type CheckKind = 'curl' | 'shell' | 'node' | 'python' | 'config' | 'field
 
 /** The origin the key-placement test renders with. */
 export const ORIGIN = 'http://192.168.1.5:3000';
+/** The Ollama door on the same host, at Ollama's port (no ollamaOrigin in the context). */
+export const OLLAMA_ORIGIN = 'http://192.168.1.5:11434';
 
 export interface SnippetCheck {
   kind: CheckKind;
@@ -74,6 +76,15 @@ export const CHECKS: Record<SnippetId, SnippetCheck> = {
   'open-webui-admin': { kind: 'fields', keyLines: (k) => [`Key: ${k}`] },
   'librechat-yaml': { kind: 'config', keyLines: () => [] },
   'librechat-env': { kind: 'config', keyLines: (k) => [`GATEHOUSE_API_KEY=${k}`] },
+  // Home Assistant and Copilot cannot send a key: keyless calls act as GATEHOUSE_OLLAMA_KEY's key.
+  'ollama-home-assistant': { kind: 'fields', keyLines: () => [] },
+  'ollama-open-webui': { kind: 'fields', keyLines: (k) => [`Key: ${k}`] },
+  'ollama-vscode-copilot': { kind: 'config', keyLines: () => [] },
+  'ollama-javascript': { kind: 'node', keyLines: (k) => [`headers: { Authorization: "Bearer ${k}" },`] },
+  'ollama-python': {
+    kind: 'python',
+    keyLines: (k) => [`client = Client(host="${OLLAMA_ORIGIN}", headers={"Authorization": "Bearer ${k}"})`],
+  },
 };
 
 /** The snippets a test file of this kind must cover, in page order. */

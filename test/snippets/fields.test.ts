@@ -1,13 +1,16 @@
 /**
  * Snippets that list form fields to fill in (Home Assistant integrations, Open WebUI's admin
- * settings): the fields carry the OpenAI base URL with /v1, the key and the model, and a client
- * using those values (validation by listing models, then chat) works against a real gateway.
+ * settings): the fields carry the OpenAI base URL with /v1 (or the Ollama door's, for Ollama
+ * connections), the key and the model, and a client using those values (validation by listing
+ * models, then chat) works against a real gateway.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NO_KEY_PLACEHOLDER, SNIPPETS, type SnippetContext } from '../../src/snippets/index.js';
 import { requireCases } from './expectations.js';
 import {
   expectModelsList,
+  expectOllamaChat,
+  expectOllamaTags,
   expectOpenaiChat,
   fieldsOf,
   fromContainer,
@@ -20,9 +23,11 @@ import {
 interface FieldsCase {
   /** The fields and values the snippet must show; `key` is the secret or the open-mode text. */
   expected(ctx: SnippetContext, key: string | undefined): Record<string, string>;
-  /** Field names holding URL, key and model, for the live requests. */
+  /** Field names holding URL, key and model, for the live requests (no key field: the client sends none). */
   url: string;
-  key: string;
+  key?: string;
+  /** The client speaks Ollama's API to the Ollama door (else OpenAI's to /v1). */
+  ollama?: true;
   model?: string;
   stream: boolean;
   /** Not part of the form (e.g. Open WebUI picks the model in the chat). */
@@ -72,6 +77,26 @@ const CASES = requireCases<FieldsCase>('fields', {
     stream: true,
     chatModel: MODEL,
   },
+  // No key field: keyless calls act as the protected gateway's key (GATEHOUSE_OLLAMA_KEY).
+  'ollama-home-assistant': {
+    expected: (ctx) => ({ URL: ctx.ollamaOrigin!, Model: `${MODEL}:latest`, 'Control Home Assistant': 'Assist' }),
+    url: 'URL',
+    model: 'Model',
+    stream: true,
+    ollama: true,
+  },
+  'ollama-open-webui': {
+    expected: (ctx, key) => ({
+      URL: `http://host.docker.internal:${new URL(ctx.ollamaOrigin!).port}`,
+      Auth: key === undefined ? 'None' : 'Bearer',
+      ...(key === undefined ? {} : { Key: key }),
+    }),
+    url: 'URL',
+    key: 'Key',
+    stream: true,
+    chatModel: MODEL,
+    ollama: true,
+  },
 });
 
 let live: LiveGateways;
@@ -93,10 +118,17 @@ describe.each(CASES)('%s', (id, c) => {
       const key = mode === 'protected' ? live.secret : snippet.keyRequired ? NO_KEY_PLACEHOLDER : undefined;
       const fields = fieldsOf(snippet.render(ctx));
       expect(fields).toEqual(c.expected(ctx, key));
-      expect(fields[c.url]).toMatch(/\/v1$/);
       const baseUrl = fromContainer(fields[c.url]!);
-      const sentKey = fields[c.key] === '(leave empty)' ? undefined : fields[c.key];
+      const typed = c.key === undefined ? undefined : fields[c.key];
+      const sentKey = typed === '(leave empty)' ? undefined : typed;
       const model = c.model === undefined ? c.chatModel! : fields[c.model]!;
+      if (c.ollama) {
+        expect(baseUrl).toBe(ctx.ollamaOrigin);
+        await expectOllamaTags(baseUrl, sentKey, model);
+        await expectOllamaChat(baseUrl, sentKey, model, { stream: c.stream });
+        return;
+      }
+      expect(fields[c.url]).toMatch(/\/v1$/);
       await expectModelsList(baseUrl, sentKey, model);
       await expectOpenaiChat(baseUrl, sentKey, model, { stream: c.stream });
     },

@@ -1,6 +1,7 @@
 /**
  * What the snippet tests share: a real gateway in front of the llama-swap simulator, once
- * protected by a key created through the admin API and once in open mode; running programs
+ * protected by a key created through the admin API and once in open mode, each with the Ollama
+ * door on (the protected one lets keyless Ollama calls act as its key); running programs
  * (curl, bash, node, python3) with a bounded time; and the requests a configured client makes.
  */
 import { spawnSync } from 'node:child_process';
@@ -22,6 +23,8 @@ const TOKENS = 6;
 /** What the simulator answers for MODEL: every snippet that prints the answer prints this. */
 export const ANSWER = completionText(MODEL, TOKENS);
 const ADMIN = 'snippets-admin-token';
+/** The protected gateway's key, which keyless Ollama calls act as (GATEHOUSE_OLLAMA_KEY). */
+const KEY_NAME = 'endpoints-page';
 
 export interface LiveGateways {
   sim: Simulator;
@@ -29,6 +32,8 @@ export interface LiveGateways {
   protectedGateway: TestGateway;
   /** Has no key, so it accepts any or none. */
   openGateway: TestGateway;
+  /** The gateways' Ollama doors, `http://127.0.0.1:<port>`. */
+  ollamaUrls: { protected: string; open: string };
   secret: string;
   close(): Promise<void>;
 }
@@ -36,13 +41,21 @@ export interface LiveGateways {
 export async function startLiveGateways(): Promise<LiveGateways> {
   const sim = await startSimulator({ config: DEMO_CONFIG, knobs: { tokens: TOKENS } });
   const upstream = createLlamaSwapClient({ baseUrl: new URL(sim.url) });
-  const start = () =>
-    startTestGateway(sim.url, { adminToken: ADMIN }, { listModels: () => upstream.models() }, { withStore: true });
-  const [protectedGateway, openGateway] = await Promise.all([start(), start()]);
+  const start = (ollamaKey?: string) =>
+    startTestGateway(
+      sim.url,
+      { adminToken: ADMIN, ollamaListen: { host: '127.0.0.1', port: 0 }, ...(ollamaKey ? { ollamaKey } : {}) },
+      { listModels: () => upstream.models() },
+      { withStore: true },
+    );
+  const [protectedGateway, openGateway] = await Promise.all([start(KEY_NAME), start()]);
+  const [protectedOllama, openOllama] = await Promise.all(
+    [protectedGateway, openGateway].map((g) => g.app.listenOllama(0, '127.0.0.1')!),
+  );
   const res = await rawRequest(`${protectedGateway.url}/api/keys`, {
     method: 'POST',
     headers: { authorization: `Bearer ${ADMIN}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ name: 'endpoints-page' }),
+    body: JSON.stringify({ name: KEY_NAME }),
   });
   expect(res.status, res.body.toString()).toBe(201);
   const secret = (json(res.body) as { secret: string }).secret;
@@ -50,6 +63,7 @@ export async function startLiveGateways(): Promise<LiveGateways> {
     sim,
     protectedGateway,
     openGateway,
+    ollamaUrls: { protected: protectedOllama!, open: openOllama! },
     secret,
     async close() {
       await Promise.all([protectedGateway.close(), openGateway.close()]);
@@ -67,7 +81,8 @@ export function liveContext(
 ): SnippetContext {
   const key: SnippetKey = mode === 'protected' ? { kind: 'secret', value: live.secret } : { kind: 'none' };
   const gateway = mode === 'protected' ? live.protectedGateway : live.openGateway;
-  return { origin: gateway.url, model: MODEL, embeddingModel: EMBEDDING_MODEL, key, ...extra };
+  const ollamaOrigin = live.ollamaUrls[mode];
+  return { origin: gateway.url, model: MODEL, embeddingModel: EMBEDDING_MODEL, key, ollamaOrigin, ...extra };
 }
 
 /** Fails loudly when a program the tests run is missing: these tests never skip. */
@@ -160,6 +175,38 @@ export async function expectEmbeddings(baseUrl: string, key: string | undefined,
   expect((JSON.parse(res.text) as { data: Array<{ embedding: number[] }> }).data[0]?.embedding.length).toBeGreaterThan(
     0,
   );
+}
+
+/** Ollama's model list: GET {base}/api/tags lists the model as `<id>:latest`. */
+export async function expectOllamaTags(baseUrl: string, key: string | undefined, model: string): Promise<void> {
+  const res = await fetch(`${baseUrl}/api/tags`, { headers: bearer(key) });
+  const text = await res.text();
+  expect(res.status, text).toBe(200);
+  expect((JSON.parse(text) as { models: Array<{ name: string }> }).models.map((m) => m.name)).toContain(
+    model.includes(':') ? model : `${model}:latest`,
+  );
+}
+
+/** An Ollama client: POST {base}/api/chat, NDJSON when streamed; expects the simulator's answer. */
+export async function expectOllamaChat(
+  baseUrl: string,
+  key: string | undefined,
+  model: string,
+  options: { stream: boolean; answer?: string },
+): Promise<void> {
+  const res = await post(`${baseUrl}/api/chat`, bearer(key), {
+    model,
+    stream: options.stream,
+    messages: [{ role: 'user', content: 'Hello!' }],
+  });
+  expect(res.status, res.text).toBe(200);
+  const parts = res.text
+    .split('\n')
+    .filter((l) => l !== '')
+    .map((l) => JSON.parse(l) as { message: { content: string }; done: boolean });
+  expect(parts.length > 1).toBe(options.stream);
+  expect(parts.map((p) => p.message.content).join('')).toBe(options.answer ?? ANSWER);
+  expect(parts.at(-1)?.done).toBe(true);
 }
 
 /** A container URL (host.docker.internal) as the test machine reaches it. */

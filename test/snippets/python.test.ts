@@ -1,7 +1,7 @@
 /**
  * The Python snippets compile with python3 -m py_compile, and name the right base URL, key and
- * model in the right arguments. (The openai / anthropic packages are not installed here, so the
- * same requests are made on the SDK's behalf from the values the snippet passes.)
+ * model in the right arguments. (The openai / anthropic / ollama packages are not installed here, so
+ * the same requests are made on the SDK's behalf from the values the snippet passes.)
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -11,6 +11,7 @@ import { requireCases } from './expectations.js';
 import {
   cleanEnv,
   expectAnthropicMessage,
+  expectOllamaChat,
   expectOpenaiChat,
   liveContext,
   MODEL,
@@ -45,6 +46,12 @@ const CASES = requireCases<PythonCase>('python', {
     request: (b, k, m) => expectAnthropicMessage(b, k, m, 'x-api-key'),
     stream: true,
   },
+  // The ollama package sends headers= as given, to {host}/api/chat: the Ollama door.
+  'ollama-python': {
+    constructor: /^client = Client\(host="([^"]+)", headers=\{"Authorization": "Bearer ([^"]+)"\}\)$/m,
+    request: (b, k, m) => expectOllamaChat(b, k, m, { stream: true }),
+    stream: true,
+  },
 });
 
 let live: LiveGateways;
@@ -73,7 +80,12 @@ describe.each(CASES)('%s', (id, c) => {
     const ctx = liveContext(live, 'protected');
     const text = snippet.render(ctx);
     const [, baseUrl, key] = c.constructor.exec(text) ?? [];
-    expect(baseUrl).toBe(snippet.baseUrlKind === 'openai' ? openaiBaseUrl(ctx.origin) : anthropicBaseUrl(ctx.origin));
+    const expectedBase = {
+      openai: openaiBaseUrl(ctx.origin),
+      anthropic: anthropicBaseUrl(ctx.origin),
+      ollama: ctx.ollamaOrigin,
+    }[snippet.baseUrlKind];
+    expect(baseUrl).toBe(expectedBase);
     expect(key).toBe(live.secret);
     expect(text.match(/model="([^"]+)"/g)).toEqual(expect.arrayContaining([`model="${MODEL}"`]));
     expect(text.includes('stream=True') || text.includes('messages.stream(')).toBe(c.stream);

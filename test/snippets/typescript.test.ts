@@ -1,6 +1,7 @@
 /**
  * The TypeScript snippets, run with node and the real npm packages (openai, @anthropic-ai/sdk,
- * ai + @ai-sdk/openai-compatible) against a real gateway: they must print the model's answer.
+ * ai + @ai-sdk/openai-compatible, ollama) against a real gateway (ollama's through the Ollama door):
+ * they must print the model's answer.
  * They are also type-checked as TypeScript under strict settings, since users paste them into .ts files.
  */
 import { writeFileSync } from 'node:fs';
@@ -26,6 +27,8 @@ const CASES = requireCases<{ paths: string[] }>('node', {
   'typescript-openai': { paths: ['/v1/chat/completions', '/v1/chat/completions'] },
   'typescript-anthropic': { paths: ['/v1/messages', '/v1/messages'] },
   'typescript-ai-sdk': { paths: ['/v1/chat/completions', '/v1/chat/completions'] },
+  // Through the Ollama door, which speaks OpenAI to llama-swap.
+  'ollama-javascript': { paths: ['/v1/chat/completions', '/v1/chat/completions'] },
 });
 
 let live: LiveGateways;
@@ -55,7 +58,9 @@ describe.each(CASES)('%s', (id, c) => {
     const result = await runWithNode(id, snippet.render(liveContext(live, 'protected')), 'protected');
     expect(result.code, result.stderr).toBe(0);
     expect(result.stdout).toBe(`${ANSWER}\n${ANSWER}\n`);
-    expect(live.sim.received.slice(before).map((r) => r.path.split('?')[0])).toEqual(c.paths);
+    // The model calls; the Ollama door also reads llama-swap's model list to resolve names.
+    const calls = live.sim.received.slice(before).map((r) => r.path.split('?')[0]);
+    expect(calls.filter((p) => p !== '/v1/models')).toEqual(c.paths);
   });
 
   it('prints the answer through a gateway in open mode', async () => {

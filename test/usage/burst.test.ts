@@ -87,7 +87,9 @@ describe('a burst of 10,000 calls', () => {
       expect(valueOf(metrics, 'gatehouse_usage_records_written_total')).toBe(CALLS);
       expect(valueOf(metrics, 'gatehouse_usage_records_dropped_total')).toBe(0);
       expect(valueOf(metrics, 'gatehouse_usage_queue_length')).toBe(0);
-      expect(valueOf(metrics, 'gatehouse_requests_total', { model: 'qwen', key: 'none', status: '200' })).toBe(CALLS);
+      expect(
+        valueOf(metrics, 'gatehouse_requests_total', { model: 'qwen', key: 'none', status: '200', door: 'v1' }),
+      ).toBe(CALLS);
     },
   );
 });

@@ -75,8 +75,10 @@ describe('/metrics', () => {
     for (const id of ids) await recordFor(gateway, id);
     const m = await scrape(gateway);
     const labels = { model: 'qwen', key: KEY_NAME };
-    expect(valueOf(m, 'gatehouse_requests_total', { ...labels, status: '200' })).toBe(2);
-    expect(valueOf(m, 'gatehouse_requests_total', { model: 'llama-3.2-3b', key: labels.key, status: '200' })).toBe(1);
+    expect(valueOf(m, 'gatehouse_requests_total', { ...labels, status: '200', door: 'v1' })).toBe(2);
+    expect(
+      valueOf(m, 'gatehouse_requests_total', { model: 'llama-3.2-3b', key: labels.key, status: '200', door: 'v1' }),
+    ).toBe(1);
     expect(valueOf(m, 'gatehouse_tokens_total', { ...labels, type: 'input' })).toBe(2 * PROMPT_TOKENS);
     expect(valueOf(m, 'gatehouse_tokens_total', { ...labels, type: 'output' })).toBe(2 * 5);
     expect(valueOf(m, 'gatehouse_request_duration_seconds_count', labels)).toBe(2);
@@ -142,7 +144,7 @@ describe('/metrics', () => {
     // ...and keeps counting from there.
     await recordFor(gateway, (await chatWithId(gateway, key.secret)).id);
     const later = await scrape(gateway);
-    const series = { model: 'qwen', key: KEY_NAME, status: '200' };
+    const series = { model: 'qwen', key: KEY_NAME, status: '200', door: 'v1' };
     expect(valueOf(later, 'gatehouse_requests_total', series)).toBe(
       valueOf(after, 'gatehouse_requests_total', series) + 1,
     );
@@ -194,7 +196,7 @@ describe('/metrics labels', () => {
     );
     expect(models).toEqual(new Set(['qwen', 'llama-3.2-3b', 'other']));
     expect(keys).toEqual(new Set(['first', 'other']));
-    expect(valueOf(m, 'gatehouse_requests_total', { model: 'other', key: 'first', status: '404' })).toBe(1);
+    expect(valueOf(m, 'gatehouse_requests_total', { model: 'other', key: 'first', status: '404', door: 'v1' })).toBe(1);
     // An unknown model is the caller's mistake, not an upstream failure.
     expect(seriesOf(m, 'gatehouse_upstream_errors_total').size).toBe(0);
     expect(m.get('process_cpu_user_seconds_total')).toBeUndefined();
@@ -248,7 +250,7 @@ describe('usage queue overflow', () => {
     expect(valueOf(m, 'gatehouse_usage_records_dropped_total')).toBe(4);
     expect(valueOf(m, 'gatehouse_usage_write_failures_total')).toBeGreaterThan(0);
     expect(valueOf(m, 'gatehouse_usage_queue_length')).toBe(2);
-    expect(valueOf(m, 'gatehouse_requests_total', { model: 'qwen', key: 'none', status: '200' })).toBe(6);
+    expect(valueOf(m, 'gatehouse_requests_total', { model: 'qwen', key: 'none', status: '200', door: 'v1' })).toBe(6);
 
     usage.append = append;
     // A bound, not a measure: the writer retries on its next tick, late on a busy machine.
@@ -268,7 +270,7 @@ describe('upstream failures', () => {
       await recordFor(dead, id);
       const m = await scrape(dead);
       expect(valueOf(m, 'gatehouse_upstream_errors_total', { model: 'qwen', class: 'upstream_unreachable' })).toBe(1);
-      expect(valueOf(m, 'gatehouse_requests_total', { model: 'qwen', key: 'none', status: '502' })).toBe(1);
+      expect(valueOf(m, 'gatehouse_requests_total', { model: 'qwen', key: 'none', status: '502', door: 'v1' })).toBe(1);
     } finally {
       await dead.close();
     }

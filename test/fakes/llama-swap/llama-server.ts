@@ -19,7 +19,7 @@ export interface InferenceCall {
   modelOverride: string | undefined;
   rawBody: Buffer;
   contentType: string;
-  /** Started with `--embedding(s)`: llama-server then refuses every completion endpoint. */
+  /** Started with `--embedding(s)`: llama-server then refuses every completion endpoint; without it, embeddings. */
   embeddingsOnly: boolean;
   /** Started with reasoning extraction on (`turn.ts` `usesReasoning`). */
   reasoning: boolean;
@@ -81,6 +81,11 @@ export async function serveInference(call: InferenceCall): Promise<void> {
     if (call.embeddingsOnly && COMPLETION_PATHS.has(key)) {
       // llama-server's words and status (501, not_supported_error).
       const message = 'This server does not support completions. Start it without `--embeddings`';
+      return llamaServerError(ctx, 501, message, 'not_supported_error');
+    }
+    if (!call.embeddingsOnly && key === '/embeddings') {
+      // A chat model cannot embed: llama-server's words and status (handle_embeddings_impl).
+      const message = 'This server does not support embeddings. Start it with `--embeddings`';
       return llamaServerError(ctx, 501, message, 'not_supported_error');
     }
     const endpoint = POST_JSON[key];

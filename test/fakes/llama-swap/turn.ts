@@ -1,6 +1,7 @@
 /**
  * How a test scripts the fake model's turn. A request that declares function tools (and does
- * not refuse them with `tool_choice: none`) gets one tool call, unless its last message is a
+ * not refuse them with `tool_choice: none`) gets one tool call to a usable one (never a tool
+ * marked `defer_loading: true`, which the client has not loaded), unless its last message is a
  * tool result: then the model answers in text, so a round trip ends. A model whose `cmd` asks
  * llama-server to extract reasoning (`--reasoning-format` other than `none`, and no
  * `--reasoning-budget 0`) thinks first. Everything is derived from the request, so it is
@@ -59,8 +60,10 @@ function declaredTools(api: Api, raw: unknown): DeclaredTool[] {
   if (!Array.isArray(raw)) return [];
   const out: DeclaredTool[] = [];
   for (const t of raw) {
-    if (!isRecord(t)) continue;
+    // A deferred tool (Claude Code's DeferredToolPlaceholder) is not loaded: calling it fails.
+    if (!isRecord(t) || t.defer_loading === true) continue;
     if (api === 'chat' && isRecord(t.function) && typeof t.function.name === 'string') {
+      if (t.function.defer_loading === true) continue;
       out.push({ name: t.function.name, schema: t.function.parameters });
     } else if (api === 'messages' && typeof t.name === 'string' && t.input_schema !== undefined) {
       out.push({ name: t.name, schema: t.input_schema });
@@ -71,7 +74,7 @@ function declaredTools(api: Api, raw: unknown): DeclaredTool[] {
   return out;
 }
 
-/** `null` = tools refused; a name = that tool; undefined = the first declared tool. */
+/** `null` = tools refused; a name = that tool; undefined = the first usable declared tool. */
 function choiceName(api: Api, choice: unknown): string | null | undefined {
   if (choice === 'none') return null;
   if (!isRecord(choice)) return undefined;
@@ -112,8 +115,12 @@ function argumentsFor(schema: unknown): unknown {
       return [];
     case 'object':
     case undefined: {
+      // The required properties when the schema names them (an optional one may constrain the
+      // others, as Claude Code's Read `pages` does), else every property.
       const props = isRecord(schema.properties) ? schema.properties : {};
-      return Object.fromEntries(Object.entries(props).map(([k, v]) => [k, argumentsFor(v)]));
+      const required = Array.isArray(schema.required) ? new Set(schema.required) : undefined;
+      const chosen = Object.entries(props).filter(([k]) => required === undefined || required.has(k));
+      return Object.fromEntries(chosen.map(([k, v]) => [k, argumentsFor(v)]));
     }
     default:
       return null;

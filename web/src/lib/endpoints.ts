@@ -7,12 +7,13 @@ import {
   SNIPPETS,
   containerOrigin,
   normalizeOrigin,
+  ollamaOrigin,
   type Snippet,
   type SnippetGroup,
   type SnippetContext,
   type SnippetKey,
 } from '../../../src/snippets/index.js';
-import type { ApiKey, Model } from '../../../src/admin-api/types.js';
+import type { ApiKey, EndpointsInfo, Model } from '../../../src/admin-api/types.js';
 import { usesOf } from './model-defaults.js';
 
 const GROUP_LABELS: Record<SnippetGroup, string> = {
@@ -23,6 +24,7 @@ const GROUP_LABELS: Record<SnippetGroup, string> = {
   'coding-agents': 'Coding agents',
   editors: 'Editors',
   'chat-uis': 'Chat UIs',
+  ollama: 'Ollama',
 };
 
 export interface SnippetClient {
@@ -39,6 +41,11 @@ export interface SnippetGroupView {
   clients: SnippetClient[];
 }
 
+/** The snippets the page offers: the Ollama group only while the Ollama door is on. */
+export function pageSnippets(info: Pick<EndpointsInfo, 'ollama'>, snippets: readonly Snippet[] = SNIPPETS): Snippet[] {
+  return snippets.filter((s) => s.group !== 'ollama' || info.ollama !== null);
+}
+
 /** The module's snippets in its order: groups, then clients inside a group, then snippets. */
 export function groupSnippets(snippets: readonly Snippet[] = SNIPPETS): SnippetGroupView[] {
   const groups: SnippetGroupView[] = [];
@@ -50,7 +57,7 @@ export function groupSnippets(snippets: readonly Snippet[] = SNIPPETS): SnippetG
     }
     let client = group.clients.find((c) => c.client === snippet.client);
     if (!client) {
-      client = { client: snippet.client, label: clientLabel(snippet.client), snippets: [] };
+      client = { client: snippet.client, label: clientLabel(snippet.client, snippet.group), snippets: [] };
       group.clients.push(client);
     }
     client.snippets.push(snippet);
@@ -62,7 +69,9 @@ export function groupSnippets(snippets: readonly Snippet[] = SNIPPETS): SnippetG
  * "openai (Python)" → "openai", "Local OpenAI LLM (Home Assistant)" → "Local OpenAI LLM": the group already says
  * it.
  */
-function clientLabel(client: string): string {
+function clientLabel(client: string, group: SnippetGroup): string {
+  // The Ollama group has both ollama clients (npm and Python): there only "(Ollama)" goes.
+  if (group === 'ollama') return client.replace(/\s+\(Ollama\)$/, '');
   return client.replace(/\s+\((Python|npm|Home Assistant)\)$/, '');
 }
 
@@ -201,6 +210,8 @@ export function embeddingOptions(models: readonly Model[], options: readonly Mod
 
 export interface SnippetChoices {
   origin: string;
+  /** The Ollama door's port (GET /api/endpoints), when it is on. */
+  ollamaPort?: number;
   model: string;
   embeddingModel: string;
   key: SnippetKey;
@@ -216,6 +227,7 @@ export function snippetContext(choices: SnippetChoices, models: readonly Model[]
     embeddingModel: choices.embeddingModel.trim() || undefined,
     key: choices.key,
     ...(contextLength ? { contextLength } : {}),
+    ...(choices.ollamaPort === undefined ? {} : { ollamaOrigin: ollamaOrigin(choices.origin, choices.ollamaPort) }),
   };
 }
 
