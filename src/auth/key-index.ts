@@ -18,6 +18,8 @@ import { hashApiKey, keyStatus } from './api-keys.js';
 export interface IndexedKey extends KeyRecord {
   /** The models the owner may use (a member's allowance); `[]`: every model (no owner, or an admin). */
   ownerModels: readonly string[];
+  /** Whether a member or viewer owns it (not an admin, the admin token or the CLI). */
+  ownedByNonAdmin: boolean;
 }
 
 /** The read side the client-auth decision needs; `KeyIndex` implements it. */
@@ -96,11 +98,14 @@ export class KeyIndex implements KeyVerifier {
     return this.#byHash.get(hashApiKey(raw));
   }
 
-  /** The one active key with this name; undefined when none or several are (a name alone must not be ambiguous). */
+  /**
+   * The one active key with this name that no member or viewer owns (an admin's, or made with the
+   * CLI), so nobody else can take the name over; undefined when none or several are.
+   */
   named(name: string, nowMs: number = this.#now()): IndexedKey | undefined {
     let found: IndexedKey | undefined;
     for (const key of this.#byHash.values()) {
-      if (key.name !== name || keyStatus(key, nowMs) !== 'active') continue;
+      if (key.name !== name || key.ownedByNonAdmin || keyStatus(key, nowMs) !== 'active') continue;
       if (found) return undefined;
       found = key;
     }
@@ -125,7 +130,12 @@ export class KeyIndex implements KeyVerifier {
             const ownerModels = owner === undefined || owner.role === 'admin' ? [] : owner.allowedModels;
             return [
               key.hash,
-              { ...key, ownerModels, revokedAt: since === null ? key.revokedAt : (key.revokedAt ?? since) },
+              {
+                ...key,
+                ownerModels,
+                ownedByNonAdmin: owner !== undefined && owner.role !== 'admin',
+                revokedAt: since === null ? key.revokedAt : (key.revokedAt ?? since),
+              },
             ];
           }),
         );

@@ -3,6 +3,7 @@
  * always 401). A call without one acts as the key `GATEHOUSE_OLLAMA_KEY` names, for clients that
  * cannot send headers; without that setting it gets 401 once any key exists (open mode lets it in).
  */
+import type { IncomingHttpHeaders } from 'node:http';
 import { GatewayError } from '../core/errors.js';
 import type { ProxyStep } from '../core/steps.js';
 import { callerOf, CHALLENGE, clientAuth, type KeyUseRecorder } from '../auth/client-auth-steps.js';
@@ -21,7 +22,15 @@ export function ollamaAuth(
   const withKey = clientAuth(keys, now);
   if (!keyless) return withKey;
   return function ollamaAuthStep(ctx) {
-    if (!keys.hasAnyKeys() || keyCandidates(ctx.req.headers).length > 0) return withKey(ctx);
+    const { headers } = ctx.req;
+    if (!keys.hasAnyKeys() || keyCandidates(headers).length > 0 || sendsCredentials(headers)) return withKey(ctx);
+    // A browser (a web page's fetch, a rebound DNS name) never acts as the keyless key: it must send one.
+    if (headers.origin !== undefined || headers['sec-fetch-site'] !== undefined) {
+      throw new GatewayError('invalid_api_key', {
+        message: 'A call from a browser must send an API key; only other apps may call without one.',
+        headers: CHALLENGE,
+      });
+    }
     const key = keyless.find(keyless.name);
     // Fail closed: a revoked, expired or missing key lets no keyless call in.
     if (!key || keyStatus(key, now()) !== 'active') {
@@ -35,4 +44,9 @@ export function ollamaAuth(
     ctx.decided.caller = callerOf(key);
     keys.markUsed(key.id);
   };
+}
+
+/** Any credential header, even one that names no usable key: such a call is judged by it, never keyless. */
+function sendsCredentials(headers: IncomingHttpHeaders): boolean {
+  return headers.authorization !== undefined || headers['x-api-key'] !== undefined || headers['api-key'] !== undefined;
 }

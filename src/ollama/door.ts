@@ -40,6 +40,9 @@ const MODEL_CALLS: Record<string, { route: OllamaRoute; shape: AnswerShape }> = 
   '/api/embeddings': { route: '/api/embeddings', shape: 'embeddings' },
 };
 
+/** Longer than any model name (llama-swap IDs, aliases, peers). */
+const MODEL_NAME_MAX = 256;
+
 /** Ollama's model management, which llama-swap's config does instead. */
 const MANAGEMENT = new Set(['/api/pull', '/api/push', '/api/create', '/api/copy', '/api/delete']);
 
@@ -66,6 +69,8 @@ export function ollamaCall(options: OllamaDoorOptions): ProxyStep {
     const body = parseBody(await wholeBody(head));
     const asked = typeof body.model === 'string' ? body.model : typeof body.name === 'string' ? body.name : '';
     if (asked === '') throw new GatewayError('bad_request', { message: 'model is required' });
+    // No model name is this long; a longer one would only fill the log and the request log.
+    if (asked.length > MODEL_NAME_MAX) throw new GatewayError('bad_request', { message: 'model name is too long' });
     ctx.decided.model = asked;
     const entries = await listEntries(options);
     const catalog = await options.catalog();

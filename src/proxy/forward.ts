@@ -46,6 +46,12 @@ export function createForwarder(options: UpstreamOptions, pool: UpstreamDispatch
       upstreamApiKey: options.apiKey,
       contentLength: body ? body.bytes : declaredLength(req.headers['content-length']),
     });
+    if (ctx.decided.translation) {
+      // A translated body is the JSON the door wrote, whatever the client declared: llama-swap
+      // reads the model from a form when the type is not JSON, which would pass the allow-list by.
+      headers['content-type'] = 'application/json';
+      delete headers['content-encoding'];
+    }
     const dispatchOptions: Dispatcher.DispatchOptions = {
       // A door that speaks another API (Ollama) names llama-swap's path; /v1 forwards the client's.
       path: basePath + (ctx.decided.translation?.path ?? ctx.request.url),

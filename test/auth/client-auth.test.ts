@@ -14,7 +14,7 @@ function verifierOf(...records: IndexedKey[]): KeyVerifier {
 
 function makeKey(name: string, overrides: Partial<KeyRecord> = {}): { record: IndexedKey; secret: string } {
   const { record, secret } = newKeyRecord({ name }, NOW - 1000);
-  return { record: { ...record, ...overrides, ownerModels: [] }, secret };
+  return { record: { ...record, ...overrides, ownerModels: [], ownedByNonAdmin: false }, secret };
 }
 
 const active = makeKey('active');

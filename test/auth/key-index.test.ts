@@ -90,7 +90,7 @@ describe('KeyIndex', () => {
     await store.keys.create(good.record);
     await store.keys.create({ ...gone.record, revokedAt: 5 });
     const index = await openIndex(store);
-    expect(index.verify(good.secret)).toEqual({ ...good.record, ownerModels: [] });
+    expect(index.verify(good.secret)).toEqual({ ...good.record, ownerModels: [], ownedByNonAdmin: false });
     expect(index.verify(gone.secret)?.revokedAt).toBe(5);
     expect(index.verify('sk-unknown')).toBeUndefined();
     expect(index.verify(good.record.hash)).toBeUndefined();

@@ -345,6 +345,35 @@ describe('keyless Ollama clients', () => {
     expect(records[0]).toMatchObject({ endpoint: '/api/chat', status: 200, outputTokens: TOKENS });
   });
 
+  it('sends llama-swap JSON whatever type the client declared, so a form field in a prompt names no model', async () => {
+    const before = door.sim.received.length;
+    const res = await rawRequest(`${door.url}/api/generate`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: JSON.stringify({ model: CHAT_MODEL, stream: false, prompt: `&model=${REFUSED_MODEL}&` }),
+    });
+    expect(res.status, res.body.toString()).toBe(200);
+    const sent = door.sim.received.slice(before).filter((r) => r.method === 'POST');
+    expect(sent.map((r) => [r.model, r.headers['content-type']])).toEqual([[CHAT_MODEL, 'application/json']]);
+  });
+
+  it('judges a call by any credential header it sends, and never lets a browser act as the keyless key', async () => {
+    const list = (headers: Record<string, string>) => rawRequest(`${door.url}/api/tags`, { headers });
+    const refusedHeaders: Record<string, string>[] = [
+      { authorization: 'Basic dXNlcjpwYXNz' },
+      { authorization: 'Bearer' },
+      { 'x-api-key': '' },
+      { origin: 'http://attacker.example' },
+      { 'sec-fetch-site': 'same-origin' },
+    ];
+    for (const headers of refusedHeaders) {
+      const res = await list(headers);
+      expect(res.status, JSON.stringify(headers)).toBe(401);
+      expect(JSON.parse(res.body.toString())).toEqual({ error: expect.any(String) });
+    }
+    expect((await list({})).status).toBe(200);
+  });
+
   it('get 401 without GATEHOUSE_OLLAMA_KEY once a key exists', async () => {
     const other = await startDoor();
     try {
