@@ -5,13 +5,14 @@
  * the OpenAI call llama-swap gets, with the translator of its answer (`ctx.decided.translation`).
  */
 import type { Logger } from 'pino';
-import { QUEUE_MS_HEADER, type BodyHead, type ModelAllowance, type ProxyContext } from '../core/context.js';
+import type { BodyHead, ModelAllowance, ProxyContext } from '../core/context.js';
 import { GatewayError } from '../core/errors.js';
 import type { ProxyStep } from '../core/steps.js';
 import { allowanceCovers, allowanceRestricts, type ModelCatalog } from '../auth/model-access.js';
 import { readJsonMembers } from '../proxy/request-json.js';
 import { JSON_MEMBERS } from '../proxy/request-model.js';
 import type { BodyReceiver } from '../proxy/read-model.js';
+import { answerJson } from '../proxy/answer-json.js';
 import type { ModelEntry, RunningModel } from '../upstream/types.js';
 import { listedName, upstreamName } from './names.js';
 import { runningEntry, showAnswer, tagEntry } from './models.js';
@@ -177,21 +178,6 @@ async function listEntries(options: OllamaDoorOptions): Promise<ModelEntry[]> {
       cause: error,
     });
   }
-}
-
-function answerJson(ctx: ProxyContext, body: unknown): 'handled' {
-  const payload = JSON.stringify(body);
-  const bytes = Buffer.byteLength(payload);
-  ctx.outcome.answer(200);
-  ctx.res.writeHead(200, {
-    'content-type': 'application/json; charset=utf-8',
-    'content-length': bytes,
-    'x-request-id': ctx.request.requestId,
-    [QUEUE_MS_HEADER]: '0',
-  });
-  ctx.res.end(ctx.request.method === 'HEAD' ? undefined : payload);
-  ctx.outcome.sent(ctx.request.method === 'HEAD' ? 0 : bytes);
-  return 'handled';
 }
 
 /** The body as it arrived: held in memory, or read back from its spool file. */

@@ -6,7 +6,8 @@
  */
 import { GatewayError } from '../core/errors.js';
 import type { ProxyStep } from '../core/steps.js';
-import { QUEUE_MS_HEADER, type ProxyContext } from '../core/context.js';
+import type { ProxyContext } from '../core/context.js';
+import { answerJson } from './answer-json.js';
 import { allowanceCovers, allowanceRestricts, catalogFromList } from '../auth/model-access.js';
 
 export interface ListedModel {
@@ -50,19 +51,7 @@ async function answerModelList(
     const known = catalogFromList(models);
     models = models.filter((m) => allowanceCovers(allowed, m.id, known));
   }
-  const body = anthropic ? anthropicList(models) : { object: 'list', data: models };
-  const payload = JSON.stringify(body);
-  const bytes = Buffer.byteLength(payload);
-  ctx.outcome.answer(200);
-  ctx.res.writeHead(200, {
-    'content-type': 'application/json; charset=utf-8',
-    'content-length': bytes,
-    'x-request-id': ctx.request.requestId,
-    [QUEUE_MS_HEADER]: '0',
-  });
-  ctx.res.end(payload);
-  ctx.outcome.sent(bytes);
-  return 'handled';
+  return answerJson(ctx, anthropic ? anthropicList(models) : { object: 'list', data: models });
 }
 
 /** Anthropic's `GET /v1/models` shape (what its SDKs and Claude Code parse). */
