@@ -175,16 +175,26 @@ async function migrateUnderAdvisoryLock(pool: pg.Pool, db: Kysely<Database>, sch
   }
 }
 
-const MIGRATE_ATTEMPTS = 3;
+const MIGRATE_ATTEMPTS = 5;
 
 /**
- * Kysely's migrator reads the tables of every schema in the database; when another client drops
- * its schema during that read, PostgreSQL fails it with 3F000 naming that schema. Ours exists
- * (made above, under our lock), so reading again is right.
+ * What PostgreSQL raises when a catalog read meets another client's drop: the schema (3F000),
+ * a table (42P01) or a column (42703) vanished under it, or its cache entry did (XX000).
+ */
+const VANISHED_UNDER_READ = new Set(['3F000', '42P01', '42703']);
+
+/**
+ * Kysely's migrator reads the tables and columns of every schema in the database; when another
+ * client drops its schema during that read, PostgreSQL fails the read naming what vanished. Ours
+ * exists (made above, under our lock) and a failed migration leaves nothing behind, so reading
+ * again is right; an error that names our schema is ours and is thrown.
  */
 function anotherSchemaVanished(error: unknown, schema: string): boolean {
   for (let e = error as { code?: string; message?: string; cause?: unknown } | undefined; e; e = e.cause as typeof e) {
-    if (e.code === '3F000') return !(e.message ?? '').includes(`"${schema}"`);
+    const message = e.message ?? '';
+    const vanished =
+      VANISHED_UNDER_READ.has(e.code ?? '') || (e.code === 'XX000' && message.includes('cache lookup failed'));
+    if (vanished) return !message.includes(`"${schema}"`);
   }
   return false;
 }
