@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import { SlowFirstSequencer } from './test/slow-first-sequencer.js';
 
 /**
  * `npm test` runs every project; `npm run test:quick` only `in-process`, the inner loop between
@@ -31,6 +32,7 @@ export default defineConfig({
     // cores - 1, one worker on two cores; most files wait on I/O, so three keep both cores busy.
     pool: 'forks',
     maxWorkers: 3,
+    sequence: { sequencer: SlowFirstSequencer },
     reporters: ['default', ['json', { outputFile: 'test-results/vitest.json' }]],
     projects: [
       {
@@ -46,12 +48,13 @@ export default defineConfig({
       },
       { extends: true, test: { name: 'mocking', include: MOCKING } },
       { extends: true, test: { name: 'load', include: LOAD, isolate: false } },
-      { extends: true, test: { name: 'processes', include: PROCESSES } },
+      { extends: true, test: { name: 'processes', include: PROCESSES, isolate: false } },
       {
         extends: true,
         test: {
           name: 'browser',
           include: BROWSER,
+          isolate: false,
           // A page step on a loaded two-core machine can take seconds: bounds for a stuck test, not a pace.
           testTimeout: 90_000,
           hookTimeout: 90_000,
