@@ -16,7 +16,9 @@ const failed =
   (report.testResults ?? []).filter(
     (f) => f.status === 'failed' && !(f.assertionResults ?? []).some((a) => a.status === 'failed'),
   ).length;
-// A run that failed with no failed test or file (an unhandled error between tests) is one failure.
-const counted = failed === 0 && report.success === false ? 1 : failed;
+// A run that failed with no failed test or file (an unhandled error between tests, or the lint
+// that runs beside the tests) is one failure.
+const commandFailed = process.argv[3] !== undefined && process.argv[3] !== '0';
+const counted = failed === 0 && (report.success === false || commandFailed) ? 1 : failed;
 const skipped = (report.numPendingTests ?? 0) + (report.numTodoTests ?? 0);
 console.log(`${passed} passed, ${counted} failed${skipped ? `, ${skipped} skipped` : ''}`);

@@ -1,4 +1,4 @@
-// `npm run lint`: ESLint, Prettier's check, knip and tsc side by side (each is mostly one core),
+// `npm run lint`: ESLint, Prettier's check, knip and tsc (gateway, dashboard) side by side (each is mostly one core),
 // each one's output printed whole when it ends; fails when any of them fails.
 import { spawn } from 'node:child_process';
 
@@ -7,6 +7,8 @@ const CHECKS = [
   ['prettier', ['--check', '.']],
   ['knip', []],
   ['tsc', ['-p', 'tsconfig.json', '--noEmit']],
+  ['tsc', ['-p', 'web/tsconfig.json', '--noEmit']],
+  ['tsc', ['-p', 'web/tsconfig.node.json', '--noEmit']],
 ];
 
 const results = await Promise.all(
