@@ -1,8 +1,9 @@
 /**
- * Vitest globalSetup of the browser project: one Chromium for the whole run, whose endpoint every
- * browser test file connects to, instead of each file starting its own. Each file still gets
- * fresh contexts (no shared cookies or storage). Without Chromium nothing is started here, and
- * each file fails in `launchBrowser` with the reason.
+ * Vitest globalSetup of the browser project: one Chromium per Vitest worker for the whole run,
+ * which the browser test files of that worker connect to, instead of each file starting its own.
+ * Not one for all workers: a Chromium composites every page in one process, so files in parallel
+ * would wait on each other there. Each file still gets fresh contexts (no shared cookies or
+ * storage). Without Chromium nothing is started here, and each file fails in `launchBrowser`.
  */
 import { existsSync } from 'node:fs';
 import { chromium } from 'playwright-core';
@@ -11,17 +12,27 @@ import { CHROMIUM_ARGS, CHROMIUM_PATH } from './chromium.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
-    /** The shared Chromium's WebSocket endpoint; empty when none was started. */
-    chromiumEndpoint: string;
+    /** The WebSocket endpoints of the shared Chromiums, one per worker; empty when none was started. */
+    chromiumEndpoints: string[];
   }
 }
 
 export default async function startChromium(project: TestProject): Promise<() => Promise<void>> {
   if (!existsSync(CHROMIUM_PATH)) {
-    project.provide('chromiumEndpoint', '');
+    project.provide('chromiumEndpoints', []);
     return async () => undefined;
   }
-  const server = await chromium.launchServer({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS });
-  project.provide('chromiumEndpoint', server.wsEndpoint());
-  return () => server.close();
+  const workers = Math.max(1, project.config.maxWorkers);
+  const servers = await Promise.all(
+    Array.from({ length: workers }, () =>
+      chromium.launchServer({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS }),
+    ),
+  );
+  project.provide(
+    'chromiumEndpoints',
+    servers.map((server) => server.wsEndpoint()),
+  );
+  return async () => {
+    await Promise.all(servers.map((server) => server.close()));
+  };
 }

@@ -20,12 +20,14 @@ const DASHBOARD_DIST = defaultDashboardRoot();
 const SCREENSHOT_DIR = path.resolve('test-results', 'screenshots');
 
 /**
- * The run's shared Chromium (started by `chromium-server.ts`, the browser project's globalSetup),
- * or one of this file's own when the run has none (a config without that setup).
+ * This worker's Chromium (started by `chromium-server.ts`, the browser project's globalSetup; a
+ * worker's files run one at a time), or one of this file's own when the run has none.
  */
 export async function launchBrowser(): Promise<Browser> {
   requireChromium();
-  const endpoint = inject('chromiumEndpoint');
+  const endpoints = inject('chromiumEndpoints') ?? [];
+  const worker = Number(process.env.VITEST_POOL_ID ?? '1');
+  const endpoint = endpoints[(worker - 1) % Math.max(1, endpoints.length)];
   if (endpoint) return chromium.connect(endpoint);
   return chromium.launch({ executablePath: CHROMIUM_PATH, args: CHROMIUM_ARGS });
 }
@@ -71,7 +73,7 @@ export interface TestPage {
   console: ConsoleErrors;
   /** Requests to anything but loopback (data:, blob: and about: are local too). */
   externalRequests(): string[];
-  screenshot(name: string, options?: { fullPage?: boolean }): Promise<string>;
+  screenshot(name: string, options?: { fullPage?: boolean }): Promise<string | null>;
   close(): Promise<void>;
 }
 
@@ -125,8 +127,13 @@ function isLocalUrl(url: string): boolean {
   return parsed.hostname === '127.0.0.1' || parsed.hostname === 'localhost' || parsed.hostname === '[::1]';
 }
 
-/** Saves test-results/screenshots/<name>.png (git-ignored) and returns the path. */
-async function screenshot(page: Page, name: string, options: { fullPage?: boolean } = {}): Promise<string> {
+/**
+ * With GATEHOUSE_TEST_SCREENSHOTS=1, saves test-results/screenshots/<name>.png (git-ignored) and
+ * returns the path; otherwise does nothing and returns null. The pictures are for people: no test
+ * reads them, and taking them is most of what Chromium does in a run.
+ */
+async function screenshot(page: Page, name: string, options: { fullPage?: boolean } = {}): Promise<string | null> {
+  if (process.env.GATEHOUSE_TEST_SCREENSHOTS !== '1') return null;
   await mkdir(SCREENSHOT_DIR, { recursive: true });
   const file = path.join(SCREENSHOT_DIR, `${name.replace(/[^\w.-]+/g, '-')}.png`);
   // Let the last poll's DOM update and fonts settle; animations are off (reducedMotion).
