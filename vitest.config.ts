@@ -48,7 +48,18 @@ export default defineConfig({
       },
       { extends: true, test: { name: 'mocking', include: MOCKING } },
       { extends: true, test: { name: 'load', include: LOAD, isolate: false } },
-      { extends: true, test: { name: 'processes', include: PROCESSES, isolate: false } },
+      {
+        extends: true,
+        test: {
+          name: 'processes',
+          include: PROCESSES,
+          isolate: false,
+          // Each file starts gateways, replicas or CLIs from source while the lint runs beside the
+          // suite on two cores: bounds for a stuck start, not a pace.
+          testTimeout: 90_000,
+          hookTimeout: 90_000,
+        },
+      },
       {
         extends: true,
         test: {
