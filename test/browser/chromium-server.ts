@@ -1,9 +1,8 @@
 /**
  * Vitest globalSetup of the browser project: one Chromium per Vitest worker for the whole run,
  * which the browser test files of that worker connect to, instead of each file starting its own.
- * Not one for all workers: a Chromium composites every page in one process, so files in parallel
- * would wait on each other there. Each file still gets fresh contexts (no shared cookies or
- * storage). Without Chromium nothing is started here, and each file fails in `launchBrowser`.
+ * Files running at the same time never share a browser process; the run's Chromium CPU is the
+ * same either way. Each file still gets fresh contexts (no shared cookies or storage). Without Chromium nothing is started here, and each file fails in `launchBrowser`.
  */
 import { existsSync } from 'node:fs';
 import { chromium } from 'playwright-core';
