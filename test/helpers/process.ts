@@ -45,7 +45,7 @@ export function spawnGateway(env: Record<string, string>, args: string[] = []): 
   return new Promise((resolve, reject) => {
     // A bound for a start that fails, not a pace: each process compiles the sources as it loads
     // them, and several replicas starting at once on a busy machine take a while.
-    const timer = setTimeout(() => reject(new Error(`gateway did not start:\n${output}`)), 20_000);
+    const timer = setTimeout(() => reject(new Error(`gateway did not start:\n${output}`)), 60_000);
     const onData = (chunk: Buffer) => {
       output += chunk.toString('utf8');
       for (const watcher of [...outputWatchers]) watcher();
