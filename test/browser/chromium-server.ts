@@ -2,7 +2,8 @@
  * Vitest globalSetup of the browser project: one Chromium per Vitest worker for the whole run,
  * which the browser test files of that worker connect to, instead of each file starting its own.
  * Files running at the same time never share a browser process; the run's Chromium CPU is the
- * same either way. Each file still gets fresh contexts (no shared cookies or storage). Without Chromium nothing is started here, and each file fails in `launchBrowser`.
+ * same either way. Each file still gets fresh contexts (no shared cookies or storage).
+ * Without Chromium nothing is started here, and each file fails in `launchBrowser`.
  */
 import { existsSync } from 'node:fs';
 import { chromium } from 'playwright-core';
