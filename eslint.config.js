@@ -15,7 +15,7 @@ import tseslint from 'typescript-eslint';
  */
 const LAYERS = [
   ['core', 'admin-api'],
-  ['store', 'upstream', 'logging', 'config-editor', 'snippets', 'queue'],
+  ['store', 'management-client', 'logging', 'config-editor', 'snippets', 'queue'],
   ['auth', 'logger.ts', 'live'],
   ['proxy', 'usage', 'settings.ts', 'audit', 'oidc'],
   ['ollama'],

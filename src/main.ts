@@ -12,7 +12,7 @@ import { createLogger } from './logger.js';
 import { LineBuffer } from './logging/line-buffer.js';
 import { lockDataDir } from './store/data-dir-lock.js';
 import { describeStoreLocation, openStore } from './store/store.js';
-import { openUpstream, type DetectionReport } from './upstream/open-upstream.js';
+import { openUpstream, type DetectionReport } from './management-client/open-upstream.js';
 import type { Settings } from './settings.js';
 
 export interface RunningGateway {

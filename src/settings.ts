@@ -14,7 +14,7 @@ import {
   type ScryptCost,
 } from './auth/passwords.js';
 import { parseTrustedProxies } from './auth/proxy-trust.js';
-import type { UpstreamKindSetting } from './upstream/open-upstream.js';
+import type { UpstreamKindSetting } from './management-client/open-upstream.js';
 
 export interface Settings {
   host: string;

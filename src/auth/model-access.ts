@@ -12,7 +12,7 @@
  * llama-swap does (`CreateProfileMiddleware`), and the rewritten name is what must be allowed.
  */
 import type { ModelAllowance } from '../core/context.js';
-import { entryAliases } from '../upstream/model-entry.js';
+import { entryAliases } from '../management-client/model-entry.js';
 
 /** What the catalog reads of an entry of llama-swap's `GET /v1/models`. */
 export interface ListedModel {

@@ -23,10 +23,10 @@ import type { KeyVerifier } from '../auth/key-index.js';
 import { authorizeManage, type ManageCaller } from '../auth/manage-scope.js';
 import { allowanceCovers, allowanceText, catalogFromList } from '../auth/model-access.js';
 import { GatewayError, isGatewayError } from '../core/errors.js';
-import { entryAliases } from '../upstream/model-entry.js';
-import { modelIdProblem } from '../upstream/model-id.js';
-import type { ModelEntry, RunningModel } from '../upstream/types.js';
-import type { Upstream } from '../upstream/upstream.js';
+import { entryAliases } from '../management-client/model-entry.js';
+import { modelIdProblem } from '../management-client/model-id.js';
+import type { ModelEntry, RunningModel } from '../management-client/types.js';
+import type { Upstream } from '../management-client/upstream.js';
 import { acceptsHtml, type Dashboard } from './dashboard.js';
 import { startLoad, upstreamActionError } from './model-actions.js';
 

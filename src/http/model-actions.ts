@@ -6,8 +6,8 @@
 import type { Logger } from 'pino';
 import { GatewayError } from '../core/errors.js';
 import { describeUpstreamError } from '../live/upstream-reason.js';
-import { UpstreamError } from '../upstream/errors.js';
-import type { Upstream } from '../upstream/upstream.js';
+import { UpstreamError } from '../management-client/errors.js';
+import type { Upstream } from '../management-client/upstream.js';
 
 /** How long a load may take to fail before it is answered as under way. */
 const EARLY_FAILURE_MS = 300;

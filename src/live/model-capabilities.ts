@@ -4,7 +4,7 @@
  * modalities as `architecture`, flags as `capabilities`, the context as `context_length` and `meta.n_ctx`.
  */
 import type { ModelCapabilities } from '../admin-api/types.js';
-import type { ModelEntry } from '../upstream/types.js';
+import type { ModelEntry } from '../management-client/types.js';
 
 export function declaredCapabilities(entry: ModelEntry): ModelCapabilities | null {
   const arch = entry.architecture;

@@ -5,8 +5,8 @@
  * llama-server's client answers the same two questions from its `/models`.
  */
 import type { Model, ModelState } from '../admin-api/types.js';
-import type { ModelEntry, ModelStatusEntry, RunningModel } from '../upstream/types.js';
-import { entryAliases } from '../upstream/model-entry.js';
+import type { ModelEntry, ModelStatusEntry, RunningModel } from '../management-client/types.js';
+import { entryAliases } from '../management-client/model-entry.js';
 import { declaredCapabilities, declaredContextLength } from './model-capabilities.js';
 
 /** Merges the catalogue with the running processes; unlisted models appear while they run. */

@@ -4,8 +4,8 @@
  * costs one more `/running`. Says each change to its listener, never the same list twice.
  */
 import type { Model, ModelList } from '../admin-api/types.js';
-import type { Upstream } from '../upstream/upstream.js';
-import type { ModelStatusEntry, VersionInfo } from '../upstream/types.js';
+import type { Upstream } from '../management-client/upstream.js';
+import type { ModelStatusEntry, VersionInfo } from '../management-client/types.js';
 import { aliasTargetsOf, applyStatus, mergeModels } from './model-list.js';
 
 export class ModelTracker {

@@ -1,5 +1,5 @@
 /** A llama-swap failure as one sentence for the dashboard (the model list's and the status's `error`). */
-import { UpstreamError } from '../upstream/errors.js';
+import { UpstreamError } from '../management-client/errors.js';
 
 export function describeUpstreamError(error: unknown): string {
   if (error instanceof UpstreamError) {

@@ -7,9 +7,9 @@
  */
 import type { Logger } from 'pino';
 import type { LiveEventMap, LiveGapKind, LiveUpstream, ModelList, UpstreamLinkState } from '../admin-api/types.js';
-import { UpstreamError } from '../upstream/errors.js';
-import type { Upstream } from '../upstream/upstream.js';
-import type { LlamaSwapEvent } from '../upstream/types.js';
+import { UpstreamError } from '../management-client/errors.js';
+import type { Upstream } from '../management-client/upstream.js';
+import type { LlamaSwapEvent } from '../management-client/types.js';
 import { abortableWait } from './abortable-wait.js';
 import { ModelTracker } from './model-tracker.js';
 import { TextHistory } from './text-history.js';

@@ -13,7 +13,7 @@ import { readJsonMembers } from '../proxy/request-json.js';
 import { JSON_MEMBERS } from '../proxy/request-model.js';
 import type { BodyReceiver } from '../proxy/read-model.js';
 import { answerJson } from '../proxy/answer-json.js';
-import type { ModelEntry, RunningModel } from '../upstream/types.js';
+import type { ModelEntry, RunningModel } from '../management-client/types.js';
 import { listedName, upstreamName } from './names.js';
 import { runningEntry, showAnswer, tagEntry } from './models.js';
 import { translateRequest, type OllamaRoute } from './requests.js';

@@ -5,7 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import { declaredContextLength } from '../live/model-capabilities.js';
-import type { ModelEntry, RunningModel } from '../upstream/types.js';
+import type { ModelEntry, RunningModel } from '../management-client/types.js';
 import { listedName } from './names.js';
 
 function details(entry: ModelEntry | undefined): Record<string, unknown> {

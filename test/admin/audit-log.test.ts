@@ -15,7 +15,7 @@ import { runKeysCommand } from '../../src/cli/keys.js';
 import { ConfigEditor } from '../../src/config-editor/config-editor.js';
 import { loadSettings } from '../../src/settings.js';
 import { sqliteFileIn } from '../../src/store/sqlite.js';
-import { createLlamaSwapClient } from '../../src/upstream/llama-swap-client.js';
+import { createLlamaSwapClient } from '../../src/management-client/llama-swap-client.js';
 import { SCHEMA_PATH, tempDir, V1, V2 } from '../config-editor/helpers.js';
 import { startSimulator, type Simulator } from '../fakes/llama-swap/index.js';
 import {

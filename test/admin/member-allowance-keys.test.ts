@@ -9,7 +9,7 @@ import { api, login } from '../helpers/admin.js';
 import type { TestGateway } from '../helpers/gateway.js';
 import { json, rawRequest, type RawResponse } from '../helpers/http.js';
 import { adminApi, startUsageGateway } from '../usage/usage-helpers.js';
-import { createLlamaSwapClient } from '../../src/upstream/llama-swap-client.js';
+import { createLlamaSwapClient } from '../../src/management-client/llama-swap-client.js';
 
 const PASSWORD = 'a password for a person';
 const M1 = 'qwen3-8b';

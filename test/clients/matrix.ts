@@ -10,7 +10,7 @@ import { completionText, DEMO_CONFIG, startSimulator, type Simulator } from '../
 import type { Knobs } from '../fakes/llama-swap/types.js';
 import type { TestGateway } from '../helpers/gateway.js';
 import { createKey, listRequests, startUsageGateway } from '../usage/usage-helpers.js';
-import { openUpstream } from '../../src/upstream/open-upstream.js';
+import { openUpstream } from '../../src/management-client/open-upstream.js';
 
 export const CELLS = [
   'chat',

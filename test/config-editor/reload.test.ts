@@ -2,7 +2,7 @@ import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ReloadWatcher, type ProxyLogSource, type ProxyLogStream } from '../../src/config-editor/reload-watcher.js';
-import { createLlamaSwapClient, type LlamaSwapClient } from '../../src/upstream/llama-swap-client.js';
+import { createLlamaSwapClient, type LlamaSwapClient } from '../../src/management-client/llama-swap-client.js';
 import { startSimulator, type Simulator } from '../fakes/llama-swap/index.js';
 import { deadUrl, removeDir, SCHEMA_PATH, startEditorServer, tempDir, V1, V2, type EditorServer } from './helpers.js';
 

@@ -7,7 +7,7 @@ import { startRecordingUpstream, type RecordingUpstream } from '../fakes/recordi
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { json, rawRequest } from '../helpers/http.js';
 import { loadSettings } from '../../src/settings.js';
-import { createLlamaSwapClient } from '../../src/upstream/llama-swap-client.js';
+import { createLlamaSwapClient } from '../../src/management-client/llama-swap-client.js';
 
 let upstream: RecordingUpstream;
 let gateway: TestGateway;

@@ -14,8 +14,8 @@ import { announceSetupLink, prepareAdminAccess } from '../../src/auth/admin-boot
 import { KeyIndex } from '../../src/auth/key-index.js';
 import { createLogger } from '../../src/logger.js';
 import { LineBuffer } from '../../src/logging/line-buffer.js';
-import { openUpstream, type UpstreamKindSetting } from '../../src/upstream/open-upstream.js';
-import type { Upstream } from '../../src/upstream/upstream.js';
+import { openUpstream, type UpstreamKindSetting } from '../../src/management-client/open-upstream.js';
+import type { Upstream } from '../../src/management-client/upstream.js';
 import { UpstreamView } from '../../src/live/upstream-view.js';
 import { settingsFor, type Settings } from '../../src/settings.js';
 import { openStore, type Store } from '../../src/store/store.js';

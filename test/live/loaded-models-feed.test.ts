@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { feedLoadedModels } from '../../src/live/loaded-models-feed.js';
 import { UpstreamView } from '../../src/live/upstream-view.js';
 import { Scheduler, type QueuedCall } from '../../src/queue/scheduler.js';
-import { createLlamaSwapClient } from '../../src/upstream/llama-swap-client.js';
+import { createLlamaSwapClient } from '../../src/management-client/llama-swap-client.js';
 import { DEMO_CONFIG, startSimulator } from '../fakes/llama-swap/index.js';
 import { ManualClock } from '../queue/manual-clock.js';
 

@@ -6,7 +6,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { DEMO_CONFIG, startSimulator } from '../fakes/llama-swap/index.js';
 import { UpstreamView, type ViewEvent } from '../../src/live/upstream-view.js';
-import { createLlamaSwapClient } from '../../src/upstream/llama-swap-client.js';
+import { createLlamaSwapClient } from '../../src/management-client/llama-swap-client.js';
 
 const cleanups: Array<() => Promise<void> | void> = [];
 afterEach(async () => {

@@ -10,7 +10,7 @@ import type { TestGateway } from '../helpers/gateway.js';
 import { rawRequest } from '../helpers/http.js';
 import { adminApi, createKey, listRequests, startUsageGateway } from '../usage/usage-helpers.js';
 import type { Settings } from '../../src/settings.js';
-import { openUpstream } from '../../src/upstream/open-upstream.js';
+import { openUpstream } from '../../src/management-client/open-upstream.js';
 
 const CHAT_MODEL = 'qwen3-8b';
 const REFUSED_MODEL = 'llama-3.2-3b';

@@ -12,7 +12,7 @@ import { completionText, DEMO_CONFIG, startSimulator, type Simulator } from '../
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { json, rawRequest } from '../helpers/http.js';
 import { cleanEnv, scratchDir as freshDir, run, type RunResult } from '../helpers/programs.js';
-import { createLlamaSwapClient } from '../../src/upstream/llama-swap-client.js';
+import { createLlamaSwapClient } from '../../src/management-client/llama-swap-client.js';
 import type { SnippetContext, SnippetKey } from '../../src/snippets/index.js';
 
 export { cleanEnv, run, type RunResult };

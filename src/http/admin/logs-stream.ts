@@ -11,12 +11,12 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { LineBuffer } from '../../logging/line-buffer.js';
 import type { UpstreamView } from '../../live/upstream-view.js';
-import type { Upstream } from '../../upstream/upstream.js';
-import type { LogSource } from '../../upstream/types.js';
+import type { Upstream } from '../../management-client/upstream.js';
+import type { LogSource } from '../../management-client/types.js';
 import { GatewayError } from '../../core/errors.js';
 import { redactSecrets } from '../../core/redact-secrets.js';
-import { UpstreamError } from '../../upstream/errors.js';
-import { modelIdProblem } from '../../upstream/model-id.js';
+import { UpstreamError } from '../../management-client/errors.js';
+import { modelIdProblem } from '../../management-client/model-id.js';
 
 const PING_MS = 15_000;
 const RETRY_MIN_MS = 250;

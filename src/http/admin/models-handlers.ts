@@ -8,9 +8,9 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { ModelList, ModelStateChange, UpstreamInfo } from '../../admin-api/types.js';
 import type { UpstreamView } from '../../live/upstream-view.js';
-import type { Upstream } from '../../upstream/upstream.js';
+import type { Upstream } from '../../management-client/upstream.js';
 import { GatewayError } from '../../core/errors.js';
-import { modelIdProblem } from '../../upstream/model-id.js';
+import { modelIdProblem } from '../../management-client/model-id.js';
 import { startLoad, upstreamActionError } from '../model-actions.js';
 import type { AuditedHandler, AuditScope } from './audited.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { httpError, parseUpstreamErrorBody, transportError } from '../../src/upstream/errors.js';
+import { httpError, parseUpstreamErrorBody, transportError } from '../../src/management-client/errors.js';
 
 describe('parsing llama-swap error bodies', () => {
   it('reads the current envelope with type and code', () => {

@@ -5,10 +5,10 @@
  */
 import { createServer } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { detectUpstreamKind } from '../../src/upstream/detect.js';
-import { UpstreamError } from '../../src/upstream/errors.js';
-import { createLlamaServerClient } from '../../src/upstream/llama-server-client.js';
-import { openUpstream, type DetectionReport } from '../../src/upstream/open-upstream.js';
+import { detectUpstreamKind } from '../../src/management-client/detect.js';
+import { UpstreamError } from '../../src/management-client/errors.js';
+import { createLlamaServerClient } from '../../src/management-client/llama-server-client.js';
+import { openUpstream, type DetectionReport } from '../../src/management-client/open-upstream.js';
 import { startRouterSimulator, type RouterSimulator } from '../fakes/llama-server-router/index.js';
 import { startSimulator } from '../fakes/llama-swap/index.js';
 

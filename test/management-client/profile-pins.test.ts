@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLlamaSwapClient } from '../../src/upstream/llama-swap-client.js';
+import { createLlamaSwapClient } from '../../src/management-client/llama-swap-client.js';
 
 let answer: { status: number; body: string } = { status: 200, body: '' };
 let server: Server;

@@ -1,10 +1,10 @@
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createLlamaSwapClient, type LlamaSwapClient } from '../../src/upstream/llama-swap-client.js';
-import { decodeEnvelope, textStream } from '../../src/upstream/log-stream.js';
+import { createLlamaSwapClient, type LlamaSwapClient } from '../../src/management-client/llama-swap-client.js';
+import { decodeEnvelope, textStream } from '../../src/management-client/log-stream.js';
 import { SseDecoder } from '../../src/core/sse-decoder.js';
-import type { ClosableStream, LlamaSwapEvent } from '../../src/upstream/types.js';
-import { UpstreamError } from '../../src/upstream/errors.js';
+import type { ClosableStream, LlamaSwapEvent } from '../../src/management-client/types.js';
+import { UpstreamError } from '../../src/management-client/errors.js';
 import { startSimulator, type Simulator } from '../fakes/llama-swap/index.js';
 
 /** Pull items until `pred` holds for the collected list. */

@@ -1,8 +1,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createServer, type AddressInfo } from 'node:net';
-import { createLlamaSwapClient, type LlamaSwapClient } from '../../src/upstream/llama-swap-client.js';
-import { encodeModelPath, modelIdProblem } from '../../src/upstream/model-id.js';
-import { UpstreamError } from '../../src/upstream/errors.js';
+import { createLlamaSwapClient, type LlamaSwapClient } from '../../src/management-client/llama-swap-client.js';
+import { encodeModelPath, modelIdProblem } from '../../src/management-client/model-id.js';
+import { UpstreamError } from '../../src/management-client/errors.js';
 import { startSimulator, type Simulator } from '../fakes/llama-swap/index.js';
 import { freePort } from '../helpers/ports.js';
 
