@@ -503,7 +503,7 @@ describe('deploy/gatehouse.service', () => {
 const HEADERS_TIMEOUT_MS = parseDuration(settingDefault('GATEHOUSE_HEADERS_TIMEOUT'), 'headers');
 const IDLE_TIMEOUT_MS = parseDuration(settingDefault('GATEHOUSE_IDLE_TIMEOUT'), 'idle');
 const BODY_LIMIT = parseSize(settingDefault('GATEHOUSE_BODY_LIMIT'), 'body');
-const ROUTES = read('src/http/routes.ts');
+const CONFIG_ROUTES = read('src/http/routes/config.ts');
 
 describe('deploy/nginx.conf', () => {
   const directive = (name: string): string[] =>
@@ -537,7 +537,7 @@ describe('deploy/nginx.conf', () => {
     const editorUpstream = /location\s+\/api\/config\s*\{[^}]*proxy_pass\s+http:\/\/([^;\s]+);/.exec(NGINX)?.[1];
     expect(upstreams.find((u) => u.name === editorUpstream)?.servers).toBe(1);
     expect(upstreams.find((u) => u.name !== editorUpstream)!.servers).toBeGreaterThan(1);
-    expect(ROUTES).toContain("'/api/config'");
+    expect(CONFIG_ROUTES).toContain("'/api/config'");
   });
 });
 
