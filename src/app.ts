@@ -17,6 +17,7 @@ import { ADMIN_BODY_LIMIT_BYTES, registerRoutes, type RouteDeps, type RouteTable
 import { createAccessLog } from './logging/access-log.js';
 import { isDashboardBackgroundRead } from './logging/dashboard-reads.js';
 import { DASHBOARD_ROUTE_URL } from './http/dashboard.js';
+import { compileRequestValidator, compileResponseSerializer, invalidInputError } from './http/route-schemas.js';
 import type { KeyVerifier } from './auth/key-index.js';
 import type { KeyUseRecorder } from './auth/client-auth-steps.js';
 import type { ListModels } from './proxy/models-list.js';
@@ -24,14 +25,6 @@ import { wireFormatForPath } from './core/wire-format.js';
 import { createForwarder, type Forwarder } from './proxy/forward.js';
 import { openSpoolDir } from './proxy/spool-dir.js';
 import { createUsageAccounting, type UsageAccounting, type UsageAccountingOptions } from './usage/usage-accounting.js';
-
-/** Fastify's compiler factories when a route declares a schema: there must be none (see buildApp). */
-function refuseRouteSchemas(): never {
-  throw new Error(
-    'Gatehouse routes declare no Fastify schemas: validate the body in the handler and throw a ' +
-      'GatewayError (src/core/errors.ts).',
-  );
-}
 
 /** Open mode: no key records, everyone may call. For tests and tools without a store. */
 const NO_KEYS: KeyVerifier & KeyUseRecorder = {
@@ -150,10 +143,6 @@ export async function buildApp(input: BuildAppInput): Promise<App> {
   let routes: RouteTable | undefined;
   const fastify = Fastify({
     loggerInstance: logger,
-    // No route declares a JSON schema (handlers validate their bodies and throw the catalogue's
-    // errors), so Fastify's default compilers, Ajv and fast-json-stringify, would be loaded for
-    // nothing. A schema added later fails loudly at start instead.
-    schemaController: { compilersFactory: { buildValidator: refuseRouteSchemas, buildSerializer: refuseRouteSchemas } },
     // We write our own access line (onResponse below); Fastify's two lines per request would double it.
     logController: new LogController({ disableRequestLogging: true }),
     // Fastify never sees /v1 (GATEHOUSE_BODY_LIMIT applies there); its routes take small JSON.
@@ -172,12 +161,15 @@ export async function buildApp(input: BuildAppInput): Promise<App> {
       }),
   }) as unknown as FastifyInstance;
 
+  // Route schemas (src/admin-api) validate requests with validators shared across apps and
+  // document responses without reshaping them (http/route-schemas.ts).
+  fastify.setValidatorCompiler(compileRequestValidator);
+  fastify.setSerializerCompiler(compileResponseSerializer);
   fastify.setErrorHandler((error: FastifyError, request, reply) => {
     const format = wireFormatForPath(request.url);
     let gatewayError: GatewayError;
     if (isGatewayError(error)) gatewayError = error;
-    else if (error.validation)
-      gatewayError = new GatewayError('validation_failed', { message: error.message, details: error.validation });
+    else if (error.validation) gatewayError = invalidInputError(error, request);
     else if (error.statusCode === 413) gatewayError = bodyTooLarge(request.routeOptions.bodyLimit);
     else if (error.statusCode === 415)
       gatewayError = new GatewayError('unsupported_media_type', { message: error.message });

@@ -1,12 +1,12 @@
 /**
- * The admin key handlers behind a minimal Fastify app: the same routes the route table will
- * declare, errors rendered by the real admin renderer. Admin authentication is not part of
+ * The admin key handlers behind a minimal Fastify app: the same routes and schemas the route
+ * table declares, validated and rendered as the gateway does. Admin authentication is not part of
  * these handlers and is not exercised here.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyError, type FastifyInstance } from 'fastify';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { hashApiKey } from '../../src/auth/api-keys.js';
 import { authenticateClient } from '../../src/auth/client-auth.js';
@@ -14,6 +14,8 @@ import { KeyIndex } from '../../src/auth/key-index.js';
 import { AuditLog } from '../../src/audit/audit-log.js';
 import { createAudited } from '../../src/http/admin/audited.js';
 import { createKeyHandlers } from '../../src/http/admin/keys-handlers.js';
+import { compileRequestValidator, compileResponseSerializer, invalidInputError } from '../../src/http/route-schemas.js';
+import { KEY_ROUTE_SCHEMAS } from '../../src/http/routes/keys.js';
 import { isGatewayError } from '../../src/core/errors.js';
 import { errorBody } from '../../src/core/render-error.js';
 import { openSqliteStore } from '../../src/store/sqlite.js';
@@ -38,14 +40,17 @@ beforeEach(async () => {
   const audited = createAudited(new AuditLog(store, { now: () => clock }), () => '127.0.0.1');
   app = Fastify();
   app.decorateRequest('adminIdentity', null);
-  app.setErrorHandler((error, _request, reply) => {
-    if (isGatewayError(error)) return reply.code(error.status).send(errorBody(error, 'admin'));
+  app.setValidatorCompiler(compileRequestValidator);
+  app.setSerializerCompiler(compileResponseSerializer);
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    const gatewayError = error.validation ? invalidInputError(error, request) : error;
+    if (isGatewayError(gatewayError)) return reply.code(gatewayError.status).send(errorBody(gatewayError, 'admin'));
     return reply.code(500).send({ unexpected: String(error) });
   });
-  app.get('/api/keys', handlers.list);
-  app.post('/api/keys', audited('key.create', handlers.create));
-  app.patch('/api/keys/:id', audited('key.update', handlers.update));
-  app.delete('/api/keys/:id', audited('key.delete', handlers.remove));
+  app.get('/api/keys', { schema: KEY_ROUTE_SCHEMAS.list }, handlers.list);
+  app.post('/api/keys', { schema: KEY_ROUTE_SCHEMAS.create }, audited('key.create', handlers.create));
+  app.patch('/api/keys/:id', { schema: KEY_ROUTE_SCHEMAS.update }, audited('key.update', handlers.update));
+  app.delete('/api/keys/:id', { schema: KEY_ROUTE_SCHEMAS.remove }, audited('key.delete', handlers.remove));
   await app.ready();
 });
 
@@ -124,18 +129,18 @@ describe('POST /api/keys', () => {
         code: 'validation_failed',
         message: 'Validation failed.',
         details: [
+          { path: '/name', message: 'required' },
           {
             path: '/colour',
             message: 'unknown field; expected one of name, models, expiresAt, note, limits, priority, manage, budget',
           },
-          { path: '/name', message: 'required' },
           { path: '/models/1', message: 'must be a non-empty string' },
           { path: '/models/2', message: 'must be a non-empty string' },
           { path: '/expiresAt', message: 'must be an ISO 8601 date-time (e.g. 2030-01-31T00:00:00Z) or null' },
           { path: '/note', message: 'must be a string' },
+          { path: '/limits/burst', message: 'unknown limit; expected one of rpm, tpm, concurrent' },
           { path: '/limits/rpm', message: 'must be a whole number from 1 to 1000000000, or null for no limit' },
           { path: '/limits/tpm', message: 'must be a whole number from 1 to 1000000000, or null for no limit' },
-          { path: '/limits/burst', message: 'unknown limit; expected one of rpm, tpm, concurrent' },
         ],
       },
     });
@@ -246,10 +251,10 @@ describe('PATCH /api/keys/:id', () => {
     });
     expect(refused.statusCode).toBe(422);
     expect(refused.json().error.details).toEqual([
+      { path: '/budget/dollars', message: 'unknown field; expected one of tokens, requests, gpuSeconds, period' },
       { path: '/budget/tokens', message: 'must be a whole number from 1 to 1000000000000, or null for no budget' },
       { path: '/budget/requests', message: 'must be a whole number from 1 to 1000000000000, or null for no budget' },
       { path: '/budget/period', message: 'must be one of day, week, month' },
-      { path: '/budget/dollars', message: 'unknown field; expected one of tokens, requests, gpuSeconds, period' },
     ]);
   });
 

@@ -16,23 +16,15 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { CreatedKey, DeletedKey, KeyList, UpdatedKey } from '../../admin-api/types.js';
 import type { AdminIdentity } from '../../auth/admin-identity.js';
-import { newKeyRecord, parseIsoTimestamp, toKeyView, type NewKeyInput } from '../../auth/api-keys.js';
+import { newKeyRecord, toKeyView } from '../../auth/api-keys.js';
+import { keyInputRules, type KeyInputKind } from '../../auth/key-input.js';
 import type { KeyIndex } from '../../auth/key-index.js';
 import { outsideAllowance, type ModelCatalog } from '../../auth/model-access.js';
 import { budgetCapRefusal } from '../../auth/budget-cap.js';
 import { ceilingRefusals, ceilingsSetBy, NO_CEILINGS } from '../../auth/key-ceilings.js';
-import type {
-  KeyBudget,
-  KeyLimits,
-  KeyPatch,
-  KeyRecord,
-  Store,
-  StoreTransaction,
-  UserRecord,
-} from '../../store/store.js';
+import type { KeyBudget, KeyRecord, Store, StoreTransaction, UserRecord } from '../../store/store.js';
 import { GatewayError } from '../../core/errors.js';
 import type { AuditedHandler, AuditScope } from './audited.js';
-import { parseBudget } from './budget-input.js';
 
 export interface KeysHandlerDeps {
   store: Store;
@@ -125,7 +117,7 @@ export function createKeyHandlers({ store, index, catalog, now = Date.now }: Key
 
     async create(request, reply, audit) {
       const at = now();
-      const input = parseCreateBody(request.body, at);
+      const input = readKeyInput('create', request.body, at);
       const member = memberOf(request.adminIdentity);
       await checkMemberInput(member, input, true);
       const { record, secret } = newKeyRecord({ ...input, ownerId: ownerOf(request.adminIdentity) }, at);
@@ -143,7 +135,7 @@ export function createKeyHandlers({ store, index, catalog, now = Date.now }: Key
 
     async update(request, _reply, audit) {
       const at = now();
-      const { patch, revoke } = parsePatchBody(request.body);
+      const { patch, revoke } = readKeyInput('update', request.body, at);
       if (revoke) audit.action = 'key.revoke';
       const existing = await findOr404(request);
       keyTarget(audit, { id: existing.id, name: patch.name ?? existing.name });
@@ -229,164 +221,9 @@ function lastKeyConfirmed(request: FastifyRequest): boolean {
   return query?.confirm === 'last' || header === 'last';
 }
 
-// ---------------------------------------------------------------------------------------
-// Body validation. Every problem is reported at once, with JSON-pointer paths.
-
-interface Issue {
-  path: string;
-  message: string;
-}
-
-const NAME_MAX = 100;
-const NOTE_MAX = 2000;
-const MODELS_MAX = 500;
-const MODEL_ID_MAX = 256;
-const LIMIT_MAX = 1_000_000_000;
-const LIMIT_FIELDS = ['rpm', 'tpm', 'concurrent'] as const;
-const PRIORITY_MIN = -10;
-const PRIORITY_MAX = 10;
-
-class Issues {
-  readonly list: Issue[] = [];
-  add(path: string, message: string): undefined {
-    this.list.push({ path, message });
-    return undefined;
-  }
-  throwIfAny(): void {
-    if (this.list.length > 0) throw new GatewayError('validation_failed', { details: this.list });
-  }
-}
-
-function asObject(body: unknown, allowed: readonly string[], issues: Issues): Record<string, unknown> {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-    issues.add('', 'expected a JSON object');
-    issues.throwIfAny();
-  }
-  const object = body as Record<string, unknown>;
-  for (const field of Object.keys(object)) {
-    if (!allowed.includes(field)) issues.add(`/${field}`, `unknown field; expected one of ${allowed.join(', ')}`);
-  }
-  return object;
-}
-
-function parseCreateBody(body: unknown, nowMs: number): NewKeyInput {
-  const issues = new Issues();
-  const object = asObject(
-    body,
-    ['name', 'models', 'expiresAt', 'note', 'limits', 'priority', 'manage', 'budget'],
-    issues,
-  );
-  const input: NewKeyInput = { name: '' };
-  if (object.name === undefined) issues.add('/name', 'required');
-  else input.name = parseName(object.name, issues) ?? '';
-  if (object.models !== undefined) input.models = parseModels(object.models, issues);
-  if (object.expiresAt !== undefined) {
-    const expiresAt = parseExpiresAt(object.expiresAt, issues);
-    if (typeof expiresAt === 'number' && expiresAt <= nowMs) issues.add('/expiresAt', 'must be in the future');
-    input.expiresAt = expiresAt ?? null;
-  }
-  if (object.note !== undefined) input.note = parseNote(object.note, issues);
-  if (object.limits !== undefined) input.limits = parseLimits(object.limits, issues);
-  if (object.priority !== undefined) input.priority = parsePriority(object.priority, issues);
-  if (object.manage !== undefined) input.manage = parseManage(object.manage, issues);
-  if (object.budget !== undefined)
-    input.budget = parseBudget(object.budget, '/budget', (path, message) => issues.add(path, message));
-  issues.throwIfAny();
-  return input;
-}
-
-function parsePatchBody(body: unknown): { patch: KeyPatch; revoke: boolean } {
-  const issues = new Issues();
-  const object = asObject(
-    body,
-    ['name', 'models', 'expiresAt', 'note', 'limits', 'priority', 'manage', 'budget', 'revoked'],
-    issues,
-  );
-  const patch: KeyPatch = {};
-  if (object.name !== undefined) patch.name = parseName(object.name, issues);
-  if (object.models !== undefined) patch.models = parseModels(object.models, issues);
-  if (object.expiresAt !== undefined) patch.expiresAt = parseExpiresAt(object.expiresAt, issues);
-  if (object.note !== undefined) patch.note = parseNote(object.note, issues);
-  if (object.limits !== undefined) patch.limits = parseLimits(object.limits, issues);
-  if (object.priority !== undefined) patch.priority = parsePriority(object.priority, issues);
-  if (object.manage !== undefined) patch.manage = parseManage(object.manage, issues);
-  if (object.budget !== undefined)
-    patch.budget = parseBudget(object.budget, '/budget', (path, message) => issues.add(path, message));
-  const revoke = object.revoked === true;
-  if (object.revoked !== undefined && object.revoked !== true) {
-    issues.add('/revoked', 'only true is accepted: a revoked key cannot be reinstated; create a new one');
-  }
-  if (Object.keys(object).length === 0) issues.add('', 'nothing to change');
-  issues.throwIfAny();
-  return { patch, revoke };
-}
-
-function parseName(value: unknown, issues: Issues): string | undefined {
-  if (typeof value !== 'string') return issues.add('/name', 'must be a string');
-  const name = value.trim();
-  if (name.length === 0) return issues.add('/name', 'must not be empty');
-  if (name.length > NAME_MAX) return issues.add('/name', `must be at most ${NAME_MAX} characters`);
-  // eslint-disable-next-line no-control-regex -- control characters are exactly what is refused.
-  if (/[\u0000-\u001f\u007f]/.test(name)) return issues.add('/name', 'must not contain control characters');
-  return name;
-}
-
-function parseModels(value: unknown, issues: Issues): string[] | undefined {
-  if (!Array.isArray(value)) return issues.add('/models', 'must be an array of model ids ([] allows every model)');
-  if (value.length > MODELS_MAX) return issues.add('/models', `at most ${MODELS_MAX} models`);
-  const models: string[] = [];
-  value.forEach((item: unknown, i) => {
-    if (typeof item !== 'string' || item.trim() === '') issues.add(`/models/${i}`, 'must be a non-empty string');
-    else if (item.length > MODEL_ID_MAX) issues.add(`/models/${i}`, `must be at most ${MODEL_ID_MAX} characters`);
-    else models.push(item.trim());
-  });
-  return [...new Set(models)];
-}
-
-/** `null` clears the expiry; `undefined` means the value was invalid (an issue was added). */
-function parseExpiresAt(value: unknown, issues: Issues): number | null | undefined {
-  if (value === null) return null;
-  const ms = typeof value === 'string' ? parseIsoTimestamp(value) : undefined;
-  if (ms === undefined)
-    return issues.add('/expiresAt', 'must be an ISO 8601 date-time (e.g. 2030-01-31T00:00:00Z) or null');
-  return ms;
-}
-
-function parseNote(value: unknown, issues: Issues): string | undefined {
-  if (typeof value !== 'string') return issues.add('/note', 'must be a string');
-  if (value.length > NOTE_MAX) return issues.add('/note', `must be at most ${NOTE_MAX} characters`);
-  return value;
-}
-
-function parseLimits(value: unknown, issues: Issues): Partial<KeyLimits> | undefined {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
-    return issues.add('/limits', 'must be an object like {"rpm": 60, "tpm": null, "concurrent": 2}');
-  }
-  const limits: Partial<KeyLimits> = {};
-  for (const [field, raw] of Object.entries(value)) {
-    if (!(LIMIT_FIELDS as readonly string[]).includes(field)) {
-      issues.add(`/limits/${field}`, `unknown limit; expected one of ${LIMIT_FIELDS.join(', ')}`);
-    } else if (raw === null) {
-      limits[field as keyof KeyLimits] = null;
-    } else if (typeof raw !== 'number' || !Number.isInteger(raw) || raw < 1 || raw > LIMIT_MAX) {
-      issues.add(`/limits/${field}`, `must be a whole number from 1 to ${LIMIT_MAX}, or null for no limit`);
-    } else {
-      limits[field as keyof KeyLimits] = raw;
-    }
-  }
-  return limits;
-}
-
-function parseManage(value: unknown, issues: Issues): boolean | undefined {
-  if (typeof value !== 'boolean') return issues.add('/manage', 'must be true or false');
-  return value;
-}
-
-function parsePriority(value: unknown, issues: Issues): number | undefined {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < PRIORITY_MIN || value > PRIORITY_MAX)
-    return issues.add(
-      '/priority',
-      `must be a whole number from ${PRIORITY_MIN} to ${PRIORITY_MAX} (higher goes first)`,
-    );
-  return value;
+/** The body's fields once the route schema passed it, or `422 validation_failed` with every issue. */
+function readKeyInput<K extends KeyInputKind>(kind: K, body: unknown, nowMs: number) {
+  const checked = keyInputRules(kind, body as never, nowMs);
+  if (!checked.ok) throw new GatewayError('validation_failed', { details: checked.issues });
+  return checked.input;
 }
