@@ -21,6 +21,7 @@ import {
   type NewKeyInput,
 } from '../auth/api-keys.js';
 import { ceilingsSetBy } from '../auth/key-ceilings.js';
+import { validateKeyInput, type KeyInputKind } from '../auth/key-input.js';
 import type { AuditAction } from '../admin-api/types.js';
 import { cliActor } from '../audit/actor.js';
 import { AuditLog } from '../audit/audit-log.js';
@@ -239,28 +240,49 @@ function onePositional(positionals: string[]): string {
 }
 
 function createInput(values: Parsed['values'], nowMs: number): NewKeyInput {
-  const name = typeof values.name === 'string' ? values.name.trim() : '';
-  if (!name) throw new UsageError('--name NAME is required');
-  if (name.length > 100) throw new UsageError('--name must be at most 100 characters');
-  const input: NewKeyInput = { name, limits: {} };
-  if (typeof values.models === 'string') {
-    input.models = values.models
+  if (typeof values.name !== 'string' || !values.name.trim()) throw new UsageError('--name NAME is required');
+  const body: Record<string, unknown> = { name: values.name, ...keyFlags(values, false) };
+  if (typeof values.expires === 'string') body.expiresAt = new Date(parseExpires(values.expires, nowMs)).toISOString();
+  if (values.manage === true) body.manage = true;
+  return checked('create', body, nowMs);
+}
+
+/** The flags `create` and `update` share, as the admin API's body fields. */
+function keyFlags(values: Parsed['values'], noneAllowed: boolean): Record<string, unknown> {
+  const body: Record<string, unknown> = {};
+  if (typeof values.note === 'string') body.note = values.note;
+  if (typeof values.models === 'string')
+    body.models = values.models
       .split(',')
       .map((m) => m.trim())
       .filter(Boolean);
-  }
-  if (typeof values.expires === 'string') input.expiresAt = parseExpires(values.expires, nowMs);
-  if (typeof values.note === 'string') input.note = values.note;
+  if (typeof values.priority === 'string') body.priority = parsePriority(values.priority);
+  const limits: Partial<KeyLimits> = {};
   for (const limit of ['rpm', 'tpm', 'concurrent'] as const) {
     const raw = values[limit];
-    if (typeof raw !== 'string') continue;
-    input.limits![limit] = parseLimit(limit, raw, false)!;
+    if (typeof raw === 'string') limits[limit] = parseLimit(limit, raw, noneAllowed);
   }
-  if (typeof values.priority === 'string') input.priority = parsePriority(values.priority);
-  if (values.manage === true) input.manage = true;
-  const budget = budgetFlags(values, false);
-  if (budget) input.budget = budget;
-  return input;
+  if (Object.keys(limits).length > 0) body.limits = limits;
+  const budget = budgetFlags(values, noneAllowed);
+  if (budget) body.budget = budget;
+  return body;
+}
+
+/**
+ * The admin API's own checks on what the flags say (`auth/key-input.ts`), so the CLI makes no
+ * key the API would refuse; a refusal names the flag.
+ */
+function checked<K extends KeyInputKind>(kind: K, body: Record<string, unknown>, nowMs: number) {
+  const result = validateKeyInput(kind, body, nowMs);
+  if (!result.ok) throw new UsageError(result.issues.map((i) => `${flagOf(i.path)} ${i.message}`).join('; '));
+  return result.input;
+}
+
+function flagOf(path: string): string {
+  const [field = '', sub] = path.split('/').slice(1);
+  if (field === 'limits' && sub) return `--${sub}`;
+  if (field === 'budget') return `--${BUDGET_FLAGS.find(([, f]) => f === sub)?.[0] ?? 'budget-period'}`;
+  return field === 'expiresAt' ? '--expires' : `--${field}`;
 }
 
 /** The budget flags given, or undefined when none was. */
@@ -280,29 +302,10 @@ function budgetFlags(values: Parsed['values'], noneAllowed: boolean): Partial<Ke
 }
 
 function updatePatch(values: Parsed['values']): KeyPatch {
-  const patch: KeyPatch = {};
-  if (typeof values.name === 'string') {
-    const name = values.name.trim();
-    if (!name || name.length > 100) throw new UsageError('--name must be 1 to 100 characters');
-    patch.name = name;
-  }
-  if (typeof values.note === 'string') patch.note = values.note;
-  if (typeof values.models === 'string')
-    patch.models = values.models
-      .split(',')
-      .map((m) => m.trim())
-      .filter(Boolean);
-  if (typeof values.priority === 'string') patch.priority = parsePriority(values.priority);
-  const limits: Partial<KeyLimits> = {};
-  for (const limit of ['rpm', 'tpm', 'concurrent'] as const) {
-    const raw = values[limit];
-    if (typeof raw === 'string') limits[limit] = parseLimit(limit, raw, true);
-  }
-  if (Object.keys(limits).length > 0) patch.limits = limits;
-  const budget = budgetFlags(values, true);
-  if (budget) patch.budget = budget;
-  if (Object.keys(patch).length === 0) throw new UsageError('nothing to change: give at least one option');
-  return patch;
+  const body: Record<string, unknown> = { ...keyFlags(values, true) };
+  if (typeof values.name === 'string') body.name = values.name;
+  if (Object.keys(body).length === 0) throw new UsageError('nothing to change: give at least one option');
+  return checked('update', body, Date.now()).patch;
 }
 
 async function updateKey(store: Store, reference: string, patch: KeyPatch, io: KeysCliIo): Promise<void> {
@@ -340,7 +343,7 @@ function limitsPatch(values: Parsed['values']): Partial<KeyLimits> {
   }
   if (Object.keys(patch).length === 0)
     throw new UsageError('give at least one of --rpm, --tpm, --concurrent (a number, or "none")');
-  return patch;
+  return checked('update', { limits: patch }, Date.now()).patch.limits!;
 }
 
 async function setLimits(store: Store, reference: string, limits: Partial<KeyLimits>, io: KeysCliIo): Promise<void> {
