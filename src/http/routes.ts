@@ -26,6 +26,7 @@
  * Bodies: at most ADMIN_BODY_LIMIT_BYTES (64 KiB), the config editor's CONFIG_BODY_LIMIT_BYTES (4 MiB);
  * Fastify counts while reading and refuses a larger Content-Length before reading (413).
  *   GET  /api/session   public: signed in? first run? who, role  open → handler
+ *   GET  /api/openapi.json   the admin API reference, OpenAPI 3.1 from the route schemas   everyone → handler
  *   POST /api/setup     public: first password + setup token    open → setupPending → loginRateLimit → handler
  *                                                               (setup has its own loginRateLimit)
  *   POST /api/login     public: [name +] password → session     open → loginRateLimit (per address and
@@ -105,6 +106,8 @@ import { configRoutes } from './routes/config.js';
 import { keysRoutes } from './routes/keys.js';
 import { liveRoutes } from './routes/live.js';
 import { modelsRoutes } from './routes/models.js';
+import fastifySwagger from '@fastify/swagger';
+import { OPENAPI_OPTIONS, openapiRoutes } from './routes/openapi.js';
 import { queueRoutes } from './routes/queue.js';
 import { sessionRoutes } from './routes/session.js';
 import { usageRoutes } from './routes/usage.js';
@@ -189,7 +192,10 @@ export function registerRoutes(app: FastifyInstance, deps: RouteDeps): RouteTabl
   if (deps.admin) {
     const services = buildAdminServices(app, deps, deps.admin, { trust, catalog, dashboard });
     // Loaded by the app's ready(); the guard above checks each route as the plugins register it.
+    // Swagger's collector registers first (not encapsulated), so it sees every admin route.
+    void app.register(fastifySwagger, OPENAPI_OPTIONS);
     for (const plugin of [
+      openapiRoutes(services),
       sessionRoutes(services),
       usersRoutes(services),
       keysRoutes(services),
