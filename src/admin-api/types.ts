@@ -1,7 +1,11 @@
 /**
  * The admin API's request and response shapes (docs/admin-api.md), defined once: the handlers in
- * `src/http/admin` and the dashboard in `web/` both import them. Types only, so browser-safe.
+ * `src/http/admin` and the dashboard in `web/` both import them. Types only, so browser-safe;
+ * shapes with a route schema (`keys.ts`, `common.ts`) are derived from it.
  */
+import type { Static } from 'typebox';
+import type * as common from './common.js';
+import type * as keys from './keys.js';
 
 export type Iso = string;
 
@@ -92,23 +96,12 @@ export interface AuthResult {
   authenticated: boolean;
 }
 
-export type KeyStatus = 'active' | 'revoked' | 'expired';
-
-export interface KeyLimits {
-  rpm: number | null;
-  tpm: number | null;
-  concurrent: number | null;
-}
-
-export type BudgetPeriod = 'day' | 'week' | 'month';
-
+// Key shapes come from the route schemas Fastify validates with (`keys.ts`, `common.ts`).
+export type KeyStatus = Static<typeof keys.KeyStatus>;
+export type KeyLimits = Static<typeof keys.KeyLimits>;
+export type BudgetPeriod = Static<typeof common.BudgetPeriod>;
 /** A key's budget per calendar period (`GATEHOUSE_TIMEZONE`); null: no budget of that kind. */
-export interface KeyBudget {
-  tokens: number | null;
-  requests: number | null;
-  gpuSeconds: number | null;
-  period: BudgetPeriod;
-}
+export type KeyBudget = Static<typeof common.KeyBudget>;
 
 /** One budget's use in the current period; reservations of calls in flight count as used. */
 export interface BudgetUse {
@@ -132,74 +125,19 @@ export interface BudgetList {
   keys: KeyBudgetUse[];
 }
 
-export interface ApiKey {
-  id: string;
-  name: string;
-  prefix: string;
-  status: KeyStatus;
-  createdAt: Iso;
-  lastUsedAt: Iso | null;
-  expiresAt: Iso | null;
-  revokedAt: Iso | null;
-  /** Empty: every model is allowed. */
-  models: string[];
-  note: string;
-  limits: KeyLimits;
-  /** Place in the admission queue, -10..10 (default 0): higher goes first. */
-  priority: number;
-  /** The `manage` scope: may list, load and unload models through `/models*` (default false). */
-  manage: boolean;
-  budget: KeyBudget;
-  /** The owning user's id; null for keys made with the admin token or the CLI. */
-  ownerId: string | null;
-  /** The owning user's name, when known. */
-  ownerName: string | null;
-}
-
-export interface NewKeyInput {
-  name: string;
-  models?: string[];
-  expiresAt?: Iso | null;
-  note?: string;
-  limits?: Partial<KeyLimits>;
-  priority?: number;
-  manage?: boolean;
-  budget?: Partial<KeyBudget>;
-}
-
-export interface KeyPatch {
-  name?: string;
-  models?: string[];
-  expiresAt?: Iso | null;
-  note?: string;
-  limits?: Partial<KeyLimits>;
-  priority?: number;
-  manage?: boolean;
-  budget?: Partial<KeyBudget>;
-  revoked?: true;
-}
-
-/** `GET /api/keys`. */
-export interface KeyList {
-  keys: ApiKey[];
-}
-
+export type ApiKey = Static<typeof keys.ApiKey>;
+/** `POST /api/keys`. */
+export type NewKeyInput = Static<typeof keys.NewKeyInput>;
 /** `PATCH /api/keys/:id`. */
-export interface UpdatedKey {
-  key: ApiKey;
-}
-
-export interface CreatedKey {
-  key: ApiKey;
-  /** Shown once; the server keeps only a hash. */
-  secret: string;
-}
-
-export interface DeletedKey {
-  deleted: true;
-  remaining: number;
-  warning?: string;
-}
+export type KeyPatch = Static<typeof keys.KeyPatch>;
+/** `GET /api/keys`. */
+export type KeyList = Static<typeof keys.KeyList>;
+/** `PATCH /api/keys/:id`. */
+export type UpdatedKey = Static<typeof keys.UpdatedKey>;
+/** `POST /api/keys`: the secret is shown once; the server keeps only a hash. */
+export type CreatedKey = Static<typeof keys.CreatedKey>;
+/** `DELETE /api/keys/:id`. */
+export type DeletedKey = Static<typeof keys.DeletedKey>;
 
 export interface UpstreamVersion {
   version: string;
