@@ -5,15 +5,15 @@
 import { Type } from 'typebox';
 import { BudgetInput, Iso, KeyBudget, messages, nullable } from './common.js';
 
-export const KEY_NAME_MAX = 100;
-export const KEY_NOTE_MAX = 2000;
-export const KEY_MODELS_MAX = 500;
-export const MODEL_ID_MAX = 256;
-export const LIMIT_MAX = 1_000_000_000;
-export const PRIORITY_MIN = -10;
-export const PRIORITY_MAX = 10;
+const KEY_NAME_MAX = 100;
+const KEY_NOTE_MAX = 2000;
+const KEY_MODELS_MAX = 500;
+const MODEL_ID_MAX = 256;
+const LIMIT_MAX = 1_000_000_000;
+const PRIORITY_MIN = -10;
+const PRIORITY_MAX = 10;
 
-export const KeyStatus = Type.Union([Type.Literal('active'), Type.Literal('revoked'), Type.Literal('expired')]);
+const KeyStatus = Type.Union([Type.Literal('active'), Type.Literal('revoked'), Type.Literal('expired')]);
 
 export const KeyLimits = Type.Object({
   rpm: Type.Union([Type.Integer(), Type.Null()]),

@@ -97,7 +97,6 @@ export interface AuthResult {
 }
 
 // Key shapes come from the route schemas Fastify validates with (`keys.ts`, `common.ts`).
-export type KeyStatus = Static<typeof keys.KeyStatus>;
 export type KeyLimits = Static<typeof keys.KeyLimits>;
 export type BudgetPeriod = Static<typeof common.BudgetPeriod>;
 /** A key's budget per calendar period (`GATEHOUSE_TIMEZONE`); null: no budget of that kind. */

@@ -17,7 +17,7 @@ export interface FieldIssue {
  * The keyword a schema carries its messages in, per failing keyword (`type`, `maxLength`,
  * `anyOf`, `required`...): the words the admin API answered with before it had schemas.
  */
-export const MESSAGES = 'x-messages';
+const MESSAGES = 'x-messages';
 
 type Messages = Partial<Record<string, string>>;
 type SchemaNode = { [MESSAGES]?: Messages; properties?: Record<string, SchemaNode> };
