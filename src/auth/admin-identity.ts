@@ -10,7 +10,7 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
-import type { UserRecord, UserRole } from '../store/store.js';
+import type { UserRecord, UserRole } from '../store/records.js';
 import type { AdminSessions } from './admin-sessions.js';
 
 export const SESSION_COOKIE = 'gatehouse_session';

@@ -9,7 +9,7 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError } from '../core/errors.js';
-import type { UserRole } from '../store/store.js';
+import type { UserRole } from '../store/records.js';
 import { roleOf } from './admin-identity.js';
 
 type RoleHook = (request: FastifyRequest, reply: FastifyReply) => Promise<void>;

@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadSettings } from '../../src/settings.js';
 import { settingsError } from '../helpers/settings.js';
-import { describePostgresUrl, describeStoreLocation, openStore } from '../../src/store/store.js';
+import { describePostgresUrl } from '../../src/store/postgres-url.js';
+import { describeStoreLocation, openStore } from '../../src/store/open-store.js';
 import { query, requirePostgres, TEST_DATABASE_URL, TestSchemas } from '../helpers/postgres.js';
 
 const schemas = new TestSchemas();

@@ -2,7 +2,7 @@
  * The one reader of a budget in an admin request body: a key's `budget` and a member's
  * `maxBudget` (the cap on their keys' budgets together) are checked by the same rules.
  */
-import { BUDGET_PERIODS, type KeyBudget } from '../../store/store.js';
+import { BUDGET_PERIODS, type KeyBudget } from '../../store/records.js';
 
 /** Budgets are per month at most: a trillion tokens is beyond any one GPU box. */
 const BUDGET_MAX = 1_000_000_000_000;

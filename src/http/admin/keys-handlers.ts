@@ -21,15 +21,8 @@ import type { KeyIndex } from '../../auth/key-index.js';
 import { outsideAllowance, type ModelCatalog } from '../../auth/model-access.js';
 import { budgetCapRefusal } from '../../auth/budget-cap.js';
 import { ceilingRefusals, ceilingsSetBy, NO_CEILINGS } from '../../auth/key-ceilings.js';
-import type {
-  KeyBudget,
-  KeyLimits,
-  KeyPatch,
-  KeyRecord,
-  Store,
-  StoreTransaction,
-  UserRecord,
-} from '../../store/store.js';
+import type { KeyBudget, KeyLimits, KeyPatch, KeyRecord, UserRecord } from '../../store/records.js';
+import type { Store, StoreTransaction } from '../../store/store.js';
 import { GatewayError } from '../../core/errors.js';
 import type { AuditedHandler, AuditScope } from './audited.js';
 import { parseBudget } from './budget-input.js';

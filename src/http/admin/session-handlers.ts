@@ -11,7 +11,7 @@ import type { AuthResult, InviteAcceptInput, Me, SessionInfo } from '../../admin
 import type { AdminAccount } from '../../auth/admin-account.js';
 import { roleOf, SESSION_COOKIE, type AdminIdentifier } from '../../auth/admin-identity.js';
 import { toUserView, type Users } from '../../auth/users.js';
-import type { UserRecord } from '../../store/store.js';
+import type { UserRecord } from '../../store/records.js';
 import type { AdminSessions, StartedSession } from '../../auth/admin-sessions.js';
 import { userActor } from '../../audit/actor.js';
 import { userChanges, userTarget } from '../../audit/user-changes.js';
