@@ -24,7 +24,7 @@ import { ceilingsSetBy } from '../auth/key-ceilings.js';
 import type { AuditAction } from '../admin-api/types.js';
 import { cliActor } from '../audit/actor.js';
 import { AuditLog } from '../audit/audit-log.js';
-import { parseDuration } from '../settings.js';
+import { parseDuration } from '../settings/index.js';
 import { AmbiguousKeyReferenceError, type Store, type StoreTransaction } from '../store/store.js';
 import {
   BUDGET_PERIODS,

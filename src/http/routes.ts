@@ -88,7 +88,7 @@ import type { ProxyContext } from '../core/context.js';
 import type { LineBuffer } from '../logging/line-buffer.js';
 import type { Forwarder } from '../proxy/forward.js';
 import type { ListModels } from '../proxy/models-list.js';
-import type { Settings } from '../settings.js';
+import type { Settings } from '../settings/index.js';
 import type { Store } from '../store/store.js';
 import type { UserRole } from '../store/records.js';
 import type { Upstream } from '../management-client/upstream.js';

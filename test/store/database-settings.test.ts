@@ -6,7 +6,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadSettings } from '../../src/settings.js';
+import { loadSettings } from '../../src/settings/index.js';
 import { settingsError } from '../helpers/settings.js';
 import { describePostgresUrl } from '../../src/store/postgres-url.js';
 import { describeStoreLocation, openStore } from '../../src/store/open-store.js';
