@@ -79,6 +79,11 @@ export default tseslint.config(
     },
     rules: {
       'import-x/no-restricted-paths': ['error', { zones }],
+      // web/'s alias for server code; node resolves no such name at run time.
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ group: ['@gatehouse/*'], message: 'src/ imports by relative path.' }] },
+      ],
       // No import cycle among the files of src/, not only among its folders. Type-only imports
       // count too: a cycle of types is still two files that cannot be read one after the other.
       'import-x/no-cycle': ['error', { ignoreExternal: true }],

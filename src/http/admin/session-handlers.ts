@@ -16,7 +16,7 @@ import type { AdminSessions, StartedSession } from '../../auth/admin-sessions.js
 import { userActor } from '../../audit/actor.js';
 import { userChanges, userTarget } from '../../audit/user-changes.js';
 import { passwordProblem } from '../../auth/passwords.js';
-import { SETUP_DONE_MESSAGE } from '../../auth/setup-pending.js';
+import { SETUP_DONE_MESSAGE } from '../hooks/setup-pending.js';
 import { GatewayError } from '../../core/errors.js';
 import { userNameKey } from '../../core/user-names.js';
 import type { StoreTransaction } from '../../store/store.js';

@@ -12,8 +12,8 @@
  *   cross-origin POST and on every non-GET fetch): scripts pass.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { GatewayError } from '../core/errors.js';
-import type { ProxyTrust } from './proxy-trust.js';
+import { GatewayError } from '../../core/errors.js';
+import type { ProxyTrust } from '../../auth/proxy-trust.js';
 
 const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 

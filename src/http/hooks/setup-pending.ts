@@ -7,7 +7,7 @@
  * the store is asked only while setup is still pending.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { GatewayError } from '../core/errors.js';
+import { GatewayError } from '../../core/errors.js';
 
 export const SETUP_DONE_MESSAGE = 'An admin password already exists: sign in instead.';
 

@@ -8,9 +8,9 @@
  * this step only says who may call it at all.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { GatewayError } from '../core/errors.js';
-import type { UserRole } from '../store/records.js';
-import { roleOf } from './admin-identity.js';
+import { GatewayError } from '../../core/errors.js';
+import type { UserRole } from '../../store/records.js';
+import { roleOf } from '../../auth/admin-identity.js';
 
 type RoleHook = (request: FastifyRequest, reply: FastifyReply) => Promise<void>;
 

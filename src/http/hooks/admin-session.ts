@@ -4,8 +4,8 @@
  * is on `request.adminIdentity` for the handler; anything else is `401 admin_unauthorized`.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { GatewayError } from '../core/errors.js';
-import type { AdminIdentifier, AdminIdentity } from './admin-identity.js';
+import { GatewayError } from '../../core/errors.js';
+import type { AdminIdentifier, AdminIdentity } from '../../auth/admin-identity.js';
 
 declare module 'fastify' {
   interface FastifyRequest {

@@ -7,7 +7,7 @@
  * Fastify parses the body (Fastify would happily parse `text/plain`).
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { GatewayError } from '../core/errors.js';
+import { GatewayError } from '../../core/errors.js';
 
 const ALWAYS_BODY = new Set(['POST', 'PUT', 'PATCH']);
 
