@@ -14,7 +14,7 @@ import tseslint from 'typescript-eslint';
  * below its own, never from its own layer or above, so no two folders can depend on each other.
  */
 const LAYERS = [
-  ['core', 'admin-api'],
+  ['core', 'admin-api', 'upstream-pools.ts'],
   ['store', 'management-client', 'logging', 'config-editor', 'snippets', 'queue'],
   ['auth', 'logger.ts', 'live'],
   ['proxy', 'usage', 'settings', 'audit', 'oidc'],

@@ -5,24 +5,20 @@
  * at once, before or after response headers.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { errors as undiciErrors, Pool, type Dispatcher } from 'undici';
+import { errors as undiciErrors, type Dispatcher } from 'undici';
 import { GatewayError, isGatewayError } from '../core/errors.js';
 import { terminalStreamEvent } from '../core/render-error.js';
 import { QUEUE_MS_HEADER, type ProxyContext } from '../core/context.js';
 import type { ResponseTap, TapFactory } from '../core/steps.js';
 import type { ResponseTranslator } from '../core/translation.js';
+import { openProxyPool, type ProxyPoolOptions } from '../upstream-pools.js';
 import { clientResponseHeaders, upstreamRequestHeaders } from './headers.js';
 import { MAX_TRANSLATABLE_ERROR_BYTES, translateUpstreamError } from './upstream-errors.js';
 import { watchStreamEnd, type StreamEndWatcher } from './stream-end.js';
 
-export interface UpstreamOptions {
-  url: URL;
+/** The pool's options (`upstream-pools.ts`), and the key llama-swap may ask for. */
+export interface UpstreamOptions extends ProxyPoolOptions {
   apiKey: string | undefined;
-  connectTimeoutMs: number;
-  headersTimeoutMs: number;
-  idleTimeoutMs: number;
-  /** Keep-alive connections to llama-swap (GATEHOUSE_UPSTREAM_CONNECTIONS); a stream holds one for its whole life. */
-  connections: number;
 }
 
 export interface Forwarder {
@@ -33,7 +29,10 @@ export interface Forwarder {
 /** What the forwarder uses of undici's `Pool`: a dispatch with a handler, and close. */
 export type UpstreamDispatcher = Pick<Dispatcher, 'dispatch' | 'close'>;
 
-export function createForwarder(options: UpstreamOptions, pool: UpstreamDispatcher = upstreamPool(options)): Forwarder {
+export function createForwarder(
+  options: UpstreamOptions,
+  pool: UpstreamDispatcher = openProxyPool(options),
+): Forwarder {
   const basePath = options.url.pathname.replace(/\/+$/, '');
 
   function forward(ctx: ProxyContext, tapFactory?: TapFactory): Promise<void> {
@@ -89,16 +88,6 @@ export function createForwarder(options: UpstreamOptions, pool: UpstreamDispatch
     forward,
     close: () => pool.close(),
   };
-}
-
-function upstreamPool(options: UpstreamOptions): Pool {
-  return new Pool(options.url.origin, {
-    connections: options.connections,
-    connect: { timeout: options.connectTimeoutMs },
-    headersTimeout: options.headersTimeoutMs,
-    bodyTimeout: options.idleTimeoutMs,
-    keepAliveTimeout: 30_000,
-  });
 }
 
 /**
