@@ -53,7 +53,7 @@ export const DEMO_LOADED = ['qwen3-30b-a3b', 'gemma-3-12b'] as const;
 
 const ESC = '\u001b[';
 /** llama-swap's own lines, with the ANSI colours the Logs page turns into classes. */
-export const DEMO_PROXY_LOG: readonly string[] = [
+const DEMO_PROXY_LOG: readonly string[] = [
   `${ESC}2m[2026-11-21 21:40:01]${ESC}0m ${ESC}32mINFO${ESC}0m llama-swap listening on :8080`,
   `${ESC}2m[2026-11-21 21:40:03]${ESC}0m ${ESC}32mINFO${ESC}0m <qwen3-30b-a3b> starting: llama-server ` +
     `--port 5800 -m /models/qwen3-30b-a3b-q4_k_m.gguf`,
