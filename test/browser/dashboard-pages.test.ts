@@ -8,7 +8,7 @@
  */
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
-import type { UsageRecord } from '../../src/store/store.js';
+import type { UsageRecord } from '../../src/store/records.js';
 import { startSimulator, type Simulator } from '../fakes/llama-swap/index.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { json, rawRequest } from '../helpers/http.js';

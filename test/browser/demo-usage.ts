@@ -4,7 +4,7 @@
  * refused calls and captured bodies. The dashboard tests append it to the real store in one go.
  */
 import { newUsageId } from '../../src/store/usage-id.js';
-import type { UsageRecord } from '../../src/store/store.js';
+import type { UsageRecord } from '../../src/store/records.js';
 import { prng } from '../helpers/prng.js';
 import type { DemoKeyIds } from './demo-admin.js';
 
