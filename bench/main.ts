@@ -11,9 +11,17 @@ import { fileURLToPath } from 'node:url';
 import { judgeBars, type RssEntry } from './bars.js';
 import { codeVersion, staleBuildWarning } from './build-check.js';
 import { measureIdleStreams } from './idle-streams.js';
+import { judgeWarnings, medianReport, readReport } from './judge.js';
 import { busyShareWhileIdle, startForeignCpuMeter } from './machine.js';
 import { createLoadDriver, type LoadDriver } from './load.js';
-import { requestFor, runLoadCell, warmUpTargets, type LoadCellResult, type Workload } from './load-suite.js';
+import {
+  requestFor,
+  runLoadCell,
+  runOpenLoopCell,
+  warmUpTargets,
+  type LoadCellResult,
+  type Workload,
+} from './load-suite.js';
 import { HELP, parseOptions, UsageError, type BenchOptions } from './options.js';
 import { ProcessGroup, runGatehouse, type RunningProcess } from './processes.js';
 import { runPacedSuite, type PacedResult } from './paced-suite.js';
@@ -136,14 +144,17 @@ async function runSuites(
 ): Promise<Pick<BenchReport, 'load' | 'paced' | 'rss'>> {
   const { profile, suites } = options;
   const { targets } = started;
-  if (suites.has('json') || suites.has('sse') || suites.has('paced'))
+  if (suites.has('json') || suites.has('rate') || suites.has('sse') || suites.has('paced'))
     await warmUpTargets(driver, targets, profile.jitWarmupSeconds, progress);
   const load: LoadCellResult[] = [];
-  for (const workload of ['json', 'sse'] as Workload[]) {
-    if (!suites.has(workload)) continue;
-    for (const connections of profile.connections)
-      load.push(await runLoadCell(driver, targets, workload, connections, profile, progress));
-  }
+  const closedLoop = async (workload: Workload) => {
+    if (suites.has(workload))
+      for (const connections of profile.connections)
+        load.push(await runLoadCell(driver, targets, workload, connections, profile, progress));
+  };
+  await closedLoop('json');
+  if (suites.has('rate')) load.push(await runOpenLoopCell(targets, profile, progress));
+  await closedLoop('sse');
   let paced: PacedResult | undefined;
   if (suites.has('paced')) paced = await runPacedSuite(targets, profile, progress);
   const rss: RssEntry[] = [];
@@ -185,6 +196,14 @@ async function runSuites(
   return { load, paced, rss };
 }
 
+/** --judge: prints the median of saved runs with the bars judged on it; runs nothing. */
+function judgeRuns(files: readonly string[]): number {
+  const reports = files.map(readReport);
+  for (const warning of judgeWarnings(reports, files)) progress(`WARNING: ${warning}`);
+  process.stdout.write(renderReport(medianReport(reports, files)));
+  return 0;
+}
+
 async function main(argv: string[]): Promise<number> {
   let options: BenchOptions | 'help';
   try {
@@ -198,6 +217,7 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(HELP);
     return 0;
   }
+  if (options.judge) return judgeRuns(options.judge);
   if (!existsSync(GATEWAY_BUILD)) {
     process.stderr.write(`bench: ${GATEWAY_BUILD} is missing; run \`npm run build\` first\n`);
     return 2;
