@@ -24,6 +24,14 @@ export function judgeWarnings(reports: readonly BenchReport[], names: readonly s
   if (quick.length > 0) warnings.push(`${quick.join(', ')}: --quick runs; the bars are judged on full runs`);
   if (new Set(reports.map((r) => r.meta.code)).size > 1)
     warnings.push(`the runs measured different code: ${reports.map((r) => r.meta.code ?? 'unknown').join(', ')}`);
+  const shape = (r: BenchReport) =>
+    [
+      ...r.load.map((c) => `${c.workload} ${c.connections} ${c.ratePerSecond}`),
+      r.paced ? 'paced' : '',
+      r.rss.length,
+    ].join(',');
+  if (new Set(reports.map(shape)).size > 1)
+    warnings.push("the runs ran different suites: a number missing from a run is the median of the others'");
   return warnings;
 }
 

@@ -313,7 +313,8 @@ export function renderReport(report: BenchReport): string {
   lines.push('');
   const passed = report.bars.filter((b) => b.pass).length;
   lines.push(
-    `Bars (scenario ${JUDGED_SCENARIO} against the floor and direct, same run): ${passed} of ` +
+    `Bars (scenario ${JUDGED_SCENARIO} against the floor and direct, ` +
+      `${meta.medianOf ? `median of ${meta.medianOf.length} runs` : 'same run'}): ${passed} of ` +
       `${report.bars.length} pass`,
   );
   if (report.bars.length === 0)
