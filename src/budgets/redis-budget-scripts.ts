@@ -1,5 +1,5 @@
 /**
- * The Lua scripts of key budgets in Redis (`redis-limit-store.ts`), so replicas share one
+ * The Lua scripts of key budgets in Redis (`redis-budget-store.ts`), so replicas share one
  * running total per key and period and parallel calls on different replicas reserve against
  * it atomically. Keys of one API key share its hash tag (one cluster slot):
  *
