@@ -32,6 +32,18 @@ export interface SharedRedisOptions {
   now?: () => number;
 }
 
+/**
+ * Lua that sets `now`, in milliseconds: ARGV[1] when the caller passed a number (`nowArg()`, the
+ * tests' clock), else Redis's own clock. Every script starts with it.
+ */
+export const NOW = `
+local now = tonumber(ARGV[1])
+if not now then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+`;
+
 type State = 'connecting' | 'up' | 'down';
 
 export class SharedRedis {
