@@ -17,7 +17,9 @@ const LAYERS = [
   ['core', 'admin-api', 'upstream-pools.ts'],
   ['store', 'management-client', 'logging', 'config-editor', 'snippets', 'queue'],
   ['auth', 'logger.ts', 'live'],
-  ['proxy', 'usage', 'settings', 'audit', 'oidc'],
+  ['proxy', 'limits', 'settings', 'audit', 'oidc'],
+  ['budgets'],
+  ['usage'],
   ['ollama'],
   ['http'],
   ['app.ts'],
@@ -93,7 +95,7 @@ export default tseslint.config(
   },
   {
     // Files still over 600 lines while their split is under way; each leaves this list when it lands.
-    files: ['src/http/routes.ts', 'src/admin-api/types.ts', 'src/usage/redis-limit-store.ts'],
+    files: ['src/http/routes.ts', 'src/admin-api/types.ts'],
     rules: { 'max-lines': 'off' },
   },
   {

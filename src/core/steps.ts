@@ -3,6 +3,7 @@
  * forwarded; a response tap watches the answer on the side.
  */
 import type { ProxyContext } from './context.js';
+import type { SseFrameHandler } from './sse-decoder.js';
 
 /**
  * One link of the chain: enforces one thing, throws a `GatewayError` to stop the call, or
@@ -14,6 +15,8 @@ export type StepResult = void | 'handled';
 /** Observes a response body on the side (usage accounting); must never delay a byte. */
 export interface ResponseTap {
   onChunk(chunk: Buffer): void;
+  /** Each frame of an event stream, from the stream's one SSE parser (run by the forwarder). */
+  onFrame?: SseFrameHandler;
   onEnd(outcome: 'complete' | 'aborted' | 'failed'): void;
 }
 export type TapFactory = (

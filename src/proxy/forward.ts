@@ -14,7 +14,9 @@ import type { ResponseTranslator } from '../core/translation.js';
 import { openProxyPool, type ProxyPoolOptions } from '../upstream-pools.js';
 import { clientResponseHeaders, upstreamRequestHeaders } from './headers.js';
 import { MAX_TRANSLATABLE_ERROR_BYTES, translateUpstreamError } from './upstream-errors.js';
+import type { SseParser } from '../core/sse-decoder.js';
 import { watchStreamEnd, type StreamEndWatcher } from './stream-end.js';
+import { streamFrames } from './stream-frames.js';
 
 /** The pool's options (`upstream-pools.ts`), and the key llama-swap may ask for. */
 export interface UpstreamOptions extends ProxyPoolOptions {
@@ -123,6 +125,8 @@ class Exchange implements Dispatcher.DispatchHandler {
   #isSse = false;
   /** Whether a 2xx stream on a known API path reached its terminal frame (stream-end.ts). */
   #streamEnd: StreamEndWatcher | undefined;
+  /** The stream's one SSE parser, feeding the tap's and the end check's frames; only when one reads them. */
+  #frames: SseParser | undefined;
   /** The body length llama-swap announced (Content-Length), when it did. */
   #length: number | undefined;
   /** The client's response was ended with the body's last chunk. */
@@ -178,7 +182,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     const translator = this.#translator;
     if (translator) {
       this.#tap?.onChunk(chunk);
-      this.#streamEnd?.push(chunk);
+      this.#frames?.push(chunk);
       const out = translator.chunk(chunk);
       if (out === '') return;
       ctx.outcome.sent(Buffer.byteLength(out));
@@ -187,7 +191,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     }
     ctx.outcome.sent(chunk.length);
     this.#tap?.onChunk(chunk);
-    this.#streamEnd?.push(chunk);
+    this.#frames?.push(chunk);
     if (ctx.outcome.bytesOut === this.#length) {
       // The last chunk of a body of known length: end() sends it (and the headers, when still
       // waiting) in one write, where write() then end() took two system calls.
@@ -228,7 +232,9 @@ class Exchange implements Dispatcher.DispatchHandler {
       this.#relayHeld();
     }
     if (!this.#ended) {
-      if (this.#streamEnd && !this.#streamEnd.endedWithTerminalFrame()) return this.#endTruncated(this.#streamEnd);
+      const frames = this.#frames;
+      if (this.#streamEnd && frames && !this.#streamEnd.endedWithTerminalFrame(frames))
+        return this.#endTruncated(frames);
       const last = this.#translator?.end() ?? '';
       this.ctx.outcome.sent(Buffer.byteLength(last));
       this.ctx.res.end(last);
@@ -240,12 +246,12 @@ class Exchange implements Dispatcher.DispatchHandler {
    * llama-swap ended a stream cleanly but before its terminal frame (what a crashed llama-server
    * looks like through it): one terminal error event, so the client does not take it for whole.
    */
-  #endTruncated(watcher: StreamEndWatcher): void {
+  #endTruncated(frames: SseParser): void {
     const { ctx } = this;
     ctx.outcome.fail('upstream_truncated');
     const error = new GatewayError('upstream_truncated');
     // A translated stream is whole lines already; an SSE stream may need its frame closed first.
-    const lead = this.#translator ? '' : watcher.separator();
+    const lead = this.#translator ? '' : frames.closingBreaks();
     ctx.res.end(lead + terminalStreamEvent(error, ctx.request.format));
     this.#finish('failed');
   }
@@ -308,7 +314,14 @@ class Exchange implements Dispatcher.DispatchHandler {
     if (isSse) ctx.res.flushHeaders();
     ctx.outcome.headersSent(isSse);
     this.#tap = this.tapFactory?.(ctx, status, contentType);
-    if (isSse && status < 300 && ctx.request.method !== 'HEAD') this.#streamEnd = watchStreamEnd(this.#upstreamPath());
+    if (isSse) this.#watchFrames(status);
+  }
+
+  /** The end-of-stream check (2xx streams on watched paths) and the one parser of the stream's frames. */
+  #watchFrames(status: number): void {
+    const end = status < 300 && this.ctx.request.method !== 'HEAD' ? watchStreamEnd(this.#upstreamPath()) : undefined;
+    this.#streamEnd = end;
+    this.#frames = streamFrames(this.#tap, end);
   }
 
   /** The path llama-swap was asked (a door's translation names its own). */
@@ -324,7 +337,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     const { ctx } = this;
     this.#isSse = true;
     this.#tap = this.tapFactory?.(ctx, status, contentType);
-    if (status < 300 && ctx.request.method !== 'HEAD') this.#streamEnd = watchStreamEnd(this.#upstreamPath());
+    this.#watchFrames(status);
   }
 
   /** A held-back error body that is not llama-swap's: status, headers and bytes unchanged. */

@@ -252,7 +252,3 @@ export interface Store {
   /** Stops watchers and closes connections. Idempotent. */
   close(): Promise<void>;
 }
-
-// Record types src/usage still names through this module; new code imports them from records.ts.
-export type { BudgetPeriod, KeyLimits, UsageBucket, UsageListRow, UsageRecord } from './records.js';
-export { USAGE_LATENCY_BOUNDS_MS } from './records.js';

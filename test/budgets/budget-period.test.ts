@@ -3,7 +3,7 @@
  * saving time makes 23 or 25 hours long (or starts after midnight).
  */
 import { describe, expect, it } from 'vitest';
-import { periodWindow } from '../../src/usage/budget-period.js';
+import { periodWindow } from '../../src/budgets/budget-period.js';
 
 function iso(window: { start: number; end: number }): [string, string] {
   return [new Date(window.start).toISOString(), new Date(window.end).toISOString()];

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEMO_CONFIG, startSimulator, type Simulator } from '../fakes/llama-swap/index.js';
 import type { TestGateway } from '../helpers/gateway.js';
 import { json, rawRequest, type RawResponse } from '../helpers/http.js';
-import { createKey, requestId, startUsageGateway } from './usage-helpers.js';
+import { createKey, requestId, startUsageGateway } from '../usage/usage-helpers.js';
 
 const BUDGET = 100;
 const MODEL = 'qwen3-8b';

@@ -11,16 +11,16 @@
  */
 import type { ProxyStep } from '../core/steps.js';
 import type { ProxyContext } from '../core/context.js';
-import { limitRefusal, type LimitKind, type LimitStore, type ReservationDecision } from './limits.js';
+import type { LimitKind, ReservationDecision, TokenWindow } from './limit-store.js';
 import { requestedOutputTokens } from './requested-output-tokens.js';
-import { refuseWithHeaders, type RateLimitHeaders } from './rate-limit-headers.js';
+import { limitRefusal, refuseWithHeaders, type RateLimitHeaders } from './limit-refusal.js';
 
 /** Output tokens reserved for a call that sets no `max_tokens` (or the like). */
 export const DEFAULT_OUTPUT_TOKENS = 512;
 export const PROMPT_BYTES_PER_TOKEN = 4;
 
 export function tokenReservation(
-  store: LimitStore,
+  store: TokenWindow,
   onLimited?: (keyName: string | undefined, limit: LimitKind) => void,
   onError?: (error: unknown) => void,
   headers?: RateLimitHeaders,

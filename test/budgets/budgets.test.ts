@@ -9,11 +9,11 @@ import OpenAI from 'openai';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { BudgetList } from '../../src/admin-api/types.js';
 import type { Settings } from '../../src/settings/index.js';
-import { PROMPT_BYTES_PER_TOKEN } from '../../src/usage/token-reservation.js';
+import { PROMPT_BYTES_PER_TOKEN } from '../../src/limits/token-reservation.js';
 import { startRecordingUpstream, type RecordingUpstream } from '../fakes/recording-upstream.js';
 import type { TestGateway } from '../helpers/gateway.js';
 import { json, rawRequest } from '../helpers/http.js';
-import { adminApi, createKey, requestId, startUsageGateway } from './usage-helpers.js';
+import { adminApi, createKey, requestId, startUsageGateway } from '../usage/usage-helpers.js';
 
 const MAX_TOKENS = 10;
 const BODY = JSON.stringify({ model: 'm', max_tokens: MAX_TOKENS, messages: [{ role: 'user', content: 'hi' }] });

@@ -18,6 +18,7 @@
  * Time is Redis's own clock (`TIME`), one clock for every replica, so replicas whose clocks
  * disagree still share one window. Tests pass `now` instead to move time.
  */
+import { NOW } from './shared-redis.js';
 
 const RPM_TTL_EXTRA_MS = 1000;
 /** A TPM bucket of second `b` holds tokens up to `b + 1 s + window`; one more second of slack. */
@@ -40,15 +41,6 @@ export function limitKeys(prefix: string, keyId: string): LimitKeys {
   const base = `${prefix}limits:{${keyId}}`;
   return { rpm: `${base}:rpm`, tpm: `${base}:tpm`, slots: `${base}:slots`, reserved: `${base}:resv` };
 }
-
-/** Milliseconds now: the caller's (tests) when ARGV[1] is a number, else Redis's clock. */
-const NOW = `
-local now = tonumber(ARGV[1])
-if not now then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-`;
 
 /**
  * The TPM window of a key: `sum` of the finished calls' buckets still in it (older ones are

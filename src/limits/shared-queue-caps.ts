@@ -5,14 +5,14 @@
  * cannot be a key's id (those start with `key_`).
  */
 import type { SharedCaps, SharedRefusal, SharedSlot } from '../queue/shared-caps.js';
-import type { LimitStore } from './limits.js';
+import type { CountingScope, SlotCounter } from './limit-store.js';
 
 const ALL_MODELS = 'queue:all';
 const modelSlots = (model: string): string => `queue:model:${model}`;
 
 /** `limits` is read at each call: the queue is built before the usage subsystem that owns the store. */
 export function sharedQueueCaps(
-  limitStore: () => LimitStore,
+  limitStore: () => SlotCounter & CountingScope,
   caps: { maxInflight: number; maxInflightPerModel: number },
 ): SharedCaps {
   const take = async (name: string, max: number): Promise<(() => void) | undefined> => {

@@ -4,13 +4,13 @@
  * limit of each kind; none at all for a key without limits or budget.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MemoryLimitStore } from '../../src/usage/limits.js';
-import { goDuration, tightest } from '../../src/usage/rate-limit-headers.js';
-import { PROMPT_BYTES_PER_TOKEN } from '../../src/usage/token-reservation.js';
+import { MemoryLimitStore } from '../../src/limits/memory-limit-store.js';
+import { goDuration, tightest } from '../../src/limits/rate-limit-headers.js';
+import { PROMPT_BYTES_PER_TOKEN } from '../../src/limits/token-reservation.js';
 import { startRecordingUpstream, type RecordingUpstream } from '../fakes/recording-upstream.js';
 import type { TestGateway } from '../helpers/gateway.js';
 import { rawRequest, type RawResponse } from '../helpers/http.js';
-import { adminApi, createKey, startUsageGateway } from './usage-helpers.js';
+import { adminApi, createKey, startUsageGateway } from '../usage/usage-helpers.js';
 
 const MAX_TOKENS = 10;
 const BODY = JSON.stringify({ model: 'm', max_tokens: MAX_TOKENS, messages: [{ role: 'user', content: 'hi' }] });

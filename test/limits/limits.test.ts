@@ -8,11 +8,11 @@ import { Writable } from 'node:stream';
 import { request } from 'node:http';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { runKeysCommand } from '../../src/cli/keys.js';
-import { MemoryLimitStore } from '../../src/usage/limits.js';
+import { MemoryLimitStore } from '../../src/limits/memory-limit-store.js';
 import { countPromptTokens, DEMO_CONFIG, startSimulator, type Simulator } from '../fakes/llama-swap/index.js';
 import type { TestGateway } from '../helpers/gateway.js';
 import { json, rawRequest, type RawResponse } from '../helpers/http.js';
-import { adminApi, createKey, recordFor, requestId, startUsageGateway } from './usage-helpers.js';
+import { adminApi, createKey, recordFor, requestId, startUsageGateway } from '../usage/usage-helpers.js';
 
 let sim: Simulator;
 let gateway: TestGateway;

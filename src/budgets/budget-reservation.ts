@@ -2,7 +2,7 @@
  * `budgetReservation`: a key's budget per calendar period (tokens, requests, GPU seconds; day,
  * week or month in `GATEHOUSE_TIMEZONE`). Once the body is read, a call reserves its share
  * (the TPM estimate of tokens, one request, no GPU time) beside the period's use and the other
- * calls in flight, atomically with the check that it fits (`LimitStore.reserveBudget`), or is
+ * calls in flight, atomically with the check that it fits (`BudgetStore.reserve`), or is
  * refused with 429 `budget_exceeded` and `Retry-After` until the period ends, never reaching
  * llama-swap. A call whose estimate (prompt and requested output) is more than what is left is
  * refused too, however little is used: the body is forwarded as sent, never rewritten to ask for
@@ -14,16 +14,15 @@
 import { GatewayError } from '../core/errors.js';
 import type { ProxyContext } from '../core/context.js';
 import type { ProxyStep } from '../core/steps.js';
-import type { BudgetAmounts, BudgetCheck, BudgetDecision, BudgetKind } from './budget-ledger.js';
+import { refuseWithHeaders, type RateLimitHeaders } from '../limits/limit-refusal.js';
+import { DEFAULT_OUTPUT_TOKENS, estimateTokens } from '../limits/token-reservation.js';
+import { requestedOutputTokens } from '../limits/requested-output-tokens.js';
+import type { BudgetAmounts, BudgetCheck, BudgetDecision, BudgetKind, BudgetStore } from './budget-store.js';
 import { periodWindow, type PeriodWindow } from './budget-period.js';
-import { callGpuMs } from './call-recorder.js';
-import type { LimitStore } from './limits.js';
-import { refuseWithHeaders, type RateLimitHeaders } from './rate-limit-headers.js';
-import { DEFAULT_OUTPUT_TOKENS, estimateTokens } from './token-reservation.js';
-import { requestedOutputTokens } from './requested-output-tokens.js';
+import { callGpuMs } from './gpu-time.js';
 
 export interface BudgetReservationOptions {
-  store: LimitStore;
+  store: BudgetStore;
   /** Wall clock, ms (tests move it across period boundaries). */
   now: () => number;
   timeZone: string;
@@ -76,14 +75,14 @@ export function budgetReservation(options: BudgetReservationOptions): ProxyStep 
           requests: gpuMs === undefined ? 0 : 1,
           gpuMs: gpuMs ?? 0,
         };
-        void Promise.resolve(store.settleBudget(keyId, reservation, used)).catch((error: unknown) =>
+        void Promise.resolve(store.settle(keyId, reservation, used)).catch((error: unknown) =>
           options.onError?.(error),
         );
       });
     };
     let decision: BudgetDecision | Promise<BudgetDecision>;
     try {
-      decision = store.reserveBudget(keyId, check);
+      decision = store.reserve(keyId, check);
     } catch (error) {
       throw unavailable(error);
     }

@@ -1,48 +1,21 @@
 /**
- * Running totals of key budgets per calendar period, in this process (`MemoryLimitStore`'s, and
- * `RedisLimitStore`'s fallback). A key's counter starts from what the request log holds for the
+ * Running totals of key budgets per calendar period, in this process (the budget store without Redis,
+ * and `RedisBudgetStore`'s fallback). A key's counter starts from what the request log holds for the
  * period (`seed`: the store's sums, PostgreSQL or SQLite), then adds the calls that end here.
  * Calls in flight hold reservations, checked and taken in one step, as the TPM limit does:
  * tokens reserve their estimate, requests one each, GPU time nothing (it is known only after).
  * A counter re-reads the log every `refreshMs`, so replicas sharing a database without Redis
  * see each other's calls within that time.
  */
-
-/** The three things a budget counts; GPU time in milliseconds. */
-export interface BudgetAmounts {
-  tokens: number;
-  requests: number;
-  gpuMs: number;
-}
-
-export type BudgetKind = 'tokens' | 'requests' | 'gpuSeconds';
-
-/** What one call asks of its key's budget in one period. */
-export interface BudgetCheck {
-  /** The period, epoch ms: [start, end). */
-  start: number;
-  end: number;
-  /** The budget's amounts (GPU in ms); null: no budget of that kind. */
-  limits: { tokens: number | null; requests: number | null; gpuMs: number | null };
-  /** What the call reserves until it ends. */
-  need: BudgetAmounts;
-  /** The key's use in [start, end) as the request log holds it. */
-  seed: () => Promise<BudgetAmounts>;
-}
-
-/** A call's hold on its key's budget; `id` is the store's handle (Redis). */
-export interface BudgetReservation {
-  start: number;
-  need: BudgetAmounts;
-  id?: string;
-}
-
-export type BudgetDecision =
-  /** `used`: the period's use, reservations (this call's included) counted. */
-  | { allowed: true; reservation: BudgetReservation; used: BudgetAmounts }
-  | { allowed: false; kind: BudgetKind; used: BudgetAmounts };
-
-export const NO_AMOUNTS: Readonly<BudgetAmounts> = Object.freeze({ tokens: 0, requests: 0, gpuMs: 0 });
+import {
+  NO_AMOUNTS,
+  type BudgetAmounts,
+  type BudgetCheck,
+  type BudgetDecision,
+  type BudgetKind,
+  type BudgetReservation,
+  type BudgetStore,
+} from './budget-store.js';
 
 const KINDS: ReadonlyArray<readonly [BudgetKind, keyof BudgetAmounts]> = [
   ['requests', 'requests'],
@@ -92,7 +65,7 @@ export interface BudgetLedgerOptions {
   now?: () => number;
 }
 
-export class BudgetLedger {
+export class BudgetLedger implements BudgetStore {
   readonly #counters = new Map<string, Counter>();
   readonly #refreshMs: number;
   readonly #now: () => number;

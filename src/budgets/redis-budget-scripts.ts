@@ -1,5 +1,5 @@
 /**
- * The Lua scripts of key budgets in Redis (`redis-limit-store.ts`), so replicas share one
+ * The Lua scripts of key budgets in Redis (`redis-budget-store.ts`), so replicas share one
  * running total per key and period and parallel calls on different replicas reserve against
  * it atomically. Keys of one API key share its hash tag (one cluster slot):
  *
@@ -11,6 +11,7 @@
  * the period. Reservations expire after `RESERVATION_TTL_MS`, so a crashed replica's do not
  * hold a budget for ever. Time is Redis's clock unless a test passes one.
  */
+import { NOW } from '../limits/shared-redis.js';
 
 /** A budget reservation lives this long at most (the longest call it covers). */
 const BUDGET_RESERVATION_TTL_MS = 15 * 60_000;
@@ -19,14 +20,6 @@ export function budgetKeys(prefix: string, keyId: string, start: number): { tota
   const base = `${prefix}budget:{${keyId}}`;
   return { totals: `${base}:${start}`, reserved: `${base}:resv` };
 }
-
-const NOW = `
-local now = tonumber(ARGV[1])
-if not now then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-`;
 
 /** The totals plus the live reservations of period ARGV[2]: ut, ur, ug. Expects `now`. */
 const USED = `

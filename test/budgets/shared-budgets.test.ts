@@ -7,7 +7,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Settings } from '../../src/settings/index.js';
-import { PROMPT_BYTES_PER_TOKEN } from '../../src/usage/token-reservation.js';
+import { PROMPT_BYTES_PER_TOKEN } from '../../src/limits/token-reservation.js';
 import { startRecordingUpstream, type RecordingUpstream } from '../fakes/recording-upstream.js';
 import type { TestGateway } from '../helpers/gateway.js';
 import { json, rawRequest } from '../helpers/http.js';

@@ -11,9 +11,11 @@
  */
 import type { ProxyContext } from '../core/context.js';
 import type { ProxyStep } from '../core/steps.js';
-import type { BudgetAmounts } from './budget-ledger.js';
-import { periodWindow } from './budget-period.js';
-import type { LimitSnapshot, LimitStore } from './limits.js';
+import type { LimitSnapshot, WindowReader } from './limit-store.js';
+import type { RateLimitHeaders } from './limit-refusal.js';
+
+type BudgetUse = NonNullable<ProxyContext['decided']['budgetUse']>;
+type BudgetPeriod = NonNullable<NonNullable<ProxyContext['decided']['caller']>['budget']>['period'];
 
 /** One limit as the headers show it. */
 export interface Quota {
@@ -23,16 +25,12 @@ export interface Quota {
 }
 
 export interface RateLimitHeadersOptions {
-  store: LimitStore;
-  /** Wall clock, ms (budget periods, Anthropic's reset times). */
+  windows: WindowReader;
+  /** Wall clock, ms (Anthropic's reset times). */
   now: () => number;
-  timeZone: string;
-  /** The key's use of its budget in [from, to) as the request log holds it. */
-  seed: (keyId: string, from: number, to: number) => Promise<BudgetAmounts>;
+  /** The key's use of its budget in the period holding now, reservations counted (the budget store's). */
+  budgetUse: (keyId: string, period: BudgetPeriod) => Promise<BudgetUse>;
 }
-
-/** Sets the headers on a call's response; a promise only when a store must be asked. */
-export type RateLimitHeaders = (ctx: ProxyContext) => void | Promise<void>;
 
 export function createRateLimitHeaders(options: RateLimitHeadersOptions): RateLimitHeaders {
   return function rateLimitHeaders(ctx) {
@@ -43,13 +41,11 @@ export function createRateLimitHeaders(options: RateLimitHeadersOptions): RateLi
     const windowed = limits !== undefined && (limits.rpm !== null || limits.tpm !== null);
     if (keyId === undefined || (!windowed && !budget)) return;
     const nowMs = options.now();
-    const snapshot = windowed ? options.store.peek(keyId, limits) : {};
+    const snapshot = windowed ? options.windows.peek(keyId, limits) : {};
     const use = ctx.decided.budgetUse;
     if (budget && !use) {
-      const window = periodWindow(nowMs, budget.period, options.timeZone);
-      const seed = () => options.seed(keyId, window.start, window.end);
-      const pending = options.store.budgetUsed(keyId, { ...window, seed });
-      return Promise.all([snapshot, pending]).then(([s, used]) => write(ctx, s, { ...window, ...used }, nowMs));
+      const pending = options.budgetUse(keyId, budget.period);
+      return Promise.all([snapshot, pending]).then(([s, used]) => write(ctx, s, used, nowMs));
     }
     if (snapshot instanceof Promise) return snapshot.then((s) => write(ctx, s, use, nowMs));
     write(ctx, snapshot, use, nowMs);
@@ -95,20 +91,6 @@ export function createRateLimitHeaders(options: RateLimitHeadersOptions): RateLi
       }
     }
   }
-}
-
-/** Throws `refusal` once the rate-limit headers are set on the answer (they say when to retry). */
-export function refuseWithHeaders(
-  ctx: ProxyContext,
-  refusal: Error,
-  headers: RateLimitHeaders | undefined,
-): never | Promise<never> {
-  const pending = headers?.(ctx);
-  if (pending instanceof Promise)
-    return pending.then(() => {
-      throw refusal;
-    });
-  throw refusal;
 }
 
 /**

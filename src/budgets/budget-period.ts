@@ -4,7 +4,7 @@
  * its 1st. The zone's rules (DST included) come from the runtime's own time-zone data through
  * `Intl.DateTimeFormat`; the rest is plain date arithmetic on UTC dates.
  */
-import type { BudgetPeriod } from '../store/store.js';
+import type { BudgetPeriod } from '../store/records.js';
 
 /** A period: [start, end) in epoch ms; `end` is when the budget resets. */
 export interface PeriodWindow {
