@@ -14,7 +14,7 @@ import { keyLimits } from '../limits/key-limits.js';
 import type { LimitStore } from '../limits/limit-store.js';
 import { MemoryLimitStore } from '../limits/memory-limit-store.js';
 import { RedisLimitStore } from '../limits/redis-limit-store.js';
-import { SharedRedis } from '../limits/shared-redis.js';
+import { SharedRedis, type SharedRedisOptions } from '../limits/shared-redis.js';
 import { tokenReservation } from '../limits/token-reservation.js';
 import { KeySlotWaits } from '../limits/key-slot-waits.js';
 import { createRateLimitHeaders, rateLimitHeadersStep } from '../limits/rate-limit-headers.js';
@@ -52,6 +52,8 @@ export interface UsageAccountingOptions {
   limits?: LimitStore;
   /** Default: `RedisBudgetStore` (shared) with `settings.redisUrl`, else `BudgetLedger` (per process). */
   budgets?: BudgetStore;
+  /** Timing of the shared Redis connection (command timeout, retry); defaults in `SharedRedisOptions`. */
+  redis?: Pick<SharedRedisOptions, 'commandTimeoutMs' | 'retryMs' | 'startTimeoutMs'>;
   metrics?: MetricsOptions;
   writer?: Omit<UsageWriterOptions, 'onWritten' | 'onDropped' | 'onError'>;
   retention?: Omit<RetentionOptions, 'retentionMs' | 'onError'>;
@@ -109,7 +111,12 @@ export function createUsageAccounting(options: UsageAccountingOptions): UsageAcc
   // One Redis connection (and breaker) for limits and budgets, unless a test brings its own stores.
   const redis =
     settings.redisUrl !== undefined && (options.limits === undefined || options.budgets === undefined)
-      ? new SharedRedis({ url: settings.redisUrl, prefix: settings.redisPrefix ?? 'gatehouse:', logger })
+      ? new SharedRedis({
+          url: settings.redisUrl,
+          prefix: settings.redisPrefix ?? 'gatehouse:',
+          logger,
+          ...options.redis,
+        })
       : undefined;
   const limits = options.limits ?? (redis ? new RedisLimitStore({ connection: redis }) : new MemoryLimitStore());
   const budgets = options.budgets ?? (redis ? new RedisBudgetStore(redis) : new BudgetLedger());

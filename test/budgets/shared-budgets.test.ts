@@ -43,7 +43,8 @@ beforeAll(async () => {
     redisUrl: 'redis://127.0.0.1:6379',
     redisPrefix: PREFIX,
   };
-  const extra = { usageOptions: { now: () => clock.now } };
+  // A wide command timeout: this file tests shared totals, not the per-replica fallback a slow Redis opens.
+  const extra = { usageOptions: { now: () => clock.now, redis: { commandTimeoutMs: 10_000 } } };
   a = await startUsageGateway(upstream.url, settings, extra);
   b = await startUsageGateway(upstream.url, settings, extra);
   await Promise.all([a.app.usage.ready(), b.app.usage.ready()]);
@@ -107,6 +108,7 @@ describe('budgets shared by two instances (PostgreSQL + Redis)', () => {
     holding = false;
     for (const release of held.splice(0)) release();
     const results = await Promise.all(calls);
+    expect(a.app.usage.limits.status().scope).toBe('shared');
     expect(results.filter((r) => r.status === 200)).toHaveLength(Math.floor(budget / ESTIMATE));
   });
 

@@ -84,6 +84,8 @@ for (const store of ['memory', 'redis'] as const) {
         store === 'redis'
           ? { redisUrl: 'redis://127.0.0.1:6379', redisPrefix: `gh-test-tpm-${process.pid}-${Date.now()}:` }
           : {},
+        // A wide command timeout: this file tests atomic reservations, not the fallback a slow Redis opens.
+        { usageOptions: { redis: { commandTimeoutMs: 10_000 } } },
       );
       await gateway.app.usage.ready();
     });
