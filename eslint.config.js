@@ -14,10 +14,12 @@ import tseslint from 'typescript-eslint';
  * below its own, never from its own layer or above, so no two folders can depend on each other.
  */
 const LAYERS = [
-  ['core', 'admin-api'],
+  ['core', 'admin-api', 'upstream-pools.ts'],
   ['store', 'management-client', 'logging', 'config-editor', 'snippets', 'queue'],
   ['auth', 'logger.ts', 'live'],
-  ['proxy', 'usage', 'settings.ts', 'audit', 'oidc'],
+  ['proxy', 'limits', 'settings', 'audit', 'oidc'],
+  ['budgets'],
+  ['usage'],
   ['ollama'],
   ['http'],
   ['app.ts'],
@@ -79,7 +81,22 @@ export default tseslint.config(
     },
     rules: {
       'import-x/no-restricted-paths': ['error', { zones }],
+      // web/'s alias for server code; node resolves no such name at run time.
+      'no-restricted-imports': [
+        'error',
+        { patterns: [{ group: ['@gatehouse/*'], message: 'src/ imports by relative path.' }] },
+      ],
+      // No import cycle among the files of src/, not only among its folders. Type-only imports
+      // count too: a cycle of types is still two files that cannot be read one after the other.
+      'import-x/no-cycle': ['error', { ignoreExternal: true }],
+      // A file past 600 lines holds more than one job; split it (house style aims below ~400).
+      'max-lines': ['error', { max: 600 }],
     },
+  },
+  {
+    // Files still over 600 lines while their split is under way; each leaves this list when it lands.
+    files: ['src/http/routes.ts', 'src/admin-api/types.ts'],
+    rules: { 'max-lines': 'off' },
   },
   {
     // The type-aware rules that catch real bugs: a promise nobody awaits or catches, and casts or

@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 import { SlowFirstSequencer } from './test/slow-first-sequencer.js';
 
@@ -25,6 +26,8 @@ const MOCKING = ['test/auth/sign-in-timing.test.ts'];
 const LOAD = ['test/usage/burst.test.ts', 'test/usage/usage-export-memory.test.ts'];
 
 export default defineConfig({
+  // The dashboard's modules (web/src/lib, tested here) import server code by web/'s alias.
+  resolve: { alias: { '@gatehouse': fileURLToPath(new URL('./src', import.meta.url)) } },
   test: {
     testTimeout: 30_000,
     hookTimeout: 30_000,

@@ -1,11 +1,13 @@
 /**
- * The JSON and SSE load suites: for each connection count, a warm-up run per target, then
+ * The JSON and SSE load suites, closed loop: for each connection count, a warm-up run per target, then
  * `rounds` rounds in which every target runs once (order rotated per round); the result per
  * target is the median over rounds. Each run also reads the target process's CPU time, so the
  * report can show CPU per request, which moves less with machine noise than req/s does.
+ * And the open-loop JSON cell: one connection at a fixed rate, in the same kind of rounds.
  */
 import type { LoadDriver, LoadRequest, LoadRunResult } from './load.js';
 import type { Profile } from './options.js';
+import { runOpenLoop } from './open-loop.js';
 import { cpuTimeMs } from './proc.js';
 import { median, sleep } from './stats.js';
 import { rotated, type Target } from './targets.js';
@@ -31,6 +33,8 @@ export interface TargetLoadResult {
 export interface LoadCellResult {
   workload: Workload;
   connections: number;
+  /** Set for an open-loop cell: calls per second sent on a fixed schedule. Unset: closed loop. */
+  ratePerSecond?: number;
   targets: TargetLoadResult[];
 }
 
@@ -63,21 +67,52 @@ export async function runLoadCell(
   profile: Profile,
   progress: (line: string) => void,
 ): Promise<LoadCellResult> {
-  const runs = new Map<string, RoundRun[]>(targets.map((t) => [t.id, []]));
+  const name = `${workload} ${connections}c`;
   for (const target of targets) {
-    progress(`${workload} ${connections}c warm-up ${target.label}`);
+    progress(`${name} warm-up ${target.label}`);
     await driver.run(target.url, requestFor(workload, target.headers), connections, profile.warmupSeconds);
     await sleep(PAUSE_BETWEEN_RUNS_MS);
   }
-  for (let round = 0; round < profile.rounds; round++) {
+  const run = (target: Target) =>
+    driver.run(target.url, requestFor(workload, target.headers), connections, profile.runSeconds);
+  return { workload, connections, targets: await runRounds(targets, profile.rounds, run, name, progress) };
+}
+
+/**
+ * JSON calls on one connection at a fixed rate (open loop, bench/open-loop.ts): a warm-up run per
+ * target, then rounds in which every target runs once, order rotated.
+ */
+export async function runOpenLoopCell(
+  targets: readonly Target[],
+  profile: Profile,
+  progress: (line: string) => void,
+): Promise<LoadCellResult> {
+  const { ratePerSecond: rate, rounds, callsPerRound, warmupCalls } = profile.openLoop;
+  const name = `json 1c at ${rate}/s`;
+  for (const target of targets) {
+    progress(`${name} warm-up ${target.label}`);
+    await runOpenLoop(target.url, requestFor('json', target.headers), { rate, calls: warmupCalls });
+    await sleep(PAUSE_BETWEEN_RUNS_MS);
+  }
+  const run = (target: Target) =>
+    runOpenLoop(target.url, requestFor('json', target.headers), { rate, calls: callsPerRound });
+  const results = await runRounds(targets, rounds, run, name, progress);
+  return { workload: 'json', connections: 1, ratePerSecond: rate, targets: results };
+}
+
+/** `rounds` rounds in which every target runs once (order rotated), its process's CPU time read around each run. */
+async function runRounds(
+  targets: readonly Target[],
+  rounds: number,
+  runOne: (target: Target) => Promise<LoadRunResult>,
+  name: string,
+  progress: (line: string) => void,
+): Promise<TargetLoadResult[]> {
+  const runs = new Map<string, RoundRun[]>(targets.map((t) => [t.id, []]));
+  for (let round = 0; round < rounds; round++) {
     for (const target of rotated(targets, round)) {
       const cpuBefore = await cpuTimeMs(target.pid);
-      const result = await driver.run(
-        target.url,
-        requestFor(workload, target.headers),
-        connections,
-        profile.runSeconds,
-      );
+      const result = await runOne(target);
       const cpuAfter = await cpuTimeMs(target.pid);
       const cpuUsPerReq =
         cpuBefore !== undefined && cpuAfter !== undefined && result.okResponses > 0
@@ -86,33 +121,29 @@ export async function runLoadCell(
       runs.get(target.id)!.push({ ...result, cpuUsPerReq });
       const failures = result.errors + result.non2xx > 0 ? `, ${result.errors} errors, ${result.non2xx} non-2xx` : '';
       progress(
-        `${workload} ${connections}c round ${round + 1}/${profile.rounds} ${target.label}: ` +
+        `${name} round ${round + 1}/${rounds} ${target.label}: ` +
           `${Math.round(result.rps)} req/s, p50 ${result.p50Ms.toFixed(3)} ` +
           `p99 ${result.p99Ms.toFixed(3)} ms${failures}`,
       );
       await sleep(PAUSE_BETWEEN_RUNS_MS);
     }
   }
-  return {
-    workload,
-    connections,
-    targets: targets.map((target) => {
-      const rounds = runs.get(target.id)!;
-      const rps = median(rounds.map((r) => r.rps));
-      return {
-        targetId: target.id,
-        rps,
-        p50Ms: median(rounds.map((r) => r.p50Ms)),
-        p99Ms: median(rounds.map((r) => r.p99Ms)),
-        cpuUsPerReq: median(rounds.map((r) => r.cpuUsPerReq)),
-        rpsSpread:
-          rounds.length > 1 ? (Math.max(...rounds.map((r) => r.rps)) - Math.min(...rounds.map((r) => r.rps))) / rps : 0,
-        errors: rounds.reduce((sum, r) => sum + r.errors, 0),
-        non2xx: rounds.reduce((sum, r) => sum + r.non2xx, 0),
-        rounds,
-      };
-    }),
-  };
+  return targets.map((target) => {
+    const rounds = runs.get(target.id)!;
+    const rps = median(rounds.map((r) => r.rps));
+    return {
+      targetId: target.id,
+      rps,
+      p50Ms: median(rounds.map((r) => r.p50Ms)),
+      p99Ms: median(rounds.map((r) => r.p99Ms)),
+      cpuUsPerReq: median(rounds.map((r) => r.cpuUsPerReq)),
+      rpsSpread:
+        rounds.length > 1 ? (Math.max(...rounds.map((r) => r.rps)) - Math.min(...rounds.map((r) => r.rps))) / rps : 0,
+      errors: rounds.reduce((sum, r) => sum + r.errors, 0),
+      non2xx: rounds.reduce((sum, r) => sum + r.non2xx, 0),
+      rounds,
+    };
+  });
 }
 
 /** Unmeasured JSON and SSE load on every target, before any suite (V8 compiles the hot paths). */

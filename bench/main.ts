@@ -11,14 +11,22 @@ import { fileURLToPath } from 'node:url';
 import { judgeBars, type RssEntry } from './bars.js';
 import { codeVersion, staleBuildWarning } from './build-check.js';
 import { measureIdleStreams } from './idle-streams.js';
+import { judgeWarnings, medianReport, readReport } from './judge.js';
 import { busyShareWhileIdle, startForeignCpuMeter } from './machine.js';
 import { createLoadDriver, type LoadDriver } from './load.js';
-import { requestFor, runLoadCell, warmUpTargets, type LoadCellResult, type Workload } from './load-suite.js';
+import {
+  requestFor,
+  runLoadCell,
+  runOpenLoopCell,
+  warmUpTargets,
+  type LoadCellResult,
+  type Workload,
+} from './load-suite.js';
 import { HELP, parseOptions, UsageError, type BenchOptions } from './options.js';
 import { ProcessGroup, runGatehouse, type RunningProcess } from './processes.js';
 import { runPacedSuite, type PacedResult } from './paced-suite.js';
 import { renderReport, type BenchReport } from './report.js';
-import { JUDGED_SCENARIO, selectScenarios, type ScenarioSelection } from './scenarios.js';
+import { JUDGED_SCENARIO, selectScenarios, type Scenario, type ScenarioSelection } from './scenarios.js';
 import { checkTargets } from './smoke.js';
 import { byKind, type Target } from './targets.js';
 
@@ -31,7 +39,7 @@ function progress(line: string): void {
 
 interface Started {
   targets: Target[];
-  /** Starts another process like the target's (same settings and data dir), for measurements that need a fresh one. */
+  /** Starts another process like the target's (same settings, own data dir), for measurements that need a fresh one. */
   startFresh(target: Target): Promise<Target>;
 }
 
@@ -72,52 +80,50 @@ async function startTargets(
     { id: 'direct', label: 'direct', kind: 'direct', url: upstream.url, pid: upstream.pid, headers: {} },
     { id: 'floor', label: 'floor', kind: 'floor', url: floor.url, pid: floor.pid, headers: {} },
   ];
-  const starters = new Map<string, () => Promise<RunningProcess>>([['floor', startFloor]]);
-  for (const scenario of selection.scenarios) {
-    const dataDir = join(workDir, `data-${scenario.id}`);
+  const starters = new Map<string, () => Promise<Target>>([
+    ['floor', async () => ({ ...targets[1]!, ...pick(await startFloor()) })],
+  ]);
+  const nodeArgs = options.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${resolve(options.cpuProfDir)}`] : [];
+  let copies = 0;
+  // Each gateway process gets its own data dir, prepared anew (a SQLite data dir has one server).
+  const startGateway = async (scenario: Scenario): Promise<Target> => {
+    const dataDir = join(workDir, `data-${scenario.id}-${++copies}`);
     mkdirSync(dataDir, { recursive: true });
     const extra = await scenario.prepare?.({
       dataDir,
       runGatehouse: (args) => runGatehouse(args, dataDir, scenario.gatewayEnv, scenario.bin),
     });
     if (extra?.cleanup) cleanups.push({ id: scenario.id, run: extra.cleanup });
-    const gatewayEnv = { ...scenario.gatewayEnv, ...extra?.gatewayEnv };
     const headers = { ...scenario.requestHeaders, ...extra?.requestHeaders };
-    const nodeArgs = options.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${resolve(options.cpuProfDir)}`] : [];
-    const startGateway = () =>
-      group.startGateway(`gateway ${scenario.id}`, {
-        upstreamUrl: upstream.url,
-        dataDir,
-        env: gatewayEnv,
-        nodeArgs,
-        bin: scenario.bin,
-      });
-    const gateway = await startGateway();
-    const id = `gateway:${scenario.id}`;
-    starters.set(id, startGateway);
-    targets.push({
-      id,
-      label: `gateway ${scenario.id}`,
-      kind: 'gateway',
-      url: gateway.url,
-      pid: gateway.pid,
-      headers,
-      scenarioId: scenario.id,
+    const gateway = await group.startGateway(`gateway ${scenario.id}`, {
+      upstreamUrl: upstream.url,
+      dataDir,
+      env: { ...scenario.gatewayEnv, ...extra?.gatewayEnv },
+      nodeArgs,
+      bin: scenario.bin,
     });
-    progress(`started ${gateway.name} (pid ${gateway.pid}) at ${gateway.url}`);
     await extra?.check?.({ url: gateway.url, headers });
+    const id = `gateway:${scenario.id}`;
+    return { id, label: `gateway ${scenario.id}`, kind: 'gateway', ...pick(gateway), headers, scenarioId: scenario.id };
+  };
+  for (const scenario of selection.scenarios) {
+    const gateway = await startGateway(scenario);
+    starters.set(gateway.id, () => startGateway(scenario));
+    targets.push(gateway);
+    progress(`started ${gateway.label} (pid ${gateway.pid}) at ${gateway.url}`);
   }
   progress(`started upstream (pid ${upstream.pid}) at ${upstream.url}, floor (pid ${floor.pid}) at ${floor.url}`);
   return {
     targets,
-    async startFresh(target) {
+    startFresh(target) {
       const start = starters.get(target.id);
       if (!start) throw new Error(`no fresh copy of ${target.id} can be started`);
-      const fresh = await start();
-      return { ...target, url: fresh.url, pid: fresh.pid };
+      return start();
     },
   };
 }
+
+const pick = ({ url, pid }: RunningProcess) => ({ url, pid });
 
 /** Seconds of JSON and of SSE calls a freshly started target serves before its idle-stream RSS is read. */
 const IDLE_RSS_WARMUP_SECONDS = 0.2;
@@ -136,14 +142,17 @@ async function runSuites(
 ): Promise<Pick<BenchReport, 'load' | 'paced' | 'rss'>> {
   const { profile, suites } = options;
   const { targets } = started;
-  if (suites.has('json') || suites.has('sse') || suites.has('paced'))
+  if (suites.has('json') || suites.has('rate') || suites.has('sse') || suites.has('paced'))
     await warmUpTargets(driver, targets, profile.jitWarmupSeconds, progress);
   const load: LoadCellResult[] = [];
-  for (const workload of ['json', 'sse'] as Workload[]) {
-    if (!suites.has(workload)) continue;
-    for (const connections of profile.connections)
-      load.push(await runLoadCell(driver, targets, workload, connections, profile, progress));
-  }
+  const closedLoop = async (workload: Workload) => {
+    if (suites.has(workload))
+      for (const connections of profile.connections)
+        load.push(await runLoadCell(driver, targets, workload, connections, profile, progress));
+  };
+  await closedLoop('json');
+  if (suites.has('rate')) load.push(await runOpenLoopCell(targets, profile, progress));
+  await closedLoop('sse');
   let paced: PacedResult | undefined;
   if (suites.has('paced')) paced = await runPacedSuite(targets, profile, progress);
   const rss: RssEntry[] = [];
@@ -185,6 +194,14 @@ async function runSuites(
   return { load, paced, rss };
 }
 
+/** --judge: prints the median of saved runs with the bars judged on it; runs nothing. */
+function judgeRuns(files: readonly string[]): number {
+  const reports = files.map(readReport);
+  for (const warning of judgeWarnings(reports, files)) progress(`WARNING: ${warning}`);
+  process.stdout.write(renderReport(medianReport(reports, files)));
+  return 0;
+}
+
 async function main(argv: string[]): Promise<number> {
   let options: BenchOptions | 'help';
   try {
@@ -198,6 +215,7 @@ async function main(argv: string[]): Promise<number> {
     process.stdout.write(HELP);
     return 0;
   }
+  if (options.judge) return judgeRuns(options.judge);
   if (!existsSync(GATEWAY_BUILD)) {
     process.stderr.write(`bench: ${GATEWAY_BUILD} is missing; run \`npm run build\` first\n`);
     return 2;

@@ -1,10 +1,10 @@
 /** Command-line options of `npm run bench` and the two timing profiles (full and --quick). */
 import { parseArgs } from 'node:util';
 
-export const SUITES = ['json', 'sse', 'paced', 'rss'] as const;
+export const SUITES = ['json', 'rate', 'sse', 'paced', 'rss'] as const;
 export type Suite = (typeof SUITES)[number];
 /** What runs without --only: SSE load has no bar (the paced suite covers streaming). */
-const DEFAULT_SUITES: readonly Suite[] = ['json', 'paced', 'rss'];
+const DEFAULT_SUITES: readonly Suite[] = ['json', 'rate', 'paced', 'rss'];
 
 export interface PacedProfile {
   deltas: number;
@@ -26,6 +26,15 @@ export interface PacedProfile {
   ttfbPerRound: number;
 }
 
+/** JSON calls on one connection at a fixed rate, open loop (bench/open-loop.ts). */
+export interface OpenLoopProfile {
+  ratePerSecond: number;
+  /** Unmeasured calls per target before the first round. */
+  warmupCalls: number;
+  rounds: number;
+  callsPerRound: number;
+}
+
 export interface Profile {
   /** Measured rounds per load workload and target; the report shows their median. */
   rounds: number;
@@ -40,6 +49,7 @@ export interface Profile {
   jitWarmupSeconds: number;
   /** Connection counts for the JSON and SSE load. */
   connections: readonly number[];
+  openLoop: OpenLoopProfile;
   paced: PacedProfile;
   idleStreams: number;
   /** Fresh processes of the bar's gateway measured with idle streams (the bar takes their median). */
@@ -52,6 +62,7 @@ const FULL: Profile = {
   warmupSeconds: 1,
   jitWarmupSeconds: 2,
   connections: [1, 50],
+  openLoop: { ratePerSecond: 200, warmupCalls: 200, rounds: 3, callsPerRound: 2000 },
   paced: {
     deltas: 64,
     intervalMs: 20,
@@ -76,6 +87,7 @@ const QUICK: Profile = {
   runSeconds: 1,
   warmupSeconds: 0.5,
   jitWarmupSeconds: 1,
+  openLoop: { ...FULL.openLoop, warmupCalls: 100, rounds: 1, callsPerRound: 600 },
   paced: {
     ...FULL.paced,
     startStreams: 16,
@@ -102,6 +114,8 @@ export interface BenchOptions {
   scenarioIds: string[] | undefined;
   /** Directory for the gateway's `--cpu-prof` output; undefined = no profiling. */
   cpuProfDir: string | undefined;
+  /** Reports written by earlier runs' --json: judge the bars on their median instead of running. */
+  judge: string[] | undefined;
 }
 
 export const HELP = `Usage: npm run bench -- [options]
@@ -114,6 +128,8 @@ Options:
   --only LIST           comma-separated subset of: ${SUITES.join(', ')}
                         (default: ${DEFAULT_SUITES.join(', ')})
   --json FILE           also write machine-readable results to FILE
+  --judge A.json,B.json judge the bars on the median of runs saved with --json
+                        (two full runs make the verdict); runs nothing
   --engine NAME         load generator: autocannon, wrk, or auto (wrk when on PATH; default)
   --scenarios LIST      gateway scenarios to run (ids from bench/scenarios.ts: keyed,
                         recording-off, open, postgres; keyed, which the bars judge, is
@@ -142,6 +158,7 @@ export function parseOptions(argv: string[]): BenchOptions | 'help' {
         rounds: { type: 'string' },
         seconds: { type: 'string' },
         'cpu-prof': { type: 'string' },
+        judge: { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -184,7 +201,18 @@ export function parseOptions(argv: string[]): BenchOptions | 'help' {
       .map((s) => s.trim())
       .filter(Boolean),
     cpuProfDir: values['cpu-prof'],
+    judge: judgeFiles(values.judge),
   };
+}
+
+function judgeFiles(raw: string | undefined): string[] | undefined {
+  if (raw === undefined) return undefined;
+  const files = raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  if (files.length < 2) throw new UsageError('--judge: name at least two reports written with --json');
+  return files;
 }
 
 function boundedNumber(

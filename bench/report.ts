@@ -31,6 +31,8 @@ export interface BenchMeta {
   scenarios: Array<{ id: string; title: string }>;
   /** Default scenarios that could not run on this machine, and why. */
   skippedScenarios: Array<{ id: string; reason: string }>;
+  /** Set by --judge: the reports whose median this one is. */
+  medianOf?: string[];
 }
 
 export interface BenchReport {
@@ -85,6 +87,31 @@ function marker(bars: readonly BarResult[], id: string): string {
   return bar ? barMarker(bar) : '';
 }
 
+/** Which JSON table carries which bar's PASS/FAIL note. */
+const LOAD_CELL_BARS: Partial<Record<string, string[]>> = {
+  '50c': ['json-50c-cpu-ratio'],
+  '1c': ['json-1c-added-p50'],
+  open: ['json-open-loop-added-p99'],
+};
+const cellKind = (cell: LoadCellResult) => (cell.ratePerSecond === undefined ? `${cell.connections}c` : 'open');
+
+function loadCellHeading(cell: LoadCellResult, meta: BenchMeta): string[] {
+  const p = meta.profile;
+  const what = cell.workload === 'json' ? 'JSON chat completion' : 'SSE chat completion (5 events + [DONE])';
+  const connections = `${cell.connections} connection${cell.connections > 1 ? 's' : ''}`;
+  if (cell.ratePerSecond === undefined)
+    return [
+      `${what}, ${connections}: ${p.rounds} × ${p.runSeconds} s after ${p.warmupSeconds} s warm-up ` +
+        '(closed loop: each call sent when the last is answered)',
+    ];
+  const o = p.openLoop;
+  return [
+    `${what}, ${connections} at ${cell.ratePerSecond} calls/s`,
+    `  open loop: calls sent on a fixed schedule whatever the answers, latency from the scheduled send; ` +
+      `${o.rounds} × ${o.callsPerRound.toLocaleString('en-US')} calls after ${o.warmupCalls} warm-up`,
+  ];
+}
+
 export function renderReport(report: BenchReport): string {
   const { meta } = report;
   const label = (id: string) => report.targets.find((t) => t.id === id)?.label ?? id;
@@ -92,6 +119,11 @@ export function renderReport(report: BenchReport): string {
   const lines: string[] = [];
   const p = meta.profile;
   lines.push(`Gatehouse benchmark, ${meta.startedAt}, code ${meta.code ?? 'unknown'}`);
+  if (meta.medianOf)
+    lines.push(
+      `MEDIAN OF ${meta.medianOf.length} RUNS (${meta.medianOf.join(', ')}): every number below is the median of ` +
+        "the runs' numbers, and the bars are judged on them.",
+    );
   lines.push(
     `node ${meta.node}, ${meta.platform}, ${meta.cpuCount} × ${meta.cpuModel}; load generator: ` +
       `${meta.engine} (in ${meta.engine === 'autocannon' ? 'the bench process' : 'its own process'})`,
@@ -123,24 +155,16 @@ export function renderReport(report: BenchReport): string {
 
   for (const cell of report.load) {
     lines.push('');
-    lines.push(
-      `${cell.workload === 'json' ? 'JSON chat completion' : 'SSE chat completion (5 events + [DONE])'}, ` +
-        `${cell.connections} connection${cell.connections > 1 ? 's' : ''}: ${p.rounds} × ${p.runSeconds} s ` +
-        `after ${p.warmupSeconds} s warm-up`,
-    );
+    lines.push(...loadCellHeading(cell, meta));
     const direct = cell.targets.find((t) => t.targetId === 'direct');
     const floor = cell.targets.find((t) => t.targetId === 'floor');
-    const judgedCell = cell.workload === 'json' && cell.targets.some((t) => t.targetId === judgedId);
+    const barIds = cell.workload === 'json' ? (LOAD_CELL_BARS[cellKind(cell)] ?? []) : [];
     const rows = cell.targets.map((t) => {
       const isDirect = t.targetId === 'direct';
       const bars =
-        judgedCell && t.targetId === judgedId
-          ? (cell.connections === 50
-              ? [marker(report.bars, 'json-50c-floor-ratio')]
-              : cell.connections === 1
-                ? [marker(report.bars, 'json-1c-added-p50'), marker(report.bars, 'json-1c-added-p99')]
-                : []
-            )
+        t.targetId === judgedId
+          ? barIds
+              .map((id) => marker(report.bars, id))
               .filter(Boolean)
               .join('; ')
           : '';
@@ -289,7 +313,8 @@ export function renderReport(report: BenchReport): string {
   lines.push('');
   const passed = report.bars.filter((b) => b.pass).length;
   lines.push(
-    `Bars (scenario ${JUDGED_SCENARIO} against the floor and direct, same run): ${passed} of ` +
+    `Bars (scenario ${JUDGED_SCENARIO} against the floor and direct, ` +
+      `${meta.medianOf ? `median of ${meta.medianOf.length} runs` : 'same run'}): ${passed} of ` +
       `${report.bars.length} pass`,
   );
   if (report.bars.length === 0)

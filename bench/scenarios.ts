@@ -1,6 +1,6 @@
 /**
  * Gateway scenarios: each one is a separately started gateway process with its own settings
- * (environment, see src/settings.ts) and the request headers its load carries, measured in the
+ * (environment, see src/settings/) and the request headers its load carries, measured in the
  * same rounds as the upstream (direct) and the floor.
  *
  * `keyed` is what the bars judge: an API key required on every call and usage recording on

@@ -7,7 +7,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { startGateway } from '../src/main.js';
-import { loadSettings, parsePort, SettingsError } from '../src/settings.js';
+import { loadSettings, parsePort, SettingsError } from '../src/settings/index.js';
 import { DEMO_CONFIG, DEMO_KNOBS } from '../test/fakes/llama-swap/demo-config.js';
 import { startSimulator } from '../test/fakes/llama-swap/index.js';
 import { ROUTER_DEMO } from '../test/fakes/llama-server-router/demo-models.js';

@@ -12,7 +12,7 @@ import { answerClientError } from './http/client-error.js';
 import { redactSecrets } from './core/redact-secrets.js';
 import { errorBody } from './core/render-error.js';
 import { Scheduler } from './queue/scheduler.js';
-import { sharedQueueCaps } from './usage/shared-queue-caps.js';
+import { sharedQueueCaps } from './limits/shared-queue-caps.js';
 import { ADMIN_BODY_LIMIT_BYTES, registerRoutes, type RouteDeps, type RouteTable } from './http/routes.js';
 import { createAccessLog } from './logging/access-log.js';
 import { isDashboardBackgroundRead } from './logging/dashboard-reads.js';

@@ -11,9 +11,9 @@ import { ConfigEditor } from './config-editor/config-editor.js';
 import { createLogger } from './logger.js';
 import { LineBuffer } from './logging/line-buffer.js';
 import { lockDataDir } from './store/data-dir-lock.js';
-import { describeStoreLocation, openStore } from './store/store.js';
+import { describeStoreLocation, openStore } from './store/open-store.js';
 import { openUpstream, type DetectionReport } from './management-client/open-upstream.js';
-import type { Settings } from './settings.js';
+import type { Settings } from './settings/index.js';
 
 export interface RunningGateway {
   app: App;

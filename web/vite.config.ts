@@ -14,6 +14,9 @@ export default defineConfig({
   base: '/',
   // No svelte.config.js: the defaults (runes, TypeScript in <script lang="ts">) are what we use.
   plugins: [svelte({ configFile: false })],
+  // The dashboard imports the server's shared code (admin API types, snippets) by this name, as
+  // web/tsconfig.json's `paths` does for the type checker.
+  resolve: { alias: { '@gatehouse': `${root}../src` } },
   // No network at build or run time: nothing here fetches fonts, icons or schemas.
   build: {
     outDir: 'dist',

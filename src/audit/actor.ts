@@ -5,7 +5,7 @@
 import { userInfo } from 'node:os';
 import type { AuditActor } from '../admin-api/types.js';
 import type { AdminIdentity } from '../auth/admin-identity.js';
-import type { KeyRecord, UserRecord } from '../store/store.js';
+import type { KeyRecord, UserRecord } from '../store/records.js';
 
 /** The actor of an admin request; without an identity (sign-in, setup) a browser with no session yet. */
 export function actorOf(identity: AdminIdentity | null | undefined): AuditActor {

@@ -4,7 +4,7 @@
  */
 import type { AuditChanges, AuditTarget, AuditValue, User } from '../admin-api/types.js';
 import { toUserView } from '../auth/users.js';
-import type { UserRecord } from '../store/store.js';
+import type { UserRecord } from '../store/records.js';
 
 /** The fields an entry reports; ids and times are the entry's own. */
 const FIELDS = ['name', 'email', 'role', 'status', 'signIn', 'allowedModels', 'maxBudget'] as const;

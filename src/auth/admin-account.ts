@@ -10,7 +10,8 @@
  * restart stops working. Only a request carrying the current token can set the password, once.
  */
 import { createHash, timingSafeEqual, randomBytes } from 'node:crypto';
-import type { MetaStore, Store, UserRecord } from '../store/store.js';
+import type { MetaStore, Store } from '../store/store.js';
+import type { UserRecord } from '../store/records.js';
 import { DEFAULT_SCRYPT_COST, hashPassword, verifyPassword, type ScryptCost } from './passwords.js';
 import { freeUserName, newUserId } from './users.js';
 

@@ -8,10 +8,9 @@
  * reverse proxy) does not spoil a valid cookie. The user is read on every request, so a role
  * change or a disabled user takes effect at the next request, on every replica.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
-import type { FastifyRequest } from 'fastify';
-import type { UserRecord, UserRole } from '../store/store.js';
+import type { UserRecord, UserRole } from '../store/records.js';
 import type { AdminSessions } from './admin-sessions.js';
+import { bearerTokenMatcher } from './bearer-token.js';
 
 export const SESSION_COOKIE = 'gatehouse_session';
 
@@ -22,10 +21,16 @@ export function roleOf(identity: AdminIdentity): UserRole {
   return identity.via === 'token' ? 'admin' : identity.user.role;
 }
 
+/** What a request shows of its credentials: its headers and its parsed cookies (a Fastify request is one). */
+export interface AdminCredentials {
+  readonly headers: { readonly authorization?: string | undefined };
+  readonly cookies: Readonly<Record<string, string | undefined>>;
+}
+
 export interface AdminIdentifier {
   /** Whether `GATEHOUSE_ADMIN_TOKEN` is configured. */
   readonly tokenEnabled: boolean;
-  identify(request: FastifyRequest): Promise<AdminIdentity | undefined>;
+  identify(request: AdminCredentials): Promise<AdminIdentity | undefined>;
 }
 
 export interface SessionUsers {
@@ -40,18 +45,9 @@ export function createAdminIdentifier(options: {
   adminToken: string | undefined;
 }): AdminIdentifier {
   const { sessions, users } = options;
-  // Compare digests: always equal length, so neither the content nor the length of a guess
-  // changes how long the comparison takes.
-  const expected = options.adminToken ? digest(options.adminToken) : undefined;
+  const tokenMatches = bearerTokenMatcher(options.adminToken);
 
-  const tokenMatches = (request: FastifyRequest): boolean => {
-    if (!expected) return false;
-    const header = request.headers.authorization;
-    const match = typeof header === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
-    return match !== null && timingSafeEqual(digest(match[1]!), expected);
-  };
-
-  const sessionUser = async (request: FastifyRequest): Promise<AdminIdentity | undefined> => {
+  const sessionUser = async (request: AdminCredentials): Promise<AdminIdentity | undefined> => {
     const cookie = request.cookies[SESSION_COOKIE];
     const session = cookie ? await sessions.resolve(cookie) : undefined;
     if (!session) return undefined;
@@ -65,17 +61,13 @@ export function createAdminIdentifier(options: {
   };
 
   return {
-    tokenEnabled: expected !== undefined,
+    tokenEnabled: tokenMatches !== undefined,
     async identify(request) {
       // The cookie first: when a browser sends both, its session is who it is (sign-out and
       // password change act on it).
       const fromSession = await sessionUser(request);
       if (fromSession) return fromSession;
-      return tokenMatches(request) ? { via: 'token' } : undefined;
+      return tokenMatches?.(request.headers.authorization) ? { via: 'token' } : undefined;
     },
   };
-}
-
-function digest(value: string): Buffer {
-  return createHash('sha256').update(value, 'utf8').digest();
 }

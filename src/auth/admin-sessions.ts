@@ -10,7 +10,8 @@
  * the price is that the idle clock may start up to a minute early.
  */
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import type { AdminSessionRecord, AdminSessionStore } from '../store/store.js';
+import type { AdminSessionRecord } from '../store/records.js';
+import type { AdminSessionStore } from '../store/store.js';
 
 const MAX_SESSION_AGE_MS = 30 * 86_400_000;
 const TOKEN_BYTES = 32;

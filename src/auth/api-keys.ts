@@ -5,7 +5,7 @@
  * once, and never again.
  */
 import { hash, randomBytes } from 'node:crypto';
-import type { KeyBudget, KeyLimits, KeyRecord } from '../store/store.js';
+import type { KeyBudget, KeyLimits, KeyRecord } from '../store/records.js';
 
 export const API_KEY_PREFIX = 'sk-';
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';

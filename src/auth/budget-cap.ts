@@ -5,7 +5,7 @@
  * (a key without one could spend without bound), and the amounts must add up to at most the cap.
  * Expired keys count too: a new expiry would bring them back.
  */
-import type { KeyBudget, KeyRecord } from '../store/store.js';
+import type { KeyBudget, KeyRecord } from '../store/records.js';
 
 const KINDS = ['tokens', 'requests', 'gpuSeconds'] as const;
 type Kind = (typeof KINDS)[number];

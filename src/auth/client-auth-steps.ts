@@ -7,7 +7,7 @@ import type { ProxyStep } from '../core/steps.js';
 import { authenticateClient } from './client-auth.js';
 import { allowanceCovers, allowanceRestricts, allowanceText, type ModelCatalog } from './model-access.js';
 import type { IndexedKey, KeyVerifier } from './key-index.js';
-import { hasBudget } from '../store/store.js';
+import { hasBudget } from '../store/records.js';
 import type { CallerIdentity, ModelAllowance } from '../core/context.js';
 
 export interface KeyUseRecorder {

@@ -4,7 +4,7 @@
  * maximum budget. The ceiling is kept apart from the value, so a member's own tightening does not
  * lower it, and limits a member set alone stay theirs to loosen.
  */
-import type { KeyCeilings, KeyLimits } from '../store/store.js';
+import type { KeyCeilings, KeyLimits } from '../store/records.js';
 
 /** A write of a key's limits or expiry, as the admin API and the CLI take it. */
 export interface LimitsWrite {

@@ -11,7 +11,8 @@
  * Last-use times are collected in memory and written in one batch every few seconds (and on
  * close), never once per request.
  */
-import type { KeyRecord, Store } from '../store/store.js';
+import type { KeyRecord } from '../store/records.js';
+import type { Store } from '../store/store.js';
 import { hashApiKey, keyStatus } from './api-keys.js';
 
 /** A key as the index holds it: the record, and its owner's allowance as it is now. */

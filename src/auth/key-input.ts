@@ -7,7 +7,7 @@
 import type { Static } from 'typebox';
 import { KeyPatch as KeyPatchSchema, NewKeyInput as NewKeySchema } from '../admin-api/keys.js';
 import { schemaIssues, type FieldIssue } from '../core/schema-validator.js';
-import type { KeyBudget, KeyPatch } from '../store/store.js';
+import type { KeyBudget, KeyPatch } from '../store/records.js';
 import { parseIsoTimestamp, type NewKeyInput } from './api-keys.js';
 
 export type KeyInputKind = 'create' | 'update';

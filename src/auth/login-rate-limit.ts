@@ -26,15 +26,18 @@
  * and per process: a restart forgets it, and replicas count separately.
  */
 import { isIP } from 'node:net';
-import type { FastifyReply, FastifyRequest } from 'fastify';
 import { GatewayError } from '../core/errors.js';
 
-export interface LoginRateLimitOptions {
+/**
+ * `Request` is whatever stands for one attempt (the route table passes Fastify's request): it
+ * is only handed back to `clientAddress` and `account`, and remembers the attempt until `settle`.
+ */
+export interface LoginRateLimitOptions<Request extends object> {
   maxFailures: number;
   windowMs: number;
-  clientAddress: (request: FastifyRequest) => string;
+  clientAddress: (request: Request) => string;
   /** The account an attempt is at; undefined (or absent) counts the address only. Must not throw. */
-  account?: (request: FastifyRequest) => Promise<string | undefined>;
+  account?: (request: Request) => Promise<string | undefined>;
   /** Failures allowed per account from all addresses. Default `2 * maxFailures`. */
   maxAccountFailures?: number;
   now?: () => number;
@@ -52,12 +55,16 @@ interface Attempt {
   account: string | undefined;
 }
 
-export interface LoginRateLimit {
-  check(request: FastifyRequest, reply: FastifyReply): Promise<void>;
-  settle(request: FastifyRequest, reply: FastifyReply): Promise<void>;
+export interface LoginRateLimit<Request extends object> {
+  /** Counts the attempt, or throws `rate_limited` when its address or account is over the limit. */
+  check(request: Request): Promise<void>;
+  /** Settles the attempt by the status it was answered with (`reply.statusCode`). */
+  settle(request: Request, reply: { readonly statusCode: number }): Promise<void>;
 }
 
-export function loginRateLimit(options: LoginRateLimitOptions): LoginRateLimit {
+export function loginRateLimit<Request extends object>(
+  options: LoginRateLimitOptions<Request>,
+): LoginRateLimit<Request> {
   const { maxFailures, windowMs, clientAddress } = options;
   const maxAccountFailures = options.maxAccountFailures ?? 2 * maxFailures;
   for (const [name, value] of [
@@ -76,7 +83,7 @@ export function loginRateLimit(options: LoginRateLimitOptions): LoginRateLimit {
   // The same attempt objects, listed by address and by account.
   const byAddress = new FailureLists(windowMs, maxTracked);
   const byAccount = new FailureLists(windowMs, maxTracked);
-  const pending = new WeakMap<FastifyRequest, Attempt>();
+  const pending = new WeakMap<Request, Attempt>();
 
   const refuse = (oldest: number, at: number, from: string): never => {
     const retryAfter = Math.max(1, Math.ceil((oldest + windowMs - at) / 1000));

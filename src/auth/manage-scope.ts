@@ -9,7 +9,7 @@ import { GatewayError } from '../core/errors.js';
 import { CHALLENGE, type KeyUseRecorder } from './client-auth-steps.js';
 import { authenticateClient, type IncomingHeaders } from './client-auth.js';
 import type { KeyVerifier } from './key-index.js';
-import type { KeyRecord } from '../store/store.js';
+import type { KeyRecord } from '../store/records.js';
 import type { ModelAllowance } from '../core/context.js';
 
 export interface ManageCaller {

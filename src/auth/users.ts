@@ -9,7 +9,8 @@
  * on every replica (`KeyIndex` refuses keys whose owner is disabled).
  */
 import { createHash, randomBytes } from 'node:crypto';
-import type { KeyBudget, Store, UserRecord, UserRole, UserStore } from '../store/store.js';
+import type { KeyBudget, UserRecord, UserRole } from '../store/records.js';
+import type { Store, UserStore } from '../store/store.js';
 import type { User } from '../admin-api/types.js';
 import { GatewayError } from '../core/errors.js';
 import { visibleUserName } from '../core/user-names.js';

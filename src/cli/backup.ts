@@ -6,7 +6,8 @@
  * Exit codes: 0 done, 1 refused or failed, 2 usage error.
  */
 import { parseArgs } from 'node:util';
-import { describePostgresUrl, type StoreSettings } from '../store/store.js';
+import { describePostgresUrl } from '../store/postgres-url.js';
+import type { StoreSettings } from '../store/open-store.js';
 
 export interface BackupCliIo {
   stdout: NodeJS.WritableStream;

@@ -25,20 +25,17 @@ import { validateKeyInput, type KeyInputKind } from '../auth/key-input.js';
 import type { AuditAction } from '../admin-api/types.js';
 import { cliActor } from '../audit/actor.js';
 import { AuditLog } from '../audit/audit-log.js';
-import { parseDuration } from '../settings.js';
+import { parseDuration } from '../settings/index.js';
+import { AmbiguousKeyReferenceError, type Store, type StoreTransaction } from '../store/store.js';
 import {
-  AmbiguousKeyReferenceError,
   BUDGET_PERIODS,
-  openStore,
   type BudgetPeriod,
   type KeyBudget,
   type KeyLimits,
   type KeyPatch,
   type KeyRecord,
-  type Store,
-  type StoreSettings,
-  type StoreTransaction,
-} from '../store/store.js';
+} from '../store/records.js';
+import { openStore, type StoreSettings } from '../store/open-store.js';
 
 export interface KeysCliIo {
   stdout: NodeJS.WritableStream;

@@ -4,7 +4,7 @@
  * listed in docs/configuration.md.
  */
 import { parseArgs } from 'node:util';
-import { loadSettings, SETTINGS, SettingsError, type FlagValues } from '../settings.js';
+import { loadSettings, SETTINGS, SettingsError, type FlagValues } from '../settings/index.js';
 import { DataDirLockedError } from '../store/data-dir-lock.js';
 
 const USAGE = `Usage: gatehouse <command> [options]

@@ -4,7 +4,7 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Readable } from 'node:stream';
-import type { UpstreamTranslation } from './steps.js';
+import type { UpstreamTranslation } from './translation.js';
 import type { WireFormat } from './wire-format.js';
 
 /** A request body received whole before anything is forwarded (`proxy/request-body.ts`). */

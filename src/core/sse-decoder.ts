@@ -5,11 +5,11 @@
  * space, comments, multi-line `data`.
  *
  * Two faces of the same parser:
- * - `SseParser` hands each frame over as bytes. The usage tap runs it on every streamed response
- *   (the hot path), so nothing is decoded, copied or even wrapped unless a frame spans chunks or
- *   lines: a one-line frame is passed as the received chunk and the range of its data, and the
- *   consumer makes a view only of what it keeps (a frame object and a view per frame were a
- *   tenth of the tap's cost).
+ * - `SseParser` hands each frame over as bytes. The forwarder runs one on every streamed response
+ *   (the hot path, `proxy/stream-frames.ts`) for both the usage tap and the end-of-stream check,
+ *   so nothing is decoded, copied or even wrapped unless a frame spans chunks or lines: a one-line
+ *   frame is passed as the received chunk and the range of its data, and the consumer makes a
+ *   view only of what it keeps (no frame object, no view per frame).
  * - `SseDecoder` decodes frames to strings, for the admin side (llama-swap's `/api/events`).
  */
 
@@ -33,11 +33,14 @@ export interface SseParserOptions {
    * the frame it belonged to is not dispatched rather than dispatched incomplete.
    */
   maxLineBytes?: number;
+  /** Called when a frame is dropped for a line over `maxLineBytes`. */
+  onOversized?: () => void;
 }
 
 export class SseParser {
   readonly #onFrame: SseFrameHandler;
   readonly #maxLineBytes: number;
+  readonly #onOversized: (() => void) | undefined;
   /** Pieces of the line not yet ended. */
   #parts: Buffer[] = [];
   #partBytes = 0;
@@ -54,10 +57,23 @@ export class SseParser {
   readonly #more: Buffer[] = [];
   /** The current frame lost a line to the limit. */
   #broken = false;
+  /** A line (of any kind, comments too) ended since the last blank line. */
+  #inFrame = false;
 
   constructor(onFrame: SseFrameHandler, options: SseParserOptions = {}) {
     this.#onFrame = onFrame;
     this.#maxLineBytes = options.maxLineBytes ?? 16 * 1024 * 1024;
+    this.#onOversized = options.onOversized;
+  }
+
+  /**
+   * The line breaks that close what was pushed so far, so that a frame written after it stands
+   * on its own: '' at a frame boundary (or before any byte), '\n' after a line of an open frame,
+   * '\n\n' inside a line.
+   */
+  closingBreaks(): string {
+    if (this.#parts.length > 0 || this.#overflow) return '\n\n';
+    return this.#inFrame ? '\n' : '';
   }
 
   push(chunk: Uint8Array): void {
@@ -79,11 +95,11 @@ export class SseParser {
       }
       if (this.#parts.length === 0 && !this.#overflow) {
         // The common case, a line within this chunk: read in place, no view of it is made.
-        if (end - pos > this.#maxLineBytes) this.#broken = true;
+        if (end - pos > this.#maxLineBytes) this.#lineTooLong();
         else this.#line(buf, pos, end);
       } else {
         const line = this.#take(buf.subarray(pos, end));
-        if (line === undefined) this.#broken = true;
+        if (line === undefined) this.#lineTooLong();
         else this.#line(line, 0, line.length);
       }
       if (buf[end] === CR) {
@@ -93,6 +109,12 @@ export class SseParser {
         pos = end + 1;
       }
     }
+  }
+
+  /** A line over the limit ended: its frame is dropped at the blank line. */
+  #lineTooLong(): void {
+    this.#broken = true;
+    this.#inFrame = true;
   }
 
   #keep(piece: Buffer): void {
@@ -124,9 +146,11 @@ export class SseParser {
   /** The line `buf[start, end)`, without its line ending. */
   #line(buf: Buffer, start: number, end: number): void {
     if (start === end) {
+      this.#inFrame = false;
       this.#dispatch();
       return;
     }
+    this.#inFrame = true;
     if (buf[start] === COLON) return; // a comment (keep-alive pings)
     const colon = buf.indexOf(COLON, start);
     const fieldEnd = colon === -1 || colon > end ? end : colon;
@@ -156,6 +180,7 @@ export class SseParser {
     this.#firstBytes = undefined;
     if (first === undefined || broken) {
       this.#more.length = 0;
+      if (broken) this.#onOversized?.();
       return;
     }
     if (this.#more.length === 0) {

@@ -3,8 +3,8 @@
  * either the admin session with exactly one role declaration or a place in PUBLIC_ADMIN_ROUTES.
  */
 import type { FastifyInstance, RouteOptions } from 'fastify';
-import { declaredRoles } from '../auth/admin-role.js';
-import type { UserRole } from '../store/store.js';
+import { declaredRoles } from './hooks/admin-role.js';
+import type { UserRole } from '../store/records.js';
 
 /** The only `/api/*` routes reachable without an admin session or token. */
 export const PUBLIC_ADMIN_ROUTES: ReadonlySet<string> = new Set([

@@ -6,14 +6,14 @@
 import type { FastifyInstance, FastifyRequest, onRequestHookHandler } from 'fastify';
 import { AdminAccount } from '../auth/admin-account.js';
 import { createAdminIdentifier, type AdminIdentifier } from '../auth/admin-identity.js';
-import { adminSession } from '../auth/admin-session.js';
-import { allowRoles } from '../auth/admin-role.js';
+import { adminSession } from './hooks/admin-session.js';
+import { allowRoles } from './hooks/admin-role.js';
 import { AdminSessions } from '../auth/admin-sessions.js';
-import { jsonContentType } from '../auth/json-content-type.js';
+import { jsonContentType } from './hooks/json-content-type.js';
 import { loginRateLimit } from '../auth/login-rate-limit.js';
 import type { ModelCatalog } from '../auth/model-access.js';
 import type { ProxyTrust } from '../auth/proxy-trust.js';
-import { sameOrigin } from '../auth/same-origin.js';
+import { sameOrigin } from './hooks/same-origin.js';
 import { Users } from '../auth/users.js';
 import { AuditLog } from '../audit/audit-log.js';
 import { AuditRetention } from '../audit/retention.js';

@@ -2,7 +2,7 @@
  * The two raw doors' chains, built before Fastify's router: `/v1` on the main listener and the
  * Ollama listener. Both share one body receiver, so the spool's caps count every body held.
  */
-import type { Settings } from '../settings.js';
+import type { Settings } from '../settings/index.js';
 import { clientAuth, modelAllowList } from '../auth/client-auth-steps.js';
 import { cachedCatalog, type ModelCatalog } from '../auth/model-access.js';
 import { createProxyTrust, type ProxyTrust } from '../auth/proxy-trust.js';

@@ -1,11 +1,11 @@
 /**
- * The HTTP side both upstream clients share: one undici `Pool` (keep-alive, no fetch overhead),
+ * The HTTP side both management clients share: one undici `Pool` each (`upstream-pools.ts`),
  * `Accept: application/json` so errors come back as JSON, the upstream's own `Authorization:
  * Bearer <apiKey>` when configured, and per-call deadlines that end in a typed `UpstreamError`
  * naming the upstream (`who`).
  */
 import type { Readable } from 'node:stream';
-import { Pool } from 'undici';
+import { openManagementPool } from '../upstream-pools.js';
 import { httpError, transportError, UpstreamError } from './errors.js';
 
 export interface TransportOptions {
@@ -71,7 +71,7 @@ export function createTransport(options: TransportOptions): Transport {
   const { who } = options;
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const prefix = options.baseUrl.pathname.replace(/\/+$/, '');
-  const pool = new Pool(options.baseUrl.origin, { connect: { timeout: timeoutMs }, keepAliveTimeout: 10_000 });
+  const pool = openManagementPool(options.baseUrl, timeoutMs);
   const baseHeaders: Record<string, string> = { accept: 'application/json', 'user-agent': 'gatehouse' };
   if (options.apiKey) baseHeaders.authorization = `Bearer ${options.apiKey}`;
 

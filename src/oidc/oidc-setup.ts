@@ -1,6 +1,6 @@
 /**
  * OpenID Connect sign-in as the settings describe it, or undefined when it is off. The
- * settings are validated in `settings.ts` (issuer, client ID and public URL come together);
+ * settings are validated in `settings/` (issuer, client ID and public URL come together);
  * this folder declares the little it reads.
  */
 import type { OidcClientOptions } from './oidc-client.js';

@@ -12,7 +12,8 @@
  *   none of the lists is refused. Disabled users are refused.
  */
 import type { Users } from '../auth/users.js';
-import type { Store, UserRecord, UserRole } from '../store/store.js';
+import type { Store } from '../store/store.js';
+import type { UserRecord, UserRole } from '../store/records.js';
 import type { OidcIdentity } from './oidc-client.js';
 import { roleFromClaims, type RoleMapping } from './role-mapping.js';
 

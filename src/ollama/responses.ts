@@ -4,7 +4,7 @@
  * reports (nanoseconds) come from llama.cpp's `timings`; the load time is not known and is 0.
  */
 import { SseParser } from '../core/sse-decoder.js';
-import type { ResponseTranslator } from '../core/steps.js';
+import type { ResponseTranslator } from '../core/translation.js';
 
 export type AnswerShape = 'chat' | 'generate' | 'embed' | 'embeddings';
 

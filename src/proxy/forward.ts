@@ -5,23 +5,22 @@
  * at once, before or after response headers.
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { errors as undiciErrors, Pool, type Dispatcher } from 'undici';
+import { errors as undiciErrors, type Dispatcher } from 'undici';
 import { GatewayError, isGatewayError } from '../core/errors.js';
 import { terminalStreamEvent } from '../core/render-error.js';
 import { QUEUE_MS_HEADER, type ProxyContext } from '../core/context.js';
-import type { ResponseTap, ResponseTranslator, TapFactory } from '../core/steps.js';
+import type { ResponseTap, TapFactory } from '../core/steps.js';
+import type { ResponseTranslator } from '../core/translation.js';
+import { openProxyPool, type ProxyPoolOptions } from '../upstream-pools.js';
 import { clientResponseHeaders, upstreamRequestHeaders } from './headers.js';
 import { MAX_TRANSLATABLE_ERROR_BYTES, translateUpstreamError } from './upstream-errors.js';
+import type { SseParser } from '../core/sse-decoder.js';
 import { watchStreamEnd, type StreamEndWatcher } from './stream-end.js';
+import { streamFrames } from './stream-frames.js';
 
-export interface UpstreamOptions {
-  url: URL;
+/** The pool's options (`upstream-pools.ts`), and the key llama-swap may ask for. */
+export interface UpstreamOptions extends ProxyPoolOptions {
   apiKey: string | undefined;
-  connectTimeoutMs: number;
-  headersTimeoutMs: number;
-  idleTimeoutMs: number;
-  /** Keep-alive connections to llama-swap (GATEHOUSE_UPSTREAM_CONNECTIONS); a stream holds one for its whole life. */
-  connections: number;
 }
 
 export interface Forwarder {
@@ -32,7 +31,10 @@ export interface Forwarder {
 /** What the forwarder uses of undici's `Pool`: a dispatch with a handler, and close. */
 export type UpstreamDispatcher = Pick<Dispatcher, 'dispatch' | 'close'>;
 
-export function createForwarder(options: UpstreamOptions, pool: UpstreamDispatcher = upstreamPool(options)): Forwarder {
+export function createForwarder(
+  options: UpstreamOptions,
+  pool: UpstreamDispatcher = openProxyPool(options),
+): Forwarder {
   const basePath = options.url.pathname.replace(/\/+$/, '');
 
   function forward(ctx: ProxyContext, tapFactory?: TapFactory): Promise<void> {
@@ -90,16 +92,6 @@ export function createForwarder(options: UpstreamOptions, pool: UpstreamDispatch
   };
 }
 
-function upstreamPool(options: UpstreamOptions): Pool {
-  return new Pool(options.url.origin, {
-    connections: options.connections,
-    connect: { timeout: options.connectTimeoutMs },
-    headersTimeout: options.headersTimeoutMs,
-    bodyTimeout: options.idleTimeoutMs,
-    keepAliveTimeout: 30_000,
-  });
-}
-
 /**
  * RFC 9110 §9.2.2: only these may be sent again after a failure that leaves unknown whether the
  * upstream acted. undici itself moves a call to a new connection when the old one closed before
@@ -133,6 +125,8 @@ class Exchange implements Dispatcher.DispatchHandler {
   #isSse = false;
   /** Whether a 2xx stream on a known API path reached its terminal frame (stream-end.ts). */
   #streamEnd: StreamEndWatcher | undefined;
+  /** The stream's one SSE parser, feeding the tap's and the end check's frames; only when one reads them. */
+  #frames: SseParser | undefined;
   /** The body length llama-swap announced (Content-Length), when it did. */
   #length: number | undefined;
   /** The client's response was ended with the body's last chunk. */
@@ -188,7 +182,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     const translator = this.#translator;
     if (translator) {
       this.#tap?.onChunk(chunk);
-      this.#streamEnd?.push(chunk);
+      this.#frames?.push(chunk);
       const out = translator.chunk(chunk);
       if (out === '') return;
       ctx.outcome.sent(Buffer.byteLength(out));
@@ -197,7 +191,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     }
     ctx.outcome.sent(chunk.length);
     this.#tap?.onChunk(chunk);
-    this.#streamEnd?.push(chunk);
+    this.#frames?.push(chunk);
     if (ctx.outcome.bytesOut === this.#length) {
       // The last chunk of a body of known length: end() sends it (and the headers, when still
       // waiting) in one write, where write() then end() took two system calls.
@@ -238,7 +232,9 @@ class Exchange implements Dispatcher.DispatchHandler {
       this.#relayHeld();
     }
     if (!this.#ended) {
-      if (this.#streamEnd && !this.#streamEnd.endedWithTerminalFrame()) return this.#endTruncated(this.#streamEnd);
+      const frames = this.#frames;
+      if (this.#streamEnd && frames && !this.#streamEnd.endedWithTerminalFrame(frames))
+        return this.#endTruncated(frames);
       const last = this.#translator?.end() ?? '';
       this.ctx.outcome.sent(Buffer.byteLength(last));
       this.ctx.res.end(last);
@@ -250,12 +246,12 @@ class Exchange implements Dispatcher.DispatchHandler {
    * llama-swap ended a stream cleanly but before its terminal frame (what a crashed llama-server
    * looks like through it): one terminal error event, so the client does not take it for whole.
    */
-  #endTruncated(watcher: StreamEndWatcher): void {
+  #endTruncated(frames: SseParser): void {
     const { ctx } = this;
     ctx.outcome.fail('upstream_truncated');
     const error = new GatewayError('upstream_truncated');
     // A translated stream is whole lines already; an SSE stream may need its frame closed first.
-    const lead = this.#translator ? '' : watcher.separator();
+    const lead = this.#translator ? '' : frames.closingBreaks();
     ctx.res.end(lead + terminalStreamEvent(error, ctx.request.format));
     this.#finish('failed');
   }
@@ -318,7 +314,14 @@ class Exchange implements Dispatcher.DispatchHandler {
     if (isSse) ctx.res.flushHeaders();
     ctx.outcome.headersSent(isSse);
     this.#tap = this.tapFactory?.(ctx, status, contentType);
-    if (isSse && status < 300 && ctx.request.method !== 'HEAD') this.#streamEnd = watchStreamEnd(this.#upstreamPath());
+    if (isSse) this.#watchFrames(status);
+  }
+
+  /** The end-of-stream check (2xx streams on watched paths) and the one parser of the stream's frames. */
+  #watchFrames(status: number): void {
+    const end = status < 300 && this.ctx.request.method !== 'HEAD' ? watchStreamEnd(this.#upstreamPath()) : undefined;
+    this.#streamEnd = end;
+    this.#frames = streamFrames(this.#tap, end);
   }
 
   /** The path llama-swap was asked (a door's translation names its own). */
@@ -334,7 +337,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     const { ctx } = this;
     this.#isSse = true;
     this.#tap = this.tapFactory?.(ctx, status, contentType);
-    if (status < 300 && ctx.request.method !== 'HEAD') this.#streamEnd = watchStreamEnd(this.#upstreamPath());
+    this.#watchFrames(status);
   }
 
   /** A held-back error body that is not llama-swap's: status, headers and bytes unchanged. */

@@ -6,7 +6,8 @@
 import type { Insertable, Kysely, Selectable } from 'kysely';
 import type { AuditAction, AuditActor, AuditChanges, AuditOutcome, AuditTarget } from '../admin-api/types.js';
 import type { AuditLogTable, Database } from './schema.js';
-import type { AuditRecord, AuditStore } from './store.js';
+import type { AuditRecord } from './records.js';
+import type { AuditStore } from './store.js';
 
 export function createAuditStore(db: Kysely<Database>): AuditStore {
   return {

@@ -10,16 +10,18 @@ import { createUsageStore, type AppendUsage } from './usage-queries.js';
 import { createInviteStore, createUserStore } from './user-queries.js';
 import {
   AmbiguousKeyReferenceError,
-  BUDGET_PERIODS,
-  type BudgetPeriod,
-  type AdminSessionRecord,
   type AdminSessionStore,
-  type KeyPatch,
-  type KeyRecord,
   type KeyStore,
   type MetaStore,
   type Store,
 } from './store.js';
+import {
+  BUDGET_PERIODS,
+  type BudgetPeriod,
+  type AdminSessionRecord,
+  type KeyPatch,
+  type KeyRecord,
+} from './records.js';
 
 export interface DialectHooks {
   kind: Store['kind'];

@@ -14,7 +14,8 @@ import { migrateToLatest } from './migrations.js';
 import { compileUsageSql, type AppendUsage } from './usage-queries.js';
 import { COPY_REQUESTS_SQL, copyRows, ROLLUP_TABLES, rollupRows, type CellValue } from './usage-rows.js';
 import type { Database } from './schema.js';
-import { describePostgresUrl, type Store } from './store.js';
+import { describePostgresUrl } from './postgres-url.js';
+import type { Store } from './store.js';
 
 export interface PostgresStoreOptions {
   url: string;

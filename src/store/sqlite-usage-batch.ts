@@ -7,7 +7,7 @@ import type { Kysely } from 'kysely';
 import { compileUsageSql } from './usage-queries.js';
 import { requestValues, ROLLUP_TABLES, rollupRows } from './usage-rows.js';
 import type { Database } from './schema.js';
-import type { UsageRecord } from './store.js';
+import type { UsageRecord } from './records.js';
 
 /** `db` (the store's Kysely over the same connection) only compiles the SQL texts; the statements run on `raw`. */
 export function sqliteUsageBatchWriter(

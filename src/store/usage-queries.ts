@@ -11,7 +11,8 @@
  */
 import { sql, type Kysely, type RawBuilder } from 'kysely';
 import type { Database } from './schema.js';
-import type { UsageBucket, UsageListRow, UsageRecord, UsageStore } from './store.js';
+import type { UsageBucket, UsageListRow, UsageRecord } from './records.js';
+import type { UsageStore } from './store.js';
 import { usageIdTime } from './usage-id.js';
 import {
   BODY_COLUMNS,

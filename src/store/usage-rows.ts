@@ -4,7 +4,7 @@
  * rollup sums, and a record read back from a row. Pure functions; the dialects run the SQL.
  */
 import type { UsageRequestsTable } from './schema.js';
-import { USAGE_LATENCY_BOUNDS_MS, type UsageRecord } from './store.js';
+import { USAGE_LATENCY_BOUNDS_MS, type UsageRecord } from './records.js';
 
 /** How a record field is stored: text, a number, either maybe null, or a 0/1 flag (no boolean type is shared). */
 type ColumnKind = 'text' | 'text?' | 'number' | 'number?' | 'flag';

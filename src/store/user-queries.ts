@@ -7,8 +7,9 @@
 import type { Insertable, Kysely, Selectable, Updateable } from 'kysely';
 import { userNameKey } from '../core/user-names.js';
 import type { Database, UserInvitesTable, UsersTable } from './schema.js';
-import type { InviteRecord, InviteStore, KeyBudget, UserRecord, UserRole, UserStore, SignInMethod } from './store.js';
-import { BUDGET_PERIODS, USER_ROLES } from './store.js';
+import type { InviteRecord, KeyBudget, UserRecord, UserRole, SignInMethod } from './records.js';
+import type { InviteStore, UserStore } from './store.js';
+import { BUDGET_PERIODS, USER_ROLES } from './records.js';
 
 type WriteKeys = <T>(db: Kysely<Database>, write: (db: Kysely<Database>) => Promise<T>) => Promise<T>;
 

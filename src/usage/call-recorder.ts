@@ -6,10 +6,11 @@
  * exactly once, and an aborted stream with the tokens seen until the client left.
  */
 import type { ProxyContext } from '../core/context.js';
-import type { UsageRecord } from '../store/store.js';
+import type { UsageRecord } from '../store/records.js';
 import type { GatewayMetrics } from './metrics.js';
 import { newUsageId } from '../store/usage-id.js';
 import type { UsageWriter } from './usage-writer.js';
+import { callGpuMs } from '../budgets/gpu-time.js';
 
 export interface CallRecorderDeps {
   metrics: GatewayMetrics;
@@ -78,18 +79,6 @@ export function createCallRecorder(deps: CallRecorderDeps): (ctx: ProxyContext) 
     deps.metrics.callStarted();
     ctx.onDone.push(done);
   };
-}
-
-/**
- * A call's GPU time: llama.cpp's own `timings` when the response carried them, else the time
- * from sending it upstream to its end; undefined when it was never sent (refused, queued out)
- * or only read (GET, HEAD).
- */
-export function callGpuMs(ctx: ProxyContext): number | undefined {
-  const started = ctx.outcome.upstreamStartedAt;
-  // Model lists and other reads are no model work.
-  if (started === undefined || ctx.request.method === 'GET' || ctx.request.method === 'HEAD') return undefined;
-  return ctx.outcome.usage?.tokens()?.gpuMs ?? performance.now() - started;
 }
 
 /** Microsecond precision is plenty, and keeps the stored numbers short. */

@@ -4,7 +4,8 @@
  * whatever the range; the sums are made from the log, not the hourly rollups, so every filter
  * and any minute of `from`/`to` applies to them exactly as to the calls.
  */
-import type { UsageListQuery, UsageListRow, UsageStore } from '../store/store.js';
+import type { UsageListQuery, UsageStore } from '../store/store.js';
+import type { UsageListRow } from '../store/records.js';
 import { isErrorCall, LISTED_FIELDS } from '../store/usage-rows.js';
 
 export const EXPORT_GROUPS = ['call', 'key', 'model', 'day'] as const;

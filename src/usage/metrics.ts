@@ -9,7 +9,7 @@
  * refused as the client's mistake (4xx), so made-up model names cannot use up the slots.
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { LimitKind } from './limits.js';
+import type { LimitKind } from '../limits/limit-store.js';
 
 const OTHER_LABEL = 'other';
 /** Label value for calls without a key (open mode) or without a model (e.g. `GET /v1/models`). */

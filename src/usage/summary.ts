@@ -4,7 +4,8 @@
  * the rollups' fixed histogram (linear within a bucket whose bounds are ~1.5x apart, so within
  * about ±20 %).
  */
-import { USAGE_LATENCY_BOUNDS_MS, type Store, type UsageBucket } from '../store/store.js';
+import { USAGE_LATENCY_BOUNDS_MS, type UsageBucket } from '../store/records.js';
+import type { Store } from '../store/store.js';
 
 export const SUMMARY_RANGES = {
   '1h': { rangeMs: 3_600_000, stepMs: 60_000, resolution: 'minute' },

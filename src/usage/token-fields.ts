@@ -1,7 +1,9 @@
 /**
- * Finding token counts in response bytes without parsing whole responses: a byte search for
- * the key (`"usage"`, `"timings"`), a check that it really is a key holding an object, then
- * JSON.parse of that object's bytes alone, normalised below.
+ * The usage side's one reader of JSON bytes: finding token counts in responses without parsing
+ * them whole. A key is found either by a byte search from the end (`"usage"`, `"timings"` in a
+ * JSON body: `readUsageCounts`) or by one pass over a stream frame's keys (`scanFrame`); either
+ * way the same check says it really is a key holding an object, and only that object's bytes are
+ * JSON.parsed, then normalised below.
  *
  * Shapes understood (whichever the response has):
  * - OpenAI chat/completions `usage`: `prompt_tokens`, `completion_tokens`,
@@ -35,16 +37,29 @@ const COLON = 0x3a;
 const USAGE_KEY = Buffer.from('"usage"');
 const TIMINGS_KEY = Buffer.from('"timings"');
 
+/**
+ * Whether the key whose opening quote is at `open` stands where an object key does: after `{`
+ * or `,` (whitespace aside), never before `floor`. Inside a JSON string a quote is always
+ * escaped, so a match there is never preceded by either.
+ */
+function standsAsKey(buf: Buffer, open: number, floor: number): boolean {
+  let before = open - 1;
+  while (before > floor && isSpace(buf[before]!)) before--;
+  return before >= floor && (buf[before] === OPEN || buf[before] === COMMA);
+}
+
+/** The first byte that is not whitespace in `buf[from, end)`, or `end`. */
+function skipSpace(buf: Buffer, from: number, end: number): number {
+  while (from < end && isSpace(buf[from]!)) from++;
+  return from;
+}
+
 /** The offset of the `{` of the object the key at `at` holds, or -1 when it is not a key holding an object. */
 function objectOfKey(buf: Buffer, at: number, keyLength: number): number {
-  let before = at - 1;
-  while (before >= 0 && isSpace(buf[before]!)) before--;
-  if (before < 0 || (buf[before] !== OPEN && buf[before] !== COMMA)) return -1;
-  let after = at + keyLength;
-  while (after < buf.length && isSpace(buf[after]!)) after++;
+  if (!standsAsKey(buf, at, 0)) return -1;
+  let after = skipSpace(buf, at + keyLength, buf.length);
   if (buf[after] !== COLON) return -1;
-  after++;
-  while (after < buf.length && isSpace(buf[after]!)) after++;
+  after = skipSpace(buf, after + 1, buf.length);
   return buf[after] === OPEN ? after : -1;
 }
 
@@ -179,4 +194,86 @@ function nested(value: unknown, key: string): unknown {
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** What `scanFrame` found in a frame, as bits. */
+export const GENERATED_TEXT = 1;
+export const HAS_USAGE = 2;
+export const HAS_TIMINGS = 4;
+
+/** Where `scanFrame` found a frame's `usage` / `timings` object (offset of its `{`); one per caller. */
+export interface ObjectOffsets {
+  usage: number;
+  timings: number;
+}
+
+/**
+ * Keys whose non-empty string value is generated text. `content` also as the end of a longer
+ * key (`reasoning_content`); `text` is the completions API, `arguments` a tool call's delta.
+ */
+const CONTENT = Buffer.from('content');
+const EXACT_GENERATED = [Buffer.from('text'), Buffer.from('arguments'), Buffer.from('partial_json')];
+const USAGE = Buffer.from('usage');
+const TIMINGS = Buffer.from('timings');
+
+/**
+ * One pass over a JSON frame's keys: GENERATED_TEXT when a generated-text key holds a non-empty
+ * string (the unit of "tokens seen so far" in a cut stream), HAS_USAGE / HAS_TIMINGS when a
+ * `usage` / `timings` key holds an object (its `{` offset goes to `into`, which the caller owns). It hops from
+ * colon to colon and reads the key before each colon backwards; whitespace around the colon is
+ * allowed (Python's json.dumps writes `"key": value`). A colon inside a string value is passed over: it is
+ * not preceded by a closing quote, and a quote inside a string is escaped.
+ */
+export function scanFrame(data: Buffer, start: number, end: number, into: ObjectOffsets): number {
+  let found = 0;
+  for (let colon = data.indexOf(COLON, start); colon !== -1 && colon < end; colon = data.indexOf(COLON, colon + 1)) {
+    let keyEnd = colon - 1;
+    while (keyEnd > start && isSpace(data[keyEnd]!)) keyEnd--;
+    if (keyEnd <= start || data[keyEnd] !== QUOTE) continue;
+    let value = colon + 1;
+    while (value < end && isSpace(data[value]!)) value++;
+    if (value >= end) break;
+    const first = data[value];
+    if (first === QUOTE) {
+      if (
+        (found & GENERATED_TEXT) === 0 &&
+        value + 1 < end &&
+        data[value + 1] !== QUOTE &&
+        isGeneratedKey(data, start, keyEnd)
+      )
+        found |= GENERATED_TEXT;
+    } else if (first === OPEN) {
+      if (isKey(data, start, keyEnd, USAGE)) {
+        found |= HAS_USAGE;
+        into.usage = value;
+      } else if (isKey(data, start, keyEnd, TIMINGS)) {
+        found |= HAS_TIMINGS;
+        into.timings = value;
+      }
+    }
+  }
+  return found;
+}
+
+/** Whether the key ending with the quote at `quote` is one whose string value is generated text. */
+function isGeneratedKey(data: Buffer, start: number, quote: number): boolean {
+  if (endsWith(data, start, quote, CONTENT)) return true;
+  for (const name of EXACT_GENERATED)
+    if (endsWith(data, start, quote, name) && data[quote - name.length - 1] === QUOTE) return true;
+  return false;
+}
+
+/** Whether the key ending with the quote at `quote` is exactly `name`, and stands where an object key does. */
+function isKey(data: Buffer, start: number, quote: number, name: Buffer): boolean {
+  const open = quote - name.length - 1;
+  if (open <= start || data[open] !== QUOTE || !endsWith(data, start, quote, name)) return false;
+  return standsAsKey(data, open, start);
+}
+
+/** Whether the bytes of the frame right before `end` are `name` (the frame starts at `start`). */
+function endsWith(data: Buffer, start: number, end: number, name: Buffer): boolean {
+  const from = end - name.length;
+  if (from < start) return false;
+  for (let i = 0; i < name.length; i++) if (data[from + i] !== name[i]) return false;
+  return true;
 }

@@ -6,25 +6,31 @@
 import type { Logger } from 'pino';
 import type { ProxyStep, TapFactory } from '../core/steps.js';
 import type { ProxyContext } from '../core/context.js';
-import type { BudgetPeriod, Store } from '../store/store.js';
+import type { BudgetPeriod } from '../store/records.js';
+import type { Store } from '../store/store.js';
 import { captureRequestBody } from './body-capture.js';
 import { createCallRecorder } from './call-recorder.js';
-import { keyLimits, MemoryLimitStore, type LimitStore } from './limits.js';
-import { RedisLimitStore } from './redis-limit-store.js';
-import { tokenReservation } from './token-reservation.js';
-import { budgetReservation } from './budget-reservation.js';
-import { NO_AMOUNTS, type BudgetAmounts } from './budget-ledger.js';
-import { periodWindow, type PeriodWindow } from './budget-period.js';
-import { createRateLimitHeaders, rateLimitHeadersStep } from './rate-limit-headers.js';
+import { keyLimits } from '../limits/key-limits.js';
+import type { LimitStore } from '../limits/limit-store.js';
+import { MemoryLimitStore } from '../limits/memory-limit-store.js';
+import { RedisLimitStore } from '../limits/redis-limit-store.js';
+import { SharedRedis, type SharedRedisOptions } from '../limits/shared-redis.js';
+import { tokenReservation } from '../limits/token-reservation.js';
+import { KeySlotWaits } from '../limits/key-slot-waits.js';
+import { createRateLimitHeaders, rateLimitHeadersStep } from '../limits/rate-limit-headers.js';
+import { budgetReservation } from '../budgets/budget-reservation.js';
+import { BudgetLedger } from '../budgets/budget-ledger.js';
+import { NO_AMOUNTS, type BudgetAmounts, type BudgetStore } from '../budgets/budget-store.js';
+import { periodWindow, type PeriodWindow } from '../budgets/budget-period.js';
+import { RedisBudgetStore } from '../budgets/redis-budget-store.js';
 import { GatewayMetrics, type MetricsOptions } from './metrics.js';
 import { UsageRetention, type RetentionOptions } from './retention.js';
 import { usageSummary, type SummaryGroupBy, type SummaryRange, type UsageSummary } from './summary.js';
 import { createUsageTap } from './usage-tap.js';
-import { KeySlotWaits } from './key-slot-waits.js';
 import { systemClock, type Scheduler } from '../queue/scheduler.js';
 import { UsageWriter, type UsageWriterOptions } from './usage-writer.js';
 
-/** The settings usage reads (`settings.ts` validates them). */
+/** The settings usage reads (`settings/` validates them). */
 export interface UsageSettings {
   usageRecording: boolean;
   usageRetentionMs: number;
@@ -44,6 +50,10 @@ export interface UsageAccountingOptions {
   logger: Logger;
   /** Default: `RedisLimitStore` (shared) with `settings.redisUrl`, else `MemoryLimitStore` (per process). */
   limits?: LimitStore;
+  /** Default: `RedisBudgetStore` (shared) with `settings.redisUrl`, else `BudgetLedger` (per process). */
+  budgets?: BudgetStore;
+  /** Timing of the shared Redis connection (command timeout, retry); defaults in `SharedRedisOptions`. */
+  redis?: Pick<SharedRedisOptions, 'commandTimeoutMs' | 'retryMs' | 'startTimeoutMs'>;
   metrics?: MetricsOptions;
   writer?: Omit<UsageWriterOptions, 'onWritten' | 'onDropped' | 'onError'>;
   retention?: Omit<RetentionOptions, 'retentionMs' | 'onError'>;
@@ -59,6 +69,7 @@ export interface UsageAccountingOptions {
 export interface UsageAccounting {
   readonly metrics: GatewayMetrics;
   readonly limits: LimitStore;
+  readonly budgets: BudgetStore;
   /** Whether usage records are written (`GATEHOUSE_USAGE_RECORDING` and a store). */
   readonly recording: boolean;
   /** `keyLimits`, for the `/v1` chain right after `clientAuth`. */
@@ -97,11 +108,18 @@ export function createUsageAccounting(options: UsageAccountingOptions): UsageAcc
   const report = throttledErrorLog(logger);
 
   let writer: UsageWriter | undefined;
-  const redisLimits =
-    options.limits === undefined && settings.redisUrl !== undefined
-      ? new RedisLimitStore({ url: settings.redisUrl, prefix: settings.redisPrefix ?? 'gatehouse:', logger })
+  // One Redis connection (and breaker) for limits and budgets, unless a test brings its own stores.
+  const redis =
+    settings.redisUrl !== undefined && (options.limits === undefined || options.budgets === undefined)
+      ? new SharedRedis({
+          url: settings.redisUrl,
+          prefix: settings.redisPrefix ?? 'gatehouse:',
+          logger,
+          ...options.redis,
+        })
       : undefined;
-  const limits = options.limits ?? redisLimits ?? new MemoryLimitStore();
+  const limits = options.limits ?? (redis ? new RedisLimitStore({ connection: redis }) : new MemoryLimitStore());
+  const budgets = options.budgets ?? (redis ? new RedisBudgetStore(redis) : new BudgetLedger());
   const metrics = new GatewayMetrics({
     ...options.metrics,
     queueLength: () => writer?.queued ?? 0,
@@ -131,11 +149,21 @@ export function createUsageAccounting(options: UsageAccountingOptions): UsageAcc
   // Budgets start from the request log's sums for the period; without a log, from this process's count.
   const seed = (keyId: string, from: number, to: number): Promise<BudgetAmounts> =>
     recording ? store.usage.keyTotals(keyId, from, to) : Promise.resolve({ ...NO_AMOUNTS });
-  const headers = createRateLimitHeaders({ store: limits, now, timeZone: settings.timeZone, seed });
+  const budgetUse = async (keyId: string, period: BudgetPeriod) => {
+    const window = periodWindow(now(), period, settings.timeZone);
+    const used = await budgets.used(keyId, { ...window, seed: () => seed(keyId, window.start, window.end) });
+    return { window, used };
+  };
+  const headers = createRateLimitHeaders({
+    windows: limits,
+    now,
+    budgetUse: (keyId, period) => budgetUse(keyId, period).then(({ window, used }) => ({ ...window, ...used })),
+  });
 
   return {
     metrics,
     limits,
+    budgets,
     recording,
     limitStep: keyLimits(
       limits,
@@ -153,7 +181,7 @@ export function createUsageAccounting(options: UsageAccountingOptions): UsageAcc
       headers,
     ),
     budgetStep: budgetReservation({
-      store: limits,
+      store: budgets,
       now,
       timeZone: settings.timeZone,
       seed,
@@ -163,11 +191,7 @@ export function createUsageAccounting(options: UsageAccountingOptions): UsageAcc
     }),
     readHeadersStep: rateLimitHeadersStep(headers, 'reads'),
     headersStep: rateLimitHeadersStep(headers, 'writes'),
-    async budgetUse(keyId, period) {
-      const window = periodWindow(now(), period, settings.timeZone);
-      const used = await limits.budgetUsed(keyId, { ...window, seed: () => seed(keyId, window.start, window.end) });
-      return { window, used };
-    },
+    budgetUse,
     captureStep: capture ? captureRequestBody(settings.usageCaptureBytes) : undefined,
     tap: recording ? createUsageTap({ captureBytes: capture ? settings.usageCaptureBytes : 0 }) : undefined,
     onStart: createCallRecorder({ metrics, writer, now }),
@@ -175,13 +199,14 @@ export function createUsageAccounting(options: UsageAccountingOptions): UsageAcc
       if (!store) throw new Error('usage summary needs a store');
       return usageSummary(store, range, groupBy, now(), keyIds);
     },
-    ready: () => redisLimits?.ready() ?? Promise.resolve(),
+    ready: () => redis?.ready() ?? Promise.resolve(),
     flush: () => writer?.flush() ?? Promise.resolve(),
     prune: () => retention?.prune() ?? Promise.resolve(0),
     async close() {
       await retention?.close();
       await writer?.close();
       await limits.close();
+      await redis?.close();
     },
   };
 }

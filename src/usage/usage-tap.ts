@@ -3,9 +3,10 @@
  * counts, without delaying or altering a byte (the chunk is written to the client by `forward`
  * whatever happens here; this only reads it).
  *
- * Streams (`text/event-stream`) go through the one SSE parser, frame by frame.
+ * Streams (`text/event-stream`) are read frame by frame, as the stream's one SSE parser (run by
+ * the forwarder, `core/sse-decoder.ts`) hands them over (`onFrame`).
  * - unnamed frames (OpenAI chat and completions, llama.cpp) are read once, key by key
- *   (`scanFrame`), which tells whether a frame carried generated text (the first-token time and
+ *   (`scanFrame`, token-fields.ts), which tells whether a frame carried generated text (the first-token time and
  *   the estimate for a cut stream) and where its `usage` or `timings` object starts. Only the
  *   last frame holding each is kept and parsed when the call is recorded: vLLM-style usage on
  *   every frame and llama.cpp's timings on every frame are cumulative, so the last one counts.
@@ -23,13 +24,17 @@
  */
 import type { ObservedTokens, ProxyContext, UsageProbe } from '../core/context.js';
 import type { ResponseTap, TapFactory } from '../core/steps.js';
-import { SseParser } from '../core/sse-decoder.js';
 import { BodyCapture } from './body-capture.js';
 import {
+  GENERATED_TEXT,
+  HAS_TIMINGS,
+  HAS_USAGE,
   readTimingsCounts,
   readUsageCounts,
+  scanFrame,
   timingsCountsAt,
   usageCountsAt,
+  type ObjectOffsets,
   type TokenCounts,
 } from './token-fields.js';
 
@@ -38,37 +43,10 @@ export interface UsageTapOptions {
   captureBytes: number;
 }
 
-/** Frames longer than this are not usage frames; they are skipped, not buffered. */
-const MAX_FRAME_LINE = 1024 * 1024;
 const DONE = Buffer.from('[DONE]');
 /** JSON bodies up to this size are searched whole; beyond, only the head and a tail window. */
 const JSON_KEEP_BYTES = 4 * 1024 * 1024;
 const JSON_TAIL_BYTES = 256 * 1024;
-
-const QUOTE = 0x22;
-const COLON = 0x3a;
-const OPEN = 0x7b;
-const COMMA = 0x2c;
-
-/**
- * Where the last `scanFrame` found a `usage` / `timings` object (offset of its `{`). One object
- * for every call: scanFrame is synchronous, and its caller reads these right after it returns.
- */
-const objectsAt = { usage: 0, timings: 0 };
-
-/** What `scanFrame` found in a frame, as bits. */
-const GENERATED_TEXT = 1;
-const HAS_USAGE = 2;
-const HAS_TIMINGS = 4;
-
-/**
- * Keys whose non-empty string value is generated text. `content` also as the end of a longer
- * key (`reasoning_content`); `text` is the completions API, `arguments` a tool call's delta.
- */
-const CONTENT = Buffer.from('content');
-const EXACT_GENERATED = [Buffer.from('text'), Buffer.from('arguments'), Buffer.from('partial_json')];
-const USAGE = Buffer.from('usage');
-const TIMINGS = Buffer.from('timings');
 
 export function createUsageTap(options: UsageTapOptions): TapFactory {
   return function usageTap(ctx, _status, contentType): ResponseTap | undefined {
@@ -101,7 +79,8 @@ function isJson(contentType: string | undefined): boolean {
 class StreamTap implements ResponseTap, UsageProbe {
   readonly #ctx: ProxyContext;
   readonly #capture: BodyCapture | undefined;
-  readonly #parser: SseParser;
+  /** Where `scanFrame` puts the objects it found in the frame it just read. */
+  readonly #offsets: ObjectOffsets = { usage: 0, timings: 0 };
   /** Counts from `usage` objects, merged field by field (Anthropic splits them over two frames). */
   #reported: TokenCounts | undefined;
   /** A `usage` that comes at the end was seen (not only Anthropic's `message_start`). */
@@ -121,30 +100,26 @@ class StreamTap implements ResponseTap, UsageProbe {
   constructor(ctx: ProxyContext, capture: BodyCapture | undefined) {
     this.#ctx = ctx;
     this.#capture = capture;
-    this.#parser = new SseParser((event, bytes, start, end) => this.#frame(event, bytes, start, end), {
-      maxLineBytes: MAX_FRAME_LINE,
-    });
   }
 
   onChunk(chunk: Buffer): void {
     this.#capture?.add(chunk);
-    this.#parser.push(chunk);
   }
 
   onEnd(): void {}
 
-  #frame(event: string, bytes: Buffer, start: number, end: number): void {
+  onFrame(event: string, bytes: Buffer, start: number, end: number): void {
     if (event === '') {
       if (end - start === DONE.length && DONE.compare(bytes, start, end) === 0) return;
-      const found = scanFrame(bytes, start, end);
+      const found = scanFrame(bytes, start, end, this.#offsets);
       if (found & GENERATED_TEXT) this.#generated();
       if (found & HAS_USAGE) {
         this.#usageBytes = bytes;
-        this.#usageAt = objectsAt.usage;
+        this.#usageAt = this.#offsets.usage;
       }
       if (found & HAS_TIMINGS) {
         this.#timingsBytes = bytes;
-        this.#timingsAt = objectsAt.timings;
+        this.#timingsAt = this.#offsets.timings;
       }
       return;
     }
@@ -231,74 +206,6 @@ class StreamTap implements ResponseTap, UsageProbe {
   responseBody(): string | undefined {
     return this.#capture?.text();
   }
-}
-
-/**
- * One pass over a JSON frame's keys: GENERATED_TEXT when a generated-text key holds a non-empty
- * string (the unit of "tokens seen so far" in a cut stream), HAS_USAGE / HAS_TIMINGS when a
- * `usage` / `timings` key holds an object (its `{` offset goes to `objectsAt`). It hops from
- * colon to colon and reads the key before each colon backwards; whitespace around the colon is
- * allowed (Python's json.dumps writes `"key": value`). A colon inside a string value is passed over: it is
- * not preceded by a closing quote, and a quote inside a string is escaped.
- */
-function scanFrame(data: Buffer, start: number, end: number): number {
-  let found = 0;
-  for (let colon = data.indexOf(COLON, start); colon !== -1 && colon < end; colon = data.indexOf(COLON, colon + 1)) {
-    let keyEnd = colon - 1;
-    while (keyEnd > start && isSpace(data[keyEnd]!)) keyEnd--;
-    if (keyEnd <= start || data[keyEnd] !== QUOTE) continue;
-    let value = colon + 1;
-    while (value < end && isSpace(data[value]!)) value++;
-    if (value >= end) break;
-    const first = data[value];
-    if (first === QUOTE) {
-      if (
-        (found & GENERATED_TEXT) === 0 &&
-        value + 1 < end &&
-        data[value + 1] !== QUOTE &&
-        isGeneratedKey(data, start, keyEnd)
-      )
-        found |= GENERATED_TEXT;
-    } else if (first === OPEN) {
-      if (isKey(data, start, keyEnd, USAGE)) {
-        found |= HAS_USAGE;
-        objectsAt.usage = value;
-      } else if (isKey(data, start, keyEnd, TIMINGS)) {
-        found |= HAS_TIMINGS;
-        objectsAt.timings = value;
-      }
-    }
-  }
-  return found;
-}
-
-/** Whether the key ending with the quote at `quote` is one whose string value is generated text. */
-function isGeneratedKey(data: Buffer, start: number, quote: number): boolean {
-  if (endsWith(data, start, quote, CONTENT)) return true;
-  for (const name of EXACT_GENERATED)
-    if (endsWith(data, start, quote, name) && data[quote - name.length - 1] === QUOTE) return true;
-  return false;
-}
-
-/** Whether the key ending with the quote at `quote` is exactly `name`, and stands where an object key does. */
-function isKey(data: Buffer, start: number, quote: number, name: Buffer): boolean {
-  const open = quote - name.length - 1;
-  if (open <= start || data[open] !== QUOTE || !endsWith(data, start, quote, name)) return false;
-  let before = open - 1;
-  while (before > start && isSpace(data[before]!)) before--;
-  return data[before] === OPEN || data[before] === COMMA;
-}
-
-/** Whether the bytes of the frame right before `end` are `name` (the frame starts at `start`). */
-function endsWith(data: Buffer, start: number, end: number, name: Buffer): boolean {
-  const from = end - name.length;
-  if (from < start) return false;
-  for (let i = 0; i < name.length; i++) if (data[from + i] !== name[i]) return false;
-  return true;
-}
-
-function isSpace(byte: number): boolean {
-  return byte === 0x20 || byte === 0x0a || byte === 0x0d || byte === 0x09;
 }
 
 class BodyTap implements ResponseTap, UsageProbe {

@@ -7,7 +7,8 @@
  * COUNTED (`gatehouse_usage_records_dropped_total`) rather than grow without end; a batch that
  * failed goes back to the front of the queue and is retried on the next tick.
  */
-import type { UsageRecord, UsageStore } from '../store/store.js';
+import type { UsageRecord } from '../store/records.js';
+import type { UsageStore } from '../store/store.js';
 
 export interface UsageWriterOptions {
   flushIntervalMs?: number;

@@ -13,7 +13,7 @@ import type { AuditEntry, AuditPage } from '../../src/admin-api/types.js';
 import { AuditRetention } from '../../src/audit/retention.js';
 import { runKeysCommand } from '../../src/cli/keys.js';
 import { ConfigEditor } from '../../src/config-editor/config-editor.js';
-import { loadSettings } from '../../src/settings.js';
+import { loadSettings } from '../../src/settings/index.js';
 import { sqliteFileIn } from '../../src/store/sqlite.js';
 import { createLlamaSwapClient } from '../../src/management-client/llama-swap-client.js';
 import { SCHEMA_PATH, tempDir, V1, V2 } from '../config-editor/helpers.js';

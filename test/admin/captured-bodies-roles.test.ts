@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { UsageRequestFound } from '../../src/admin-api/types.js';
-import type { UserRole } from '../../src/store/store.js';
+import type { UserRole } from '../../src/store/records.js';
 import { DEMO_CONFIG, startSimulator, type Simulator } from '../fakes/llama-swap/index.js';
 import { api, login } from '../helpers/admin.js';
 import type { TestGateway } from '../helpers/gateway.js';

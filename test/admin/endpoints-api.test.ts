@@ -3,7 +3,7 @@
  * behind it.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadSettings } from '../../src/settings.js';
+import { loadSettings } from '../../src/settings/index.js';
 import { DEMO_CONFIG, startSimulator, type Simulator } from '../fakes/llama-swap/index.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { json, rawRequest } from '../helpers/http.js';

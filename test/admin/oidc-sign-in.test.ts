@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SessionInfo } from '../../src/admin-api/types.js';
 import { TRANSACTION_COOKIE } from '../../src/http/admin/oidc-handlers.js';
-import type { Settings } from '../../src/settings.js';
+import type { Settings } from '../../src/settings/index.js';
 import { startRecordingUpstream, type RecordingUpstream } from '../fakes/recording-upstream.js';
 import { api, login, PASSWORD, sessionToken, startAdminGateway } from '../helpers/admin.js';
 import type { TestGateway } from '../helpers/gateway.js';

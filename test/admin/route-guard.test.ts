@@ -1,6 +1,6 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import { describe, expect, it } from 'vitest';
-import { allowRoles } from '../../src/auth/admin-role.js';
+import { allowRoles } from '../../src/http/hooks/admin-role.js';
 import { adminRouteAccess, guardAdminRoutes, PUBLIC_ADMIN_ROUTES } from '../../src/http/admin-route-guard.js';
 
 describe('the route table guard', () => {

@@ -8,7 +8,7 @@ import { request } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { INVITE_TTL_MS } from '../../src/auth/users.js';
 import { adminRouteAccess, type AdminRouteAccess } from '../../src/http/admin-route-guard.js';
-import { USER_ROLES, type UserRole } from '../../src/store/store.js';
+import { USER_ROLES, type UserRole } from '../../src/store/records.js';
 import { DEMO_CONFIG, startSimulator, type Simulator } from '../fakes/llama-swap/index.js';
 import { api, errorCode, login, manualClock, sessionToken, startAdminGateway } from '../helpers/admin.js';
 import type { TestGateway } from '../helpers/gateway.js';

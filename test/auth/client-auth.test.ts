@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { hashApiKey, newKeyRecord } from '../../src/auth/api-keys.js';
 import { authenticateClient, keyCandidates, type IncomingHeaders } from '../../src/auth/client-auth.js';
 import type { IndexedKey, KeyVerifier } from '../../src/auth/key-index.js';
-import type { KeyRecord } from '../../src/store/store.js';
+import type { KeyRecord } from '../../src/store/records.js';
 
 const NOW = Date.UTC(2030, 5, 1);
 

@@ -1,94 +1,205 @@
 /**
- * Every dashboard page in Chromium against the in-memory admin API of docs/admin-api.md
- * (fake-admin-api.ts): the states that are hard to produce on demand with a real llama-swap
- * (unreachable upstream, last-key deletion, a log gap) and the flows of each page. Each test
- * also demands zero console errors and no request off loopback. Screenshots of every page, in
- * both themes and at phone width, land in test-results/screenshots/.
+ * Every dashboard page in Chromium against the real gateway (real store, real admin API) in
+ * front of the llama-swap simulator, with the demo household of demo-admin.ts and a month of
+ * traffic (demo-usage.ts) written straight into the store: the flows of each page and the states
+ * that are hard to meet on demand (unreachable llama-swap, last-key deletion, a log gap, Redis
+ * gone). Each test also demands zero console errors and no request off loopback. Screenshots of
+ * every page, in both themes and at phone width, land in test-results/screenshots/.
  */
 import type { Browser, Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { demoKeys, registerFakeAdminApi, type FakeAdminApi } from './fake-admin-api.js';
-import { fakeSummary } from './fake-usage.js';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
+import type { UsageRecord } from '../../src/store/records.js';
+import { startSimulator, type Simulator } from '../fakes/llama-swap/index.js';
+import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
+import { json, rawRequest } from '../helpers/http.js';
+import { startTcpRelay, type TcpRelay } from '../helpers/tcp-relay.js';
 import {
+  DEMO_HOUSE_CONFIG,
+  DEMO_LOADED,
+  resetAdmin,
+  seedDemoKeys,
+  writeDemoLog,
+  type DemoKeyIds,
+} from './demo-admin.js';
+import { demoUsage } from './demo-usage.js';
+import {
+  closeCheckedPages,
   inPage,
   launchBrowser,
   openPage,
   PHONE,
   requireDashboardBuild,
-  serveDashboard,
   signIn,
   completeSetup,
-  type DashboardServer,
   type OpenPageOptions,
   type TestPage,
 } from './helpers.js';
 
 const PASSWORD = 'correct horse battery';
+const ADMIN_TOKEN = 'dashboard-pages-admin-token';
+const REDIS = new URL(process.env.GATEHOUSE_TEST_REDIS_URL ?? 'redis://127.0.0.1:6379');
 
-describe('dashboard pages against the admin API contract', () => {
-  let browser: Browser;
-  let server: DashboardServer;
-  let api: FakeAdminApi;
-  const open: TestPage[] = [];
+let browser: Browser;
+let sim: Simulator;
+const open: TestPage[] = [];
+
+async function startDemoSimulator(port?: number): Promise<Simulator> {
+  const started = await startSimulator({ config: DEMO_HOUSE_CONFIG, knobs: { loadDelayMs: 600 }, port });
+  writeDemoLog(started);
+  return started;
+}
+
+beforeAll(async () => {
+  requireDashboardBuild();
+  browser = await launchBrowser();
+  sim = await startDemoSimulator();
+}, 60_000);
+
+// Every page of every test: nothing wrong in the console, nothing fetched from outside.
+afterEach(() => closeCheckedPages(open));
+
+afterAll(async () => {
+  await browser?.close();
+  await sim?.close();
+});
+
+async function openOn(gateway: TestGateway, options: OpenPageOptions = {}): Promise<TestPage> {
+  const t = await openPage(browser, gateway.url, options);
+  open.push(t);
+  return t;
+}
+
+async function signedIn(page: Page, next = '/models') {
+  await signIn(page, PASSWORD, { next });
+}
+
+/** Whether the gateway takes `password` for the first admin (a real sign-in over HTTP). */
+async function acceptsPassword(gateway: TestGateway, password: string): Promise<boolean> {
+  const res = await rawRequest(`${gateway.url}/api/login`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', origin: gateway.url },
+    body: JSON.stringify({ password }),
+  });
+  return res.status === 200;
+}
+
+describe('a gateway before its first password, and before its first call', () => {
+  let fresh: TestGateway;
 
   beforeAll(async () => {
-    requireDashboardBuild();
-    browser = await launchBrowser();
-  });
+    fresh = await startTestGateway(sim.url, { logLevel: 'warn' }, {}, { withStore: true });
+  }, 60_000);
+  afterAll(() => fresh?.close());
 
-  afterEach(async () => {
-    for (const t of open.splice(0)) {
-      // Every page of every test: nothing wrong in the console, nothing fetched from outside.
-      expect(t.console.errors).toEqual([]);
-      expect(t.externalRequests()).toEqual([]);
-      await t.close();
-    }
-    await server?.close();
-  });
-
-  afterAll(async () => {
-    await browser?.close();
-  });
-
-  async function start(
-    initial: Parameters<typeof registerFakeAdminApi>[1] = {},
-    options: OpenPageOptions = {},
-  ): Promise<TestPage> {
-    server = await serveDashboard({
-      setup: (app) => {
-        api = registerFakeAdminApi(app, initial);
-      },
-    });
-    const t = await openPage(browser, server.url, options);
-    open.push(t);
-    return t;
+  function setupPath(): string {
+    const link = /http:\/\/\S+(\/setup#token=[A-Za-z0-9_-]+)/.exec(fresh.logText());
+    if (!link) throw new Error(`no setup link in the log:\n${fresh.logText()}`);
+    return link[1]!;
   }
-
-  async function signedIn(page: Page, next = '/models') {
-    await signIn(page, PASSWORD, { next });
-  }
-
-  it('sets the first password from the setup link and lands signed in on Models', async () => {
-    const t = await start({ password: null });
-    await t.page.goto('/setup#token=setup-token-123');
-    await t.page.getByRole('heading', { name: 'Set up Gatehouse' }).waitFor();
-    const submit = t.page.getByRole('button', { name: 'Set password and sign in' });
-    await t.page.getByLabel('New password').fill('short');
-    expect(await submit.isDisabled()).toBe(true);
-    await t.screenshot('setup-light');
-    await completeSetup(t.page, '/setup#token=setup-token-123', 'a long enough passphrase');
-    expect(new URL(t.page.url()).pathname).toBe('/models');
-    expect(api.state.password).toBe('a long enough passphrase');
-    await t.page.getByRole('heading', { name: 'Models' }).waitFor();
-  });
 
   it('tells an operator without a password to use the setup link', async () => {
-    const t = await start({ password: null }, { viewport: PHONE, colorScheme: 'dark' });
+    const t = await openOn(fresh, { viewport: PHONE, colorScheme: 'dark' });
     await t.page.goto('/models');
     await t.page.getByText('No admin password has been set yet.').waitFor();
     expect(new URL(t.page.url()).pathname).toBe('/sign-in');
     await t.screenshot('sign-in-setup-required-dark-phone');
   });
+
+  it('sets the first password from the setup link and lands signed in on Models', async () => {
+    const t = await openOn(fresh);
+    const setup = setupPath();
+    await t.page.goto(setup);
+    await t.page.getByRole('heading', { name: 'Set up Gatehouse' }).waitFor();
+    const submit = t.page.getByRole('button', { name: 'Set password and sign in' });
+    await t.page.getByLabel('New password').fill('short');
+    expect(await submit.isDisabled()).toBe(true);
+    await t.screenshot('setup-light');
+    await completeSetup(t.page, setup, 'a long enough passphrase');
+    expect(new URL(t.page.url()).pathname).toBe('/models');
+    expect(await acceptsPassword(fresh, 'a long enough passphrase')).toBe(true);
+    await t.page.getByRole('heading', { name: 'Models' }).waitFor();
+  });
+
+  it('shows usage before the first call, and when the usage store fails', async () => {
+    await resetAdmin(fresh, PASSWORD);
+    const t = await openOn(fresh, { colorScheme: 'dark' });
+    await signedIn(t.page, '/usage');
+    await t.page.getByRole('heading', { name: 'No calls yet' }).waitFor();
+    expect(await t.page.getByRole('link', { name: /Client setup on Endpoints/ }).getAttribute('href')).toBe(
+      '/endpoints',
+    );
+    await t.screenshot('usage-empty-dark');
+
+    // The store stops answering (a locked or lost database) for as long as the spies stay.
+    const usage = fresh.store!.usage;
+    const failure = () => Promise.reject(new Error('database is locked'));
+    const spies = [
+      vi.spyOn(usage, 'rollup').mockImplementation(failure),
+      vi.spyOn(usage, 'list').mockImplementation(failure),
+    ];
+    try {
+      await t.page.reload();
+      await t.page.getByRole('heading', { name: 'Could not load usage' }).waitFor();
+      await t.screenshot('usage-error-dark');
+    } finally {
+      for (const spy of spies) spy.mockRestore();
+    }
+    await t.page.getByRole('button', { name: 'Try again' }).click();
+    await t.page.getByRole('heading', { name: 'No calls yet' }).waitFor();
+  });
+});
+
+describe('dashboard pages of a household in use', () => {
+  let gateway: TestGateway;
+  let redis: TcpRelay;
+  let keys: DemoKeyIds;
+  let usage: UsageRecord[];
+
+  beforeAll(async () => {
+    redis = await startTcpRelay({ host: REDIS.hostname, port: Number(REDIS.port || 6379) });
+    gateway = await startTestGateway(
+      sim.url,
+      {
+        adminToken: ADMIN_TOKEN,
+        // The Logs page's gateway source stays empty: nothing here is about the gateway's own lines.
+        logLevel: 'silent',
+        usageCaptureBytes: 4096,
+        redisUrl: `redis://127.0.0.1:${redis.port}/0`,
+      },
+      {},
+      { withStore: true },
+    );
+    keys = await seedDemoKeys(gateway);
+    usage = demoUsage(keys);
+    await gateway.store!.usage.append(usage);
+  }, 60_000);
+
+  beforeEach(async () => {
+    await resetAdmin(gateway, PASSWORD);
+    keys = await seedDemoKeys(gateway, { ids: keys });
+  });
+
+  afterAll(async () => {
+    await gateway?.close();
+    await redis?.close();
+  });
+
+  async function start(options: OpenPageOptions = {}): Promise<TestPage> {
+    return openOn(gateway, options);
+  }
+
+  async function summary(query: string) {
+    const res = await rawRequest(`${gateway.url}/api/usage/summary?${query}`, {
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+    });
+    expect(res.status).toBe(200);
+    return json(res.body) as {
+      from: string;
+      to: string;
+      totals: { requests: number };
+      groups: Array<{ key?: { id: string | null; name: string | null } }>;
+    };
+  }
 
   it('signs in, rejects a wrong password, and returns to the page asked for', async () => {
     const t = await start();
@@ -105,31 +216,43 @@ describe('dashboard pages against the admin API contract', () => {
   });
 
   it('shows an unreachable llama-swap as an error state, never an empty list, and recovers by itself', async () => {
-    const t = await start({ upstreamReachable: false });
-    await signedIn(t.page);
-    await t.page.getByRole('heading', { name: 'llama-swap is not answering' }).waitFor();
-    await t.page.getByRole('link', { name: /llama-swap unreachable/ }).waitFor();
-    expect(await t.page.getByRole('table').count()).toBe(0);
-    expect(await t.page.getByText('No models configured').count()).toBe(0);
-    await t.screenshot('models-unreachable-light');
-    api.state.upstreamReachable = true;
+    const port = sim.port;
+    await sim.close();
+    const t = await start();
+    try {
+      await signedIn(t.page);
+      await t.page.getByRole('heading', { name: 'llama-swap is not answering' }).waitFor();
+      await t.page.getByRole('link', { name: /llama-swap unreachable/ }).waitFor();
+      expect(await t.page.getByRole('table').count()).toBe(0);
+      expect(await t.page.getByText('No models configured').count()).toBe(0);
+      await t.screenshot('models-unreachable-light');
+    } finally {
+      sim = await startDemoSimulator(port);
+    }
+    // The gateway retries llama-swap with a backoff of up to 5 s.
     await t.page
       .getByRole('cell', { name: /qwen3-30b-a3b/ })
       .first()
-      .waitFor({ timeout: 2500 });
+      .waitFor({ timeout: 10_000 });
   });
 
   it('loads a model, shows changes made elsewhere within 2 s, and unloads all after confirming', async () => {
-    const t = await start({ loadMs: 600 }, { colorScheme: 'dark' });
+    await sim.unload();
+    await Promise.all(DEMO_LOADED.map((model) => sim.load(model)));
+    const t = await start({ colorScheme: 'dark' });
     await signedIn(t.page);
     await t.page.getByRole('button', { name: 'Load nomic-embed-text' }).click();
-    await t.page.getByRole('button', { name: 'Unload nomic-embed-text' }).waitFor({ timeout: 3000 });
-    const row = t.page.getByRole('row').filter({ has: t.page.getByText('nomic-embed-text', { exact: true }) });
+    // The model's own row: the rows of its aliases name it too.
+    const unload = t.page.getByRole('button', { name: 'Unload nomic-embed-text' });
+    await unload.waitFor({ timeout: 3000 });
+    const row = t.page.getByRole('row').filter({ has: unload });
     await row.getByText('ready').waitFor({ timeout: 3000 });
-    await expect.poll(() => api.requests).toContain('POST /api/models/nomic-embed-text/load');
+    expect(t.apiCalls).toContain('POST /api/models/nomic-embed-text/load');
+    expect(sim.state('nomic-embed-text')).toBe('ready');
 
     // Another operator (or llama-swap's TTL) stops a model: the table follows within 2 s.
-    for (const model of api.state.models) if (model.id === 'gemma-3-12b') model.state = 'stopped';
+    await t.page.getByRole('button', { name: 'Unload gemma-3-12b' }).waitFor();
+    await sim.unload('gemma-3-12b');
     await t.page.getByRole('button', { name: 'Load gemma-3-12b' }).waitFor({ timeout: 2000 });
 
     await t.page.getByRole('button', { name: 'Unload all' }).click();
@@ -138,12 +261,14 @@ describe('dashboard pages against the admin API contract', () => {
     await t.screenshot('models-unload-all-dialog-dark');
     await t.page.keyboard.press('Escape');
     await dialog.waitFor({ state: 'hidden' });
-    expect(api.requests).not.toContain('POST /api/models/unload-all');
+    expect(t.apiCalls).not.toContain('POST /api/models/unload-all');
+    expect(sim.state('qwen3-30b-a3b')).toBe('ready');
     await t.page.getByRole('button', { name: 'Unload all' }).click();
     await dialog.getByRole('button', { name: 'Unload all' }).click();
     await dialog.waitFor({ state: 'hidden' });
-    await expect.poll(() => api.requests).toContain('POST /api/models/unload-all');
+    await expect.poll(() => t.apiCalls).toContain('POST /api/models/unload-all');
     await t.page.getByRole('button', { name: 'Load qwen3-30b-a3b' }).waitFor({ timeout: 2000 });
+    expect(sim.running()).toEqual([]);
   });
 
   it('creates a key and shows its secret once, with a copy button and a warning', async () => {
@@ -169,8 +294,9 @@ describe('dashboard pages against the admin API contract', () => {
     await created.getByText('You will not see it again.').waitFor();
     const secret = await created.getByLabel('The new API key').inputValue();
     expect(secret).toMatch(/^sk-/);
-    expect(api.state.keys[0]).toMatchObject({ name: 'ci-runner', models: ['gemma-3-12b'], note: 'Nightly evals' });
-    const days = (Date.parse(api.state.keys[0]?.expiresAt ?? '') - Date.now()) / 86_400_000;
+    const stored = (await gateway.store!.keys.list()).find((k) => k.name === 'ci-runner');
+    expect(stored).toMatchObject({ name: 'ci-runner', models: ['gemma-3-12b'], note: 'Nightly evals' });
+    const days = ((stored?.expiresAt ?? 0) - Date.now()) / 86_400_000;
     expect(days).toBeGreaterThan(29.9);
     expect(days).toBeLessThan(30.1);
 
@@ -192,7 +318,7 @@ describe('dashboard pages against the admin API contract', () => {
   });
 
   it('edits and revokes a key', async () => {
-    const t = await start({}, { viewport: PHONE });
+    const t = await start({ viewport: PHONE });
     await signedIn(t.page, '/keys');
     await t.page.getByRole('button', { name: 'Edit home-assistant' }).click();
     const dialog = t.page.getByRole('dialog', { name: 'Edit “home-assistant”' });
@@ -200,21 +326,22 @@ describe('dashboard pages against the admin API contract', () => {
     await t.screenshot('keys-edit-dialog-phone');
     await dialog.getByRole('button', { name: 'Save changes' }).click();
     await dialog.waitFor({ state: 'hidden' });
-    expect(api.state.keys.find((k) => k.id === 'key_02')?.name).toBe('home-assistant-2');
-    expect(api.state.keys.find((k) => k.id === 'key_02')?.models).toEqual(['qwen', 'whisper-large-v3']);
+    const edited = await gateway.store!.keys.get(keys['home-assistant']);
+    expect(edited?.name).toBe('home-assistant-2');
+    expect(edited?.models).toEqual(['qwen', 'whisper-large-v3']);
 
     await t.page.getByRole('button', { name: 'Revoke home-assistant-2' }).click();
     const confirm = t.page.getByRole('dialog', { name: 'Revoke “home-assistant-2”?' });
     await confirm.getByRole('button', { name: 'Revoke key' }).click();
     await confirm.waitFor({ state: 'hidden' });
-    expect(api.state.keys.find((k) => k.id === 'key_02')?.status).toBe('revoked');
+    expect((await gateway.store!.keys.get(keys['home-assistant']))?.revokedAt).toEqual(expect.any(Number));
     expect(await t.page.getByRole('button', { name: 'Revoke home-assistant-2' }).count()).toBe(0);
   });
 
   it('deletes the last key only after showing the server warning and confirming again', async () => {
-    const first = demoKeys()[0];
-    if (!first) throw new Error('no demo key');
-    const t = await start({ keys: [first] });
+    await seedDemoKeys(gateway, { ids: keys, only: ['open-webui'] });
+    const id = keys['open-webui'];
+    const t = await start();
     await signedIn(t.page, '/keys');
     await t.page.getByRole('button', { name: 'Delete open-webui' }).click();
     await t.page
@@ -223,34 +350,36 @@ describe('dashboard pages against the admin API contract', () => {
       .click();
     const warning = t.page.getByRole('dialog', { name: 'This is the last API key' });
     await warning.getByText('Deleting it reopens the API').waitFor();
-    expect(api.state.keys).toHaveLength(1);
+    expect(await gateway.store!.keys.count()).toBe(1);
     await t.screenshot('keys-delete-last-light');
     await warning.getByRole('button', { name: 'Delete and open the API' }).click();
     await t.page.getByText('No API keys yet').waitFor();
     await t.page.getByText('That was the last API key').waitFor();
-    expect(api.requests).toEqual(
-      expect.arrayContaining(['DELETE /api/keys/key_01', 'DELETE /api/keys/key_01?confirm=last']),
+    expect(t.apiCalls).toEqual(
+      expect.arrayContaining([`DELETE /api/keys/${id}`, `DELETE /api/keys/${id}?confirm=last`]),
     );
+    expect(await gateway.store!.keys.count()).toBe(0);
     await t.screenshot('keys-empty-light');
   });
 
   it('streams logs with colours, pauses, filters, and marks a gap and a dropped stream', async () => {
-    const t = await start({}, { colorScheme: 'dark' });
+    const t = await start({ colorScheme: 'dark' });
     await signedIn(t.page, '/logs');
     const lines = t.page.locator('.log-lines');
     await lines.getByText('llama-swap listening on :8080').waitFor();
     expect(await lines.locator('.fg-1.b').first().textContent()).toBe('ERROR');
     expect(await lines.textContent()).not.toContain('\u001b');
 
-    api.emitLog('proxy', 'first half of a line, ');
-    api.emitLog('proxy', 'second half\n');
+    sim.logChunk('proxy', 'first half of a line, ');
+    sim.logChunk('proxy', 'second half\n');
     await lines.getByText('first half of a line, second half').waitFor();
 
-    api.emitGap('proxy');
-    await lines.getByText('— llama-swap restarted the stream (config reload) —').waitFor();
+    // A config reload restarts llama-swap's log stream.
+    await sim.reload();
+    await lines.getByText('— llama-swap restarted the stream (config reload) —').waitFor({ timeout: 5000 });
 
     await t.page.getByRole('button', { name: 'Pause' }).click();
-    api.emitLog('proxy', 'written while paused\n');
+    sim.log('proxy', 'written while paused');
     await t.page.getByRole('button', { name: 'Resume · 1 new' }).waitFor();
     expect(await lines.getByText('written while paused').count()).toBe(0);
     await t.page.getByRole('button', { name: 'Resume · 1 new' }).click();
@@ -265,12 +394,12 @@ describe('dashboard pages against the admin API contract', () => {
     await t.page.getByLabel('Filter lines').fill('');
 
     // The connection breaks (gateway restart, proxy timeout): the page reconnects on its own.
-    api.dropStreams();
+    gateway.app.server.closeAllConnections();
     await t.page.getByRole('status').getByText('Reconnecting…').waitFor({ timeout: 5000 });
     await t.page.getByText('Live', { exact: true }).waitFor({ timeout: 5000 });
-    api.emitLog('proxy', 'after the reconnect\n');
+    sim.log('proxy', 'after the reconnect');
     await lines.getByText('after the reconnect').waitFor();
-    expect(api.requests.filter((r) => r === 'GET /api/live')).toHaveLength(2);
+    expect(t.apiCalls.filter((r) => r === 'GET /api/live')).toHaveLength(2);
     // The history sent again on reconnect was joined, not repeated.
     expect(await lines.getByText('llama-swap listening on :8080').count()).toBe(1);
     expect(await lines.getByText('written while paused').count()).toBe(1);
@@ -280,14 +409,16 @@ describe('dashboard pages against the admin API contract', () => {
     await t.page.waitForURL('**/logs?source=gateway');
     await t.page.getByText('No output yet.').waitFor();
     // The gateway's log rides on the same stream.
-    expect(api.requests.some((r) => r.startsWith('GET /api/logs/stream'))).toBe(false);
+    expect(t.apiCalls.some((r) => r.startsWith('GET /api/logs/stream'))).toBe(false);
   });
 
   it('sends the operator to sign in when the session ends, then back', async () => {
     const t = await start();
     await signedIn(t.page, '/models');
     await t.page.getByRole('heading', { name: 'Models' }).waitFor();
-    api.endSessions();
+    // Signed out everywhere, and the open stream dropped (as a gateway restart does).
+    await gateway.store!.sessions.deleteAllExcept(null);
+    gateway.app.server.closeAllConnections();
     await t.page.getByText('Your session has ended.').waitFor({ timeout: 3000 });
     expect(new URL(t.page.url()).pathname).toBe('/sign-in');
     await t.page.getByLabel('Password', { exact: true }).fill(PASSWORD);
@@ -308,7 +439,8 @@ describe('dashboard pages against the admin API contract', () => {
     await t.page.getByLabel('Current password').fill(PASSWORD);
     await t.page.getByRole('button', { name: 'Change password' }).click();
     await t.page.getByText('Password changed.').waitFor();
-    expect(api.state.password).toBe('a brand new passphrase');
+    expect(await acceptsPassword(gateway, 'a brand new passphrase')).toBe(true);
+    expect(await acceptsPassword(gateway, PASSWORD)).toBe(false);
 
     await t.page.locator('label', { hasText: 'Dark' }).click();
     expect(await t.page.getByRole('radio', { name: 'Dark' }).isChecked()).toBe(true);
@@ -319,7 +451,7 @@ describe('dashboard pages against the admin API contract', () => {
 
     await t.page.getByRole('main').getByRole('button', { name: 'Sign out' }).click();
     await t.page.waitForURL('**/sign-in');
-    await expect.poll(() => api.requests).toContain('POST /api/logout');
+    await expect.poll(() => t.apiCalls).toContain('POST /api/logout');
     // The stored theme outlives the session, and applies before the app starts.
     await t.page.reload();
     expect(await inPage(t.page, 'document.documentElement.dataset.theme')).toBe('dark');
@@ -354,9 +486,12 @@ describe('dashboard pages against the admin API contract', () => {
   it('shows usage: totals, a chart with tooltips, groups, and a filtered request log a page at a time', async () => {
     const t = await start();
     await signedIn(t.page, '/usage');
-    const expected = fakeSummary(api.state.usage, '24h', 'key');
     const requests = t.page.locator('[data-stat="requests"] dd').first();
     await requests.waitFor();
+    const expected = await summary('range=24h&groupBy=key');
+    // The server counted every seeded call of its window, and the page shows that count.
+    const inWindow = usage.filter((r) => r.at >= Date.parse(expected.from) && r.at < Date.parse(expected.to));
+    expect(expected.totals.requests).toBe(inWindow.length);
     expect(await requests.textContent()).toBe(expected.totals.requests.toLocaleString('en-GB'));
     expect(await t.page.locator('[data-stat="p95"] dd').textContent()).toMatch(/^≈ /);
     // One row per key, in the server's order, with the chart's colours in the legend.
@@ -364,6 +499,7 @@ describe('dashboard pages against the admin API contract', () => {
     expect(names.map((n) => n.trim())).toEqual(
       expected.groups.map((g) => (g.key?.id === null ? 'No key' : g.key?.name)),
     );
+    expect(expected.groups).toHaveLength(4);
     expect(await t.page.locator('.chart .legend li').count()).toBe(expected.groups.length);
     // The chart is one tab stop; the arrow keys read the buckets out.
     await t.page.locator('.chart .plot').focus();
@@ -380,7 +516,7 @@ describe('dashboard pages against the admin API contract', () => {
     await t.page.waitForURL('**/usage?range=30d&group=model&chart=tokens');
     await t.page.locator('.groups-card h2', { hasText: 'By model' }).waitFor();
     await t.page.locator('.stat-title', { hasText: 'last 30 days' }).waitFor();
-    await expect.poll(() => api.requests).toContain('GET /api/usage/summary?range=30d&groupBy=model');
+    await expect.poll(() => t.apiCalls).toContain('GET /api/usage/summary?range=30d&groupBy=model');
     await t.screenshot('usage-30d-by-model-light');
 
     // The log: 50 at a time, then "Load more" with the cursor.
@@ -388,7 +524,7 @@ describe('dashboard pages against the admin API contract', () => {
     expect(await rows.count()).toBe(50);
     await t.page.getByRole('button', { name: 'Load more' }).click();
     await rows.nth(99).waitFor();
-    expect(api.requests.some((r) => r.startsWith('GET /api/usage/requests?cursor='))).toBe(true);
+    expect(t.apiCalls.some((r) => r.startsWith('GET /api/usage/requests?cursor='))).toBe(true);
     // Filters go to the server and into the URL.
     await t.page.getByLabel('Status').selectOption('5xx');
     await t.page.waitForURL('**status=5xx');
@@ -399,20 +535,22 @@ describe('dashboard pages against the admin API contract', () => {
         async () => new Set(await t.page.locator('table.requests tbody td.status .status-line').allTextContents()).size,
       )
       .toBe(1);
+    const homeAssistant = keys['home-assistant'];
     await t.page.getByLabel('Key', { exact: true }).selectOption({ label: 'home-assistant' });
-    await t.page.waitForURL('**key=key_02**');
-    await expect.poll(() => api.requests).toContain('GET /api/usage/requests?key=key_02&status=5xx&limit=50');
+    await t.page.waitForURL(`**key=${homeAssistant}**`);
+    await expect.poll(() => t.apiCalls).toContain(`GET /api/usage/requests?key=${homeAssistant}&status=5xx&limit=50`);
     await t.page.getByRole('button', { name: 'Clear filters' }).first().click();
     await t.page.waitForURL((url) => !url.search.includes('status='));
 
     // A captured call in the drawer: JSON re-indented.
-    const captured = api.state.usage.find((r) => r.captured && !r.streamed);
+    const captured = usage.find((r) => r.responseBody !== null && !r.streamed);
     if (!captured) throw new Error('no captured demo call');
     await t.page.getByLabel('Model', { exact: true }).fill(captured.model ?? '');
     await t.page.getByLabel('Model', { exact: true }).press('Enter');
     await t.page.waitForURL('**model=**');
     await t.page.locator('table.requests tbody tr').first().waitFor();
-    const row = t.page.locator('table.requests tbody tr', { has: t.page.locator(`time[datetime="${captured.at}"]`) });
+    const at = new Date(captured.at).toISOString();
+    const row = t.page.locator('table.requests tbody tr', { has: t.page.locator(`time[datetime="${at}"]`) });
     await row.getByRole('button', { name: /Details of the call/ }).click();
     const drawer = t.page.getByRole('dialog', { name: `POST ${captured.endpoint}` });
     await drawer.locator('pre.body').nth(1).waitFor();
@@ -422,26 +560,8 @@ describe('dashboard pages against the admin API contract', () => {
     await drawer.waitFor({ state: 'hidden' });
   });
 
-  it('shows usage before the first call, and when the usage store fails', async () => {
-    const t = await start({ usage: [] }, { colorScheme: 'dark' });
-    await signedIn(t.page, '/usage');
-    await t.page.getByRole('heading', { name: 'No calls yet' }).waitFor();
-    expect(await t.page.getByRole('link', { name: /Client setup on Endpoints/ }).getAttribute('href')).toBe(
-      '/endpoints',
-    );
-    await t.screenshot('usage-empty-dark');
-
-    api.state.usageDown = true;
-    await t.page.reload();
-    await t.page.getByRole('heading', { name: 'Could not load usage' }).waitFor();
-    await t.screenshot('usage-error-dark');
-    api.state.usageDown = false;
-    await t.page.getByRole('button', { name: 'Try again' }).click();
-    await t.page.getByRole('heading', { name: 'No calls yet' }).waitFor();
-  });
-
   it('sets and clears a key’s limits, and says where limits are counted', async () => {
-    const t = await start({ limitsInfo: { limitsScope: 'shared', redis: 'connected', unavailableSince: null } });
+    const t = await start();
     await signedIn(t.page, '/keys');
     const row = t.page.getByRole('row').filter({ has: t.page.getByText('open-webui', { exact: true }) });
     const limits = row.locator('td[data-label="Limits"] li');
@@ -460,14 +580,25 @@ describe('dashboard pages against the admin API contract', () => {
     await dialog.getByLabel('Concurrent').fill('4');
     await dialog.getByRole('button', { name: 'Save changes' }).click();
     await dialog.waitFor({ state: 'hidden' });
-    expect(api.state.keys.find((k) => k.id === 'key_01')?.limits).toEqual({ rpm: 1000, tpm: null, concurrent: 4 });
+    expect((await gateway.store!.keys.get(keys['open-webui']))?.limits).toEqual({
+      rpm: 1000,
+      tpm: null,
+      concurrent: 4,
+    });
     await expect.poll(() => limits.allTextContents()).toEqual(['1,000 rpm', '4 at once']);
 
-    // Redis gone: the line turns into a warning; an older gateway without the route: per process.
-    api.state.limitsInfo = { limitsScope: 'replica', redis: 'unavailable', unavailableSince: new Date().toISOString() };
-    await t.page.reload();
-    await t.page.getByText('Redis is unreachable').waitFor();
-    api.state.limitsInfo = null;
+    // Redis gone: the line turns into a warning.
+    redis.cut();
+    try {
+      await t.page.reload();
+      await t.page.getByText('Redis is unreachable').waitFor();
+    } finally {
+      redis.restore();
+    }
+    // A gateway from before `GET /api/limits` answers 404 there: limits are then per process.
+    await t.page.route('**/api/limits', (route) =>
+      route.fulfill({ status: 404, json: { error: { code: 'not_found', message: 'Not found.' } } }),
+    );
     await t.page.reload();
     await t.page.getByText('Limits are enforced per gateway process').waitFor();
   });
@@ -478,7 +609,7 @@ describe('dashboard pages against the admin API contract', () => {
     { name: 'phone', options: { viewport: PHONE } },
   ]) {
     it(`renders every page (${variant.name})`, async () => {
-      const t = await start({}, variant.options);
+      const t = await start(variant.options);
       await signedIn(t.page);
       await t.page
         .getByRole('cell', { name: /qwen3-30b-a3b/ })

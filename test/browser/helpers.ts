@@ -70,6 +70,8 @@ export interface TestPage {
   page: Page;
   /** Every URL the page requested, in order (documents, scripts, fetches, event streams, icons). */
   requests: string[];
+  /** `METHOD /path?query` of every request the page sent to the admin API (`/api/...`), in order. */
+  apiCalls: string[];
   console: ConsoleErrors;
   /** Requests to anything but loopback (data:, blob: and about: are local too). */
   externalRequests(): string[];
@@ -107,13 +109,19 @@ export async function openPage(browser: Browser, baseURL: string, options: OpenP
   // Well under the browser project's test timeout, so a stuck step fails with the locator it waited for.
   context.setDefaultTimeout(30_000);
   const requests: string[] = [];
-  context.on('request', (request) => requests.push(request.url()));
+  const apiCalls: string[] = [];
+  context.on('request', (request) => {
+    requests.push(request.url());
+    const url = new URL(request.url());
+    if (url.pathname.startsWith('/api/')) apiCalls.push(`${request.method()} ${url.pathname}${url.search}`);
+  });
   const page = await context.newPage();
   const consoleErrors = collectConsoleErrors(page);
   return {
     context,
     page,
     requests,
+    apiCalls,
     console: consoleErrors,
     externalRequests: () => requests.filter((url) => !isLocalUrl(url)),
     screenshot: (name, screenshotOptions) => screenshot(page, name, screenshotOptions),
@@ -178,17 +186,11 @@ export interface DashboardServer {
   close(): Promise<void>;
 }
 
-/**
- * A bare Fastify on 127.0.0.1:0 serving the built dashboard with registerDashboard. `setup`
- * may add routes (e.g. a fake admin API) before it listens.
- */
-export async function serveDashboard(
-  options: { root?: string; setup?: (app: FastifyInstance) => void | Promise<void> } = {},
-): Promise<DashboardServer> {
+/** A bare Fastify on 127.0.0.1:0 serving the built dashboard with registerDashboard, and no API. */
+export async function serveDashboard(options: { root?: string } = {}): Promise<DashboardServer> {
   // forceCloseConnections: open event streams must not hold close() up.
   const app = Fastify({ logger: false, forceCloseConnections: true });
   registerDashboard(app, { root: options.root ?? DASHBOARD_DIST });
-  await options.setup?.(app);
   const address = await app.listen({ port: 0, host: '127.0.0.1' });
   return { app, url: address, close: () => app.close() };
 }

@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { basename, join, posix } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse as parseYaml } from 'yaml';
-import { FILE_INDIRECTIONS, parseDuration, parseSize, SETTINGS } from '../../src/settings.js';
+import { FILE_INDIRECTIONS, parseDuration, parseSize, SETTINGS } from '../../src/settings/index.js';
 import { SQLITE_FILE_NAME } from '../../src/store/sqlite.js';
 import { rawRequest } from '../helpers/http.js';
 import { REPO_ROOT, runCli, spawnGateway, type GatewayProcess } from '../helpers/process.js';

@@ -6,7 +6,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { loadSettings } from '../../src/settings.js';
+import { loadSettings } from '../../src/settings/index.js';
 import { settingsError } from '../helpers/settings.js';
 
 const ISSUER = 'https://keycloak.example.com/realms/lab';

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRecordingUpstream, type RecordingUpstream } from '../fakes/recording-upstream.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { json, rawRequest } from '../helpers/http.js';
-import { loadSettings } from '../../src/settings.js';
+import { loadSettings } from '../../src/settings/index.js';
 import { createLlamaSwapClient } from '../../src/management-client/llama-swap-client.js';
 
 let upstream: RecordingUpstream;

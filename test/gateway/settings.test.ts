@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { loadSettings, SETTINGS, SettingsError } from '../../src/settings.js';
+import { loadSettings, SETTINGS, SettingsError } from '../../src/settings/index.js';
 import { settingsError } from '../helpers/settings.js';
 
 describe('settings', () => {

@@ -9,7 +9,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import { request, type IncomingHttpHeaders } from 'node:http';
 import { join } from 'node:path';
 import { afterEach, beforeAll, afterAll, describe, expect, it, vi } from 'vitest';
-import { loadSettings, SettingsError, type Settings } from '../../src/settings.js';
+import { loadSettings, SettingsError, type Settings } from '../../src/settings/index.js';
 import { startRecordingUpstream, type RecordingUpstream } from '../fakes/recording-upstream.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { json } from '../helpers/http.js';

@@ -5,7 +5,7 @@
  */
 import { createServer, type AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadSettings, SettingsError } from '../../src/settings.js';
+import { loadSettings, SettingsError } from '../../src/settings/index.js';
 import { startRecordingUpstream, type RecordingUpstream } from '../fakes/recording-upstream.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { rawRequest } from '../helpers/http.js';

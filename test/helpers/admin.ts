@@ -5,7 +5,7 @@
  */
 import type { OutgoingHttpHeaders } from 'node:http';
 import { expect } from 'vitest';
-import type { Settings } from '../../src/settings.js';
+import type { Settings } from '../../src/settings/index.js';
 import type { BuildAppInput } from '../../src/app.js';
 import { startTestGateway, type TestGateway, type TestGatewayOptions } from './gateway.js';
 import { json, rawRequest, type RawResponse } from './http.js';

@@ -45,7 +45,7 @@ export function startDemo(dataDir: string = freshDemoDataDir()): Promise<DemoPro
   const exited = new Promise<number | null>((resolve) => child.once('close', (code) => resolve(code)));
   return new Promise((resolve, reject) => {
     // A bound for a start that fails: tsx compiles the sources as it loads them.
-    const timer = setTimeout(() => reject(new Error(`the demo did not print its banner:\n${output}`)), 30_000);
+    const timer = setTimeout(() => reject(new Error(`the demo did not print its banner:\n${output}`)), 60_000);
     const onData = (chunk: Buffer) => {
       output += chunk.toString('utf8');
       if (started) return;

@@ -17,8 +17,9 @@ import { LineBuffer } from '../../src/logging/line-buffer.js';
 import { openUpstream, type UpstreamKindSetting } from '../../src/management-client/open-upstream.js';
 import type { Upstream } from '../../src/management-client/upstream.js';
 import { UpstreamView } from '../../src/live/upstream-view.js';
-import { settingsFor, type Settings } from '../../src/settings.js';
-import { openStore, type Store } from '../../src/store/store.js';
+import { settingsFor, type Settings } from '../../src/settings/index.js';
+import { openStore } from '../../src/store/open-store.js';
+import type { Store } from '../../src/store/store.js';
 import { TEST_PASSWORD_HASH_COST } from './password-cost.js';
 
 export interface TestGateway {

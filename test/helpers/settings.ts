@@ -1,6 +1,6 @@
 /** Settings that must be refused: the message `loadSettings` gives, or a failed expectation. */
 import { expect } from 'vitest';
-import { loadSettings, SettingsError } from '../../src/settings.js';
+import { loadSettings, SettingsError } from '../../src/settings/index.js';
 
 export function settingsError(env: NodeJS.ProcessEnv): string {
   try {

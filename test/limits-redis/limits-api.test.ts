@@ -9,7 +9,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadSettings, SettingsError } from '../../src/settings.js';
+import { loadSettings, SettingsError } from '../../src/settings/index.js';
 import { startRecordingUpstream, type RecordingUpstream } from '../fakes/recording-upstream.js';
 import type { TestGateway } from '../helpers/gateway.js';
 import { json, rawRequest } from '../helpers/http.js';

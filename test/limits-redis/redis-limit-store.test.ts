@@ -10,9 +10,10 @@ import { Writable } from 'node:stream';
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../../src/logger.js';
-import { MemoryLimitStore, type LimitDecision } from '../../src/usage/limits.js';
-import { limitKeys } from '../../src/usage/redis-limit-scripts.js';
-import { RedisLimitStore, type RedisLimitStoreOptions } from '../../src/usage/redis-limit-store.js';
+import type { LimitDecision } from '../../src/limits/limit-store.js';
+import { MemoryLimitStore } from '../../src/limits/memory-limit-store.js';
+import { limitKeys } from '../../src/limits/redis-limit-scripts.js';
+import { RedisLimitStore, type RedisLimitStoreOptions } from '../../src/limits/redis-limit-store.js';
 import { startTestRedis, type TestRedis } from '../helpers/redis.js';
 
 const PASSWORD = 'redis-pass-never-logged-5b1e';

@@ -4,8 +4,8 @@
  * all pass. With the per-process store and with Redis (127.0.0.1:6379, one prefix per run).
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { PROMPT_BYTES_PER_TOKEN } from '../../src/usage/token-reservation.js';
-import { requestedOutputTokens } from '../../src/usage/requested-output-tokens.js';
+import { PROMPT_BYTES_PER_TOKEN } from '../../src/limits/token-reservation.js';
+import { requestedOutputTokens } from '../../src/limits/requested-output-tokens.js';
 import { readJsonMembers } from '../../src/proxy/request-json.js';
 import { JSON_MEMBERS } from '../../src/proxy/request-model.js';
 import { startRecordingUpstream, type RecordingUpstream } from '../fakes/recording-upstream.js';
@@ -84,6 +84,8 @@ for (const store of ['memory', 'redis'] as const) {
         store === 'redis'
           ? { redisUrl: 'redis://127.0.0.1:6379', redisPrefix: `gh-test-tpm-${process.pid}-${Date.now()}:` }
           : {},
+        // A wide command timeout: this file tests atomic reservations, not the fallback a slow Redis opens.
+        { usageOptions: { redis: { commandTimeoutMs: 10_000 } } },
       );
       await gateway.app.usage.ready();
     });

@@ -9,7 +9,7 @@ import { completionText, DEMO_CONFIG, embedding, startSimulator, type Simulator 
 import type { TestGateway } from '../helpers/gateway.js';
 import { rawRequest } from '../helpers/http.js';
 import { adminApi, createKey, listRequests, startUsageGateway } from '../usage/usage-helpers.js';
-import type { Settings } from '../../src/settings.js';
+import type { Settings } from '../../src/settings/index.js';
 import { openUpstream } from '../../src/management-client/open-upstream.js';
 
 const CHAT_MODEL = 'qwen3-8b';

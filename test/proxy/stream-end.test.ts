@@ -1,16 +1,18 @@
 import { describe, expect, it } from 'vitest';
 import { StreamEndWatcher, watchStreamEnd } from '../../src/proxy/stream-end.js';
+import { streamFrames } from '../../src/proxy/stream-frames.js';
 
 const DELTA = 'data: {"choices":[{"delta":{"content":"hi"}}]}\n\n';
 const RESPONSES_DONE =
   `event: response.completed\ndata: ` +
   `{"type":"response.completed","response":{"output_text":"${'x'.repeat(300)}"}}\n\n`;
 
-/** The watcher's verdict on `text` fed in the given pieces. */
+/** The watcher's verdict on `text` fed in the given pieces, through the stream's parser as the forwarder runs it. */
 function verdict(pieces: string[]): { whole: boolean; separator: string } {
   const watcher = new StreamEndWatcher();
-  for (const piece of pieces) watcher.push(Buffer.from(piece, 'utf8'));
-  return { whole: watcher.endedWithTerminalFrame(), separator: watcher.separator() };
+  const frames = streamFrames(undefined, watcher)!;
+  for (const piece of pieces) frames.push(Buffer.from(piece, 'utf8'));
+  return { whole: watcher.endedWithTerminalFrame(frames), separator: frames.closingBreaks() };
 }
 
 /** The same verdict for every way of cutting `text` into two pieces, and byte by byte. */

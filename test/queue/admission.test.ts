@@ -6,7 +6,7 @@ import { request, type IncomingMessage } from 'node:http';
 import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
 import { Scheduler } from '../../src/queue/scheduler.js';
-import type { Settings } from '../../src/settings.js';
+import type { Settings } from '../../src/settings/index.js';
 import { json, rawRequest, type RawResponse } from '../helpers/http.js';
 import { adminApi, createKey, recordFor, startUsageGateway } from '../usage/usage-helpers.js';
 import type { TestGateway } from '../helpers/gateway.js';

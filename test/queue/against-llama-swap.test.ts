@@ -4,7 +4,7 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { startSimulator, type Simulator } from '../fakes/llama-swap/index.js';
-import type { Settings } from '../../src/settings.js';
+import type { Settings } from '../../src/settings/index.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { rawRequest } from '../helpers/http.js';
 

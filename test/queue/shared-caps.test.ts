@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { QueueView } from '../../src/admin-api/types.js';
-import type { Settings } from '../../src/settings.js';
+import type { Settings } from '../../src/settings/index.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { json, rawRequest, type RawResponse } from '../helpers/http.js';
 import { startHoldingUpstream, type HoldingUpstream } from '../helpers/holding-upstream.js';

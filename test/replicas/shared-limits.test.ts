@@ -20,7 +20,7 @@ import { json, rawRequest, type RawResponse } from '../helpers/http.js';
 import { requirePostgres, TestSchemas, urlWithPassword } from '../helpers/postgres.js';
 import { spawnGateway, type GatewayProcess } from '../helpers/process.js';
 import { startTestRedis, type TestRedis } from '../helpers/redis.js';
-import { DEFAULT_OUTPUT_TOKENS, PROMPT_BYTES_PER_TOKEN } from '../../src/usage/token-reservation.js';
+import { DEFAULT_OUTPUT_TOKENS, PROMPT_BYTES_PER_TOKEN } from '../../src/limits/token-reservation.js';
 
 const ADMIN_TOKEN = 'shared-limits-admin-token-0123456789';
 const DB_PASSWORD = 'db-password-never-logged-41d0';

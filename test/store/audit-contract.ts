@@ -4,7 +4,8 @@
  */
 import { beforeEach, describe, expect, it } from 'vitest';
 import { newKeyRecord } from '../../src/auth/api-keys.js';
-import type { AuditRecord, Store } from '../../src/store/store.js';
+import type { AuditRecord } from '../../src/store/records.js';
+import type { Store } from '../../src/store/store.js';
 import { newUsageId } from '../../src/store/usage-id.js';
 
 const T0 = Date.UTC(2031, 5, 1);

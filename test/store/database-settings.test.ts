@@ -6,9 +6,10 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { loadSettings } from '../../src/settings.js';
+import { loadSettings } from '../../src/settings/index.js';
 import { settingsError } from '../helpers/settings.js';
-import { describePostgresUrl, describeStoreLocation, openStore } from '../../src/store/store.js';
+import { describePostgresUrl } from '../../src/store/postgres-url.js';
+import { describeStoreLocation, openStore } from '../../src/store/open-store.js';
 import { query, requirePostgres, TEST_DATABASE_URL, TestSchemas } from '../helpers/postgres.js';
 
 const schemas = new TestSchemas();

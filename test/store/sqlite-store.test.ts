@@ -7,7 +7,7 @@ import { Kysely, SqliteDialect } from 'kysely';
 import { afterAll, describe, expect, it } from 'vitest';
 import { MIGRATIONS } from '../../src/store/migrations.js';
 import { openSqliteStore, SQLITE_FILE_NAME } from '../../src/store/sqlite.js';
-import { openStore } from '../../src/store/store.js';
+import { openStore } from '../../src/store/open-store.js';
 import { describeStoreContract, keyRecord, waitFor } from './store-contract.js';
 import { usageRecord } from './usage-contract.js';
 import { expectUsageLogMigrated, writeOldUsageLog } from './usage-migration.js';

@@ -6,13 +6,8 @@
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { newKeyRecord, type NewKeyInput } from '../../src/auth/api-keys.js';
 import { MIGRATIONS } from '../../src/store/migrations.js';
-import {
-  AmbiguousKeyReferenceError,
-  type AdminSessionRecord,
-  type KeyRecord,
-  type Store,
-  type UserRecord,
-} from '../../src/store/store.js';
+import { AmbiguousKeyReferenceError, type Store } from '../../src/store/store.js';
+import type { AdminSessionRecord, KeyRecord, UserRecord } from '../../src/store/records.js';
 import { describeAuditContract } from './audit-contract.js';
 import { describeUsageContract } from './usage-contract.js';
 

@@ -3,7 +3,8 @@
  * `describeStoreContract` on every backend.
  */
 import { beforeEach, describe, expect, it } from 'vitest';
-import { USAGE_LATENCY_BOUNDS_MS, type Store, type UsageRecord } from '../../src/store/store.js';
+import { USAGE_LATENCY_BOUNDS_MS, type UsageRecord } from '../../src/store/records.js';
+import type { Store } from '../../src/store/store.js';
 
 const T0 = Date.UTC(2030, 0, 1);
 

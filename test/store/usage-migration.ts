@@ -6,7 +6,8 @@
 import type { Kysely } from 'kysely';
 import { expect } from 'vitest';
 import { migrateUpTo } from '../../src/store/migrations.js';
-import type { Store, UsageRecord } from '../../src/store/store.js';
+import type { Store } from '../../src/store/store.js';
+import type { UsageRecord } from '../../src/store/records.js';
 import { requestRow } from '../../src/store/usage-rows.js';
 import { T0 } from './store-contract.js';
 import { usageRecord } from './usage-contract.js';

@@ -4,7 +4,7 @@
  * Expected values are written out literally, not derived from the column table under test.
  */
 import { describe, expect, it } from 'vitest';
-import type { UsageRecord } from '../../src/store/store.js';
+import type { UsageRecord } from '../../src/store/records.js';
 import {
   copyRows,
   HOUR_MS,

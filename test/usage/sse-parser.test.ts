@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ProxyContext } from '../../src/core/context.js';
 import { SseDecoder, SseParser } from '../../src/core/sse-decoder.js';
+import { streamFrames } from '../../src/proxy/stream-frames.js';
 import { createUsageTap } from '../../src/usage/usage-tap.js';
 
 const MIXED = Buffer.from(
@@ -96,7 +97,11 @@ function fakeCtx(): ProxyContext {
 function tapTokens(chunks: Buffer[], contentType = 'text/event-stream') {
   const ctx = fakeCtx();
   const tap = createUsageTap({ captureBytes: 0 })(ctx, 200, contentType)!;
-  for (const c of chunks) tap.onChunk(c);
+  const frames = streamFrames(tap, undefined);
+  for (const c of chunks) {
+    tap.onChunk(c);
+    frames?.push(c);
+  }
   tap.onEnd('complete');
   return ctx.outcome.usage!.tokens();
 }

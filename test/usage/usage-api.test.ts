@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RequestView } from '../../src/http/admin/usage-handlers.js';
 import type { UsageSummary } from '../../src/usage/summary.js';
 import { percentile } from '../../src/usage/summary.js';
-import { USAGE_LATENCY_BOUNDS_MS } from '../../src/store/store.js';
+import { USAGE_LATENCY_BOUNDS_MS } from '../../src/store/records.js';
 import { countPromptTokens, DEMO_CONFIG, startSimulator, type Simulator } from '../fakes/llama-swap/index.js';
 import type { TestGateway } from '../helpers/gateway.js';
 import { json, rawRequest, type RawResponse } from '../helpers/http.js';

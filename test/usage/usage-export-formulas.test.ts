@@ -7,7 +7,7 @@
 import { Readable } from 'node:stream';
 import { buffer } from 'node:stream/consumers';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { UsageRecord } from '../../src/store/store.js';
+import type { UsageRecord } from '../../src/store/records.js';
 import { csvStream } from '../../src/usage/export-format.js';
 import { exportColumns } from '../../src/usage/export-rows.js';
 import { DEMO_CONFIG, startSimulator, type Simulator } from '../fakes/llama-swap/index.js';

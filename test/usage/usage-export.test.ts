@@ -5,7 +5,7 @@
  * parameters answered in the admin error format.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { UsageRecord } from '../../src/store/store.js';
+import type { UsageRecord } from '../../src/store/records.js';
 import { DEMO_CONFIG, startSimulator, type Simulator } from '../fakes/llama-swap/index.js';
 import type { TestGateway } from '../helpers/gateway.js';
 import { json, rawRequest, type RawResponse } from '../helpers/http.js';

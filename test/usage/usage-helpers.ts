@@ -5,7 +5,7 @@
 import { expect } from 'vitest';
 import type { BuildAppInput } from '../../src/app.js';
 import type { RequestView } from '../../src/http/admin/usage-handlers.js';
-import type { Settings } from '../../src/settings.js';
+import type { Settings } from '../../src/settings/index.js';
 import { startTestGateway, type TestGateway } from '../helpers/gateway.js';
 import { json, rawRequest, type RawResponse } from '../helpers/http.js';
 

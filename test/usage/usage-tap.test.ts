@@ -5,12 +5,19 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { ProxyContext, UsageProbe } from '../../src/core/context.js';
+import { streamFrames } from '../../src/proxy/stream-frames.js';
 import { createUsageTap } from '../../src/usage/usage-tap.js';
 
 function streamTap(): { push: (text: string) => void; probe: () => UsageProbe } {
   const ctx = { request: { startedAt: performance.now() }, outcome: { usage: undefined } } as unknown as ProxyContext;
   const tap = createUsageTap({ captureBytes: 0 })(ctx, 200, 'text/event-stream; charset=utf-8')!;
-  return { push: (text) => tap.onChunk(Buffer.from(text)), probe: () => ctx.outcome.usage! };
+  const frames = streamFrames(tap, undefined)!;
+  const push = (text: string) => {
+    const chunk = Buffer.from(text);
+    tap.onChunk(chunk);
+    frames.push(chunk);
+  };
+  return { push, probe: () => ctx.outcome.usage! };
 }
 
 const frame = (payload: object) => `data: ${JSON.stringify(payload)}\n\n`;

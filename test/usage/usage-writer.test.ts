@@ -3,7 +3,8 @@
  * counts what it must, and never blocks on a batch the database refuses for its content.
  */
 import { describe, expect, it } from 'vitest';
-import type { UsageRecord, UsageStore } from '../../src/store/store.js';
+import type { UsageRecord } from '../../src/store/records.js';
+import type { UsageStore } from '../../src/store/store.js';
 import { newUsageId, usageIdTime } from '../../src/store/usage-id.js';
 import { isPermanent, UsageWriter } from '../../src/usage/usage-writer.js';
 import { usageRecord } from '../store/usage-contract.js';

@@ -7,7 +7,8 @@ import type { FastifyRequest } from 'fastify';
 import type { AuditAction, AuditEntry, AuditPage } from '../../admin-api/types.js';
 import { AUDIT_ACTIONS } from '../../audit/actions.js';
 import { parseIsoTimestamp } from '../../auth/api-keys.js';
-import type { AuditListQuery, AuditRecord, AuditStore } from '../../store/store.js';
+import type { AuditListQuery, AuditStore } from '../../store/store.js';
+import type { AuditRecord } from '../../store/records.js';
 import { usageIdTime } from '../../store/usage-id.js';
 import { checkKnown, Issues, optionalString } from './query-params.js';
 

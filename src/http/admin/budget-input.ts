@@ -3,7 +3,7 @@
  * `maxBudget` (the cap on their keys' budgets together) are checked by the same rules.
  */
 import { BUDGET_MAX } from '../../admin-api/common.js';
-import { BUDGET_PERIODS, type KeyBudget } from '../../store/store.js';
+import { BUDGET_PERIODS, type KeyBudget } from '../../store/records.js';
 
 const BUDGET_AMOUNTS = ['tokens', 'requests', 'gpuSeconds'] as const;
 type BudgetAmount = (typeof BUDGET_AMOUNTS)[number];

@@ -6,7 +6,8 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { BudgetList, BudgetUse } from '../../admin-api/types.js';
 import { keyStatus } from '../../auth/api-keys.js';
-import { hasBudget, type Store } from '../../store/store.js';
+import { hasBudget } from '../../store/records.js';
+import type { Store } from '../../store/store.js';
 import type { UsageAccounting } from '../../usage/usage-accounting.js';
 
 type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<BudgetList>;

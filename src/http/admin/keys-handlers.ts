@@ -22,7 +22,8 @@ import type { KeyIndex } from '../../auth/key-index.js';
 import { outsideAllowance, type ModelCatalog } from '../../auth/model-access.js';
 import { budgetCapRefusal } from '../../auth/budget-cap.js';
 import { ceilingRefusals, ceilingsSetBy, NO_CEILINGS } from '../../auth/key-ceilings.js';
-import type { KeyBudget, KeyRecord, Store, StoreTransaction, UserRecord } from '../../store/store.js';
+import type { KeyBudget, KeyRecord, UserRecord } from '../../store/records.js';
+import type { Store, StoreTransaction } from '../../store/store.js';
 import { GatewayError } from '../../core/errors.js';
 import type { AuditedHandler, AuditScope } from './audited.js';
 

@@ -5,7 +5,7 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { LimitsInfo } from '../../admin-api/types.js';
-import type { LimitStore } from '../../usage/limits.js';
+import type { LimitStore } from '../../limits/limit-store.js';
 
 type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<LimitsInfo>;
 

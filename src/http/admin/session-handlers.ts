@@ -11,12 +11,12 @@ import type { AuthResult, InviteAcceptInput, Me, SessionInfo } from '../../admin
 import type { AdminAccount } from '../../auth/admin-account.js';
 import { roleOf, SESSION_COOKIE, type AdminIdentifier } from '../../auth/admin-identity.js';
 import { toUserView, type Users } from '../../auth/users.js';
-import type { UserRecord } from '../../store/store.js';
+import type { UserRecord } from '../../store/records.js';
 import type { AdminSessions, StartedSession } from '../../auth/admin-sessions.js';
 import { userActor } from '../../audit/actor.js';
 import { userChanges, userTarget } from '../../audit/user-changes.js';
 import { passwordProblem } from '../../auth/passwords.js';
-import { SETUP_DONE_MESSAGE } from '../../auth/setup-pending.js';
+import { SETUP_DONE_MESSAGE } from '../hooks/setup-pending.js';
 import { GatewayError } from '../../core/errors.js';
 import { userNameKey } from '../../core/user-names.js';
 import type { StoreTransaction } from '../../store/store.js';

@@ -5,7 +5,8 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { UsageRequest, UsageRequestFound, UsageRequestPage, UsageSummary } from '../../admin-api/types.js';
-import type { UsageListRow, UsageCursor, UsageRecord, UsageStore } from '../../store/store.js';
+import type { UsageListRow, UsageCursor, UsageRecord } from '../../store/records.js';
+import type { UsageStore } from '../../store/store.js';
 import { SUMMARY_RANGES, type SummaryGroupBy, type SummaryRange } from '../../usage/summary.js';
 import type { UsageAccounting } from '../../usage/usage-accounting.js';
 import { roleOf, type AdminIdentity } from '../../auth/admin-identity.js';

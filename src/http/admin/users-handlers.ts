@@ -14,7 +14,7 @@ import { passwordProblem } from '../../auth/passwords.js';
 import { nameTaken, toUserView, type Users } from '../../auth/users.js';
 import { GatewayError } from '../../core/errors.js';
 import { hasInvisibleCharacters, normalizeUserName } from '../../core/user-names.js';
-import { hasBudget, USER_ROLES, type KeyBudget, type UserRecord, type UserRole } from '../../store/store.js';
+import { hasBudget, USER_ROLES, type KeyBudget, type UserRecord, type UserRole } from '../../store/records.js';
 import type { AuditedHandler, AuditScope } from './audited.js';
 import { parseBudget } from './budget-input.js';
 

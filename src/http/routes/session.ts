@@ -5,7 +5,7 @@
 import type { FastifyPluginAsync } from 'fastify';
 import type { KeyIndex } from '../../auth/key-index.js';
 import { loginRateLimit } from '../../auth/login-rate-limit.js';
-import { setupPending } from '../../auth/setup-pending.js';
+import { setupPending } from '../hooks/setup-pending.js';
 import { userActor } from '../../audit/actor.js';
 import { OidcClient } from '../../oidc/oidc-client.js';
 import { oidcSignIn } from '../../oidc/sign-in.js';

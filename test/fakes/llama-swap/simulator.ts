@@ -289,6 +289,11 @@ export class LlamaSwapSimulator implements Simulator, SimServices {
     this.changes.notify();
   }
 
+  logChunk(source: 'proxy' | 'upstream', text: string): void {
+    (source === 'proxy' ? this.proxyLog : this.upstreamLog).write(text);
+    this.changes.notify();
+  }
+
   logHistory(source: LogSourceId | 'combined'): string {
     if (source === 'combined') return this.muxLog.history().toString('utf8');
     if (source === 'proxy') return this.proxyLog.history().toString('utf8');

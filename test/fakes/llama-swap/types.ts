@@ -161,6 +161,8 @@ export interface Simulator {
   reload(config?: Record<string, unknown>): Promise<ReloadResult>;
   /** Append a line to a log: `proxy`, `upstream` or a model ID (which also feeds `upstream`). */
   log(source: LogSourceId, line: string): void;
+  /** Append `text` as it is, without ending the line: a line may reach the log stream in pieces. */
+  logChunk(source: 'proxy' | 'upstream', text: string): void;
   /** Current history text of a log (`combined` is the `/logs` mux log). */
   logHistory(source: LogSourceId | 'combined'): string;
   clearReceived(): void;

@@ -1,6 +1,6 @@
 /** `GET /api/audit` (docs/admin-api.md, "Audit log"). */
 import { request } from './http.js';
-import type { AuditAction, AuditPage } from '../../../src/admin-api/types.js';
+import type { AuditAction, AuditPage } from '@gatehouse/admin-api/types.js';
 
 /** Newest first; pass the previous page's `nextBefore` as `before` for the next one. */
 export function listAudit(

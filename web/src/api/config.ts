@@ -9,7 +9,7 @@ import type {
   ConfigSaved,
   ConfigValidation,
   ReloadStatus,
-} from '../../../src/admin-api/types.js';
+} from '@gatehouse/admin-api/types.js';
 
 export function getConfig(signal?: AbortSignal): Promise<ConfigLoad> {
   return request<ConfigLoad>('GET', '/api/config', { signal });

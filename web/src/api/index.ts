@@ -10,4 +10,4 @@ export * from './models.js';
 export * from './session.js';
 export * from './usage.js';
 export * from './users.js';
-export type * from '../../../src/admin-api/types.js';
+export type * from '@gatehouse/admin-api/types.js';

@@ -7,7 +7,7 @@ import type {
   KeyPatch,
   NewKeyInput,
   UpdatedKey,
-} from '../../../src/admin-api/types.js';
+} from '@gatehouse/admin-api/types.js';
 
 const keysChanged = new Set<() => void>();
 

@@ -2,7 +2,7 @@
  * `GET /api/live`: the one EventSource a browser needs for upstream status, models, logs and the queue
  * (lib/live.svelte.ts shares it between tabs). Reconnecting is the caller's policy.
  */
-import type { LiveEventMap, LiveEventName } from '../../../src/admin-api/types.js';
+import type { LiveEventMap, LiveEventName } from '@gatehouse/admin-api/types.js';
 
 export interface LiveStreamHandlers {
   open(): void;

@@ -2,7 +2,7 @@
  * The one place that opens an EventSource. `openLogStream` reports what the server sends and
  * when the connection fails; reconnecting is the caller's policy (lib/log-follower.ts).
  */
-import type { LogSource } from '../../../src/admin-api/types.js';
+import type { LogSource } from '@gatehouse/admin-api/types.js';
 
 export interface LogStreamHandlers {
   open(): void;

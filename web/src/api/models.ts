@@ -1,5 +1,5 @@
 import { request } from './http.js';
-import type { ModelList, ModelStateChange } from '../../../src/admin-api/types.js';
+import type { ModelList, ModelStateChange } from '@gatehouse/admin-api/types.js';
 
 // llama-swap's status (`GET /api/upstream`) reaches the dashboard on the live stream (live.ts).
 

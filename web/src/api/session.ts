@@ -1,5 +1,5 @@
 import { request } from './http.js';
-import type { AuthResult, SessionInfo } from '../../../src/admin-api/types.js';
+import type { AuthResult, SessionInfo } from '@gatehouse/admin-api/types.js';
 
 export function getSession(signal?: AbortSignal): Promise<SessionInfo> {
   return request<SessionInfo>('GET', '/api/session', { signal, signOutOn401: false });

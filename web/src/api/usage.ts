@@ -11,7 +11,7 @@ import type {
   UsageRequestFound,
   UsageRequestPage,
   UsageSummary,
-} from '../../../src/admin-api/types.js';
+} from '@gatehouse/admin-api/types.js';
 
 export function getUsageSummary(
   range: UsageRange,

@@ -7,7 +7,7 @@ import type {
   User,
   UserList,
   UserPatch,
-} from '../../../src/admin-api/types.js';
+} from '@gatehouse/admin-api/types.js';
 
 export function listUsers(signal?: AbortSignal): Promise<UserList> {
   return request<UserList>('GET', '/api/users', { signal });

@@ -3,7 +3,7 @@
  * budget of that kind), the PATCH that changes only what changed, and each bar's numbers. Also a
  * member's maximum budget: its text, and what of it their keys leave for one more.
  */
-import type { ApiKey, BudgetPeriod, BudgetUse, KeyBudget } from '../../../src/admin-api/types.js';
+import type { ApiKey, BudgetPeriod, BudgetUse, KeyBudget } from '@gatehouse/admin-api/types.js';
 
 export const BUDGET_FIELDS = ['tokens', 'requests', 'gpuSeconds'] as const;
 export type BudgetField = (typeof BUDGET_FIELDS)[number];

@@ -12,8 +12,8 @@ import {
   type SnippetGroup,
   type SnippetContext,
   type SnippetKey,
-} from '../../../src/snippets/index.js';
-import type { ApiKey, EndpointsInfo, Model } from '../../../src/admin-api/types.js';
+} from '@gatehouse/snippets/index.js';
+import type { ApiKey, EndpointsInfo, Model } from '@gatehouse/admin-api/types.js';
 import { usesOf } from './model-defaults.js';
 
 const GROUP_LABELS: Record<SnippetGroup, string> = {

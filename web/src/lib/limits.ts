@@ -2,7 +2,7 @@
  * Per-key limits in the Keys page: the form's three text fields → the API's `limits` object,
  * the PATCH that changes only what changed (null clears), and the one-line summaries.
  */
-import type { KeyLimits, LimitsInfo } from '../../../src/admin-api/types.js';
+import type { KeyLimits, LimitsInfo } from '@gatehouse/admin-api/types.js';
 
 export const LIMIT_FIELDS = ['rpm', 'tpm', 'concurrent'] as const;
 export type LimitField = (typeof LIMIT_FIELDS)[number];

@@ -2,7 +2,7 @@
  * What a log view's status says, from the browser's link to Gatehouse and Gatehouse's link to
  * llama-swap: Live only while both hold; otherwise which one is down, and why.
  */
-import type { LiveUpstream, LogSource } from '../../../src/admin-api/types.js';
+import type { LiveUpstream, LogSource } from '@gatehouse/admin-api/types.js';
 import type { LinkStatus } from './live-link.js';
 
 export type LogStatus = 'connecting' | 'live' | 'reconnecting' | 'unavailable' | 'paused' | 'stopped';

@@ -3,7 +3,7 @@
  * embedding model for the embedding ones. What llama-swap's config declares decides; the name
  * decides when it declares nothing (llama-swap has no "embedding" capability to declare).
  */
-import type { Model } from '../../../src/admin-api/types.js';
+import type { Model } from '@gatehouse/admin-api/types.js';
 
 export type ModelUse = 'chat' | 'embedding' | 'reranker' | 'other';
 

@@ -1,5 +1,5 @@
 /** The Queue panel's logic: the admission queue grouped by model, and how long a call has waited. */
-import type { QueueView, QueuedCallView } from '../../../src/admin-api/types.js';
+import type { QueueView, QueuedCallView } from '@gatehouse/admin-api/types.js';
 
 export interface ModelQueue {
   /** null: calls that named no model. */

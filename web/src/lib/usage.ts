@@ -14,7 +14,7 @@ import type {
   UsageRequestFilters,
   UsageStats,
   UsageSummary,
-} from '../../../src/admin-api/types.js';
+} from '@gatehouse/admin-api/types.js';
 
 // ---- Choices (kept in the URL so a view can be linked) ----------------------------------
 

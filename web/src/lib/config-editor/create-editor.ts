@@ -27,7 +27,7 @@ import {
 } from '@codemirror/view';
 import { tags } from '@lezer/highlight';
 import { highlightSelectionMatches, searchKeymap } from '@codemirror/search';
-import type { ConfigIssue } from '../../../../src/admin-api/types.js';
+import type { ConfigIssue } from '@gatehouse/admin-api/types.js';
 import { clearEscapeOn, editingKeymap, history, INDENT } from './editor-commands.js';
 import { toDiagnostics } from './issues.js';
 import { describe, formatDefault, propertiesAt, schemasAt, valuesAt, type JsonSchema } from './schema-walk.js';

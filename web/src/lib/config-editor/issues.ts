@@ -5,7 +5,7 @@
  */
 import type { Diagnostic } from '@codemirror/lint';
 import type { Text } from '@codemirror/state';
-import type { ConfigIssue } from '../../../../src/admin-api/types.js';
+import type { ConfigIssue } from '@gatehouse/admin-api/types.js';
 
 export const ISSUE_KIND_LABELS: Record<ConfigIssue['kind'], string> = {
   yaml: 'YAML',
