@@ -24,7 +24,7 @@ import { createAudited, type Audited } from './admin/audited.js';
 import { sessionCookie, type SessionCookie } from './admin/session-cookie.js';
 import { guardAdminRoutes } from './admin-route-guard.js';
 import type { Dashboard } from './dashboard.js';
-import type { RouteDeps } from './routes.js';
+import type { RouteDeps } from './route-deps.js';
 
 /** Wrong passwords allowed per client address within `LOGIN_WINDOW_MS` before `429`. */
 export const LOGIN_MAX_FAILURES = 5;

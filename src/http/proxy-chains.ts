@@ -17,7 +17,7 @@ import { queueAdmission, type ResolveModel } from '../queue/admission-step.js';
 import { corsPolicy, withCors } from './cors.js';
 import { createOllamaRoute } from './ollama-route.js';
 import { createProxyRoute } from './proxy-route.js';
-import type { RawHandler, RouteDeps } from './routes.js';
+import type { RawHandler, RouteDeps } from './route-deps.js';
 
 export interface ProxyChains {
   /** The `/v1/*` handler: cors → the client chain → forward. */

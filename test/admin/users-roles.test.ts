@@ -116,7 +116,9 @@ describe('roles on the admin API', () => {
       if (roles === 'public') continue;
       if (roles.includes('viewer') && method !== 'GET' && method !== 'HEAD') expect(ownSession).toContain(url);
       if (roles.includes('member'))
-        expect(url).toMatch(/^\/api\/((keys|usage)(\/.*)?|endpoints|me|logout|password|limits|models|budgets)$/);
+        expect(url).toMatch(
+          /^\/api\/((keys|usage)(\/.*)?|endpoints|me|logout|password|limits|models|budgets|openapi\.json)$/,
+        );
       if (
         url.startsWith('/api/config') ||
         /^\/api\/models\/.+/.test(url) ||
