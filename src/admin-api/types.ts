@@ -1,33 +1,20 @@
 /**
  * The admin API's request and response shapes (docs/admin-api.md), defined once: the handlers in
  * `src/http/admin` and the dashboard in `web/` both import them. Types only, so browser-safe;
- * shapes with a route schema (`keys.ts`, `common.ts`) are derived from it.
+ * shapes with a route schema (`keys.ts`, `users.ts`, `common.ts`) are derived from it.
  */
 import type { Static } from 'typebox';
 import type * as common from './common.js';
 import type * as keys from './keys.js';
+import type * as users from './users.js';
 
 export type Iso = string;
 
-export type UserRole = 'admin' | 'member' | 'viewer';
-
+// User shapes come from the route schemas Fastify validates with (`users.ts`).
+export type UserRole = Static<typeof users.UserRole>;
+export type User = Static<typeof users.User>;
 /** `invited`: has not set a password yet (OIDC users never need one). */
-export type UserStatus = 'active' | 'invited' | 'disabled';
-
-export interface User {
-  id: string;
-  name: string;
-  email: string | null;
-  role: UserRole;
-  signIn: 'password' | 'oidc';
-  status: UserStatus;
-  createdAt: Iso;
-  disabledAt: Iso | null;
-  /** Models a member may allow on their own keys; empty: every model. */
-  allowedModels: string[];
-  /** The most a member's non-revoked keys may hold in budgets together; null: no cap. */
-  maxBudget: KeyBudget | null;
-}
+export type UserStatus = User['status'];
 
 export interface SessionInfo {
   authenticated: boolean;
@@ -48,43 +35,15 @@ export interface Me {
 }
 
 /** `GET /api/users`. */
-export interface UserList {
-  users: User[];
-}
-
+export type UserList = Static<typeof users.UserList>;
 /** `POST /api/users` and `POST /api/users/invite`. */
-export interface NewUserInput {
-  name: string;
-  email?: string | null;
-  role: UserRole;
-  allowedModels?: string[];
-  /** An object sets the amounts and period it names (absent amounts: none); null: no cap. */
-  maxBudget?: Partial<KeyBudget> | null;
-  /** `POST /api/users` only: set a password now instead of sending an invitation. */
-  password?: string;
-}
-
+export type NewUserInput = Static<typeof users.NewUserInput>;
 /** An invitation link: shown once; the server keeps only its hash. */
-export interface Invitation {
-  /** `<origin>/invite#token=...` */
-  url: string;
-  expiresAt: Iso;
-}
-
+export type Invitation = Static<typeof users.Invitation>;
 /** `POST /api/users`, `POST /api/users/invite`. `invite` is null when a password was set. */
-export interface CreatedUser {
-  user: User;
-  invite: Invitation | null;
-}
-
+export type CreatedUser = Static<typeof users.CreatedUser>;
 /** `PATCH /api/users/:id`. */
-export interface UserPatch {
-  role?: UserRole;
-  disabled?: boolean;
-  allowedModels?: string[];
-  /** An object changes the amounts and period it names; null removes the cap. */
-  maxBudget?: Partial<KeyBudget> | null;
-}
+export type UserPatch = Static<typeof users.UserPatch>;
 
 /** `POST /api/invite/accept`: the token from the link's fragment and the new password. */
 export interface InviteAcceptInput {

@@ -83,6 +83,34 @@ export function fieldIssues(errors: readonly ErrorObject[]): FieldIssue[] {
     .map((path) => byPath.get(path)!.issue);
 }
 
+/**
+ * The issues with those inside one top-level field (a budget's amounts) in the order `value`
+ * holds them, as a reader of the request meets them; top-level fields keep the schema's order.
+ */
+export function nestedInValueOrder(issues: readonly FieldIssue[], value: unknown): FieldIssue[] {
+  const topLevel = (path: string) => path.split('/')[1] ?? '';
+  const tops = [...new Set(issues.map((issue) => topLevel(issue.path)))];
+  const place = (path: string): number[] => {
+    let node = value;
+    const indices: number[] = [tops.indexOf(topLevel(path))];
+    for (const segment of path.split('/').slice(1)) {
+      const key = segment.replaceAll('~1', '/').replaceAll('~0', '~');
+      const keys = node !== null && typeof node === 'object' ? Object.keys(node) : [];
+      const index = keys.indexOf(key);
+      indices.push(index === -1 ? keys.length : index);
+      node = index === -1 ? undefined : (node as Record<string, unknown>)[key];
+    }
+    return indices;
+  };
+  const places = new Map(issues.map((issue) => [issue, place(issue.path)]));
+  return [...issues].sort((a, b) => compare(places.get(a)!, places.get(b)!));
+}
+
+function compare(a: readonly number[], b: readonly number[]): number {
+  for (let i = 0; i < Math.min(a.length, b.length); i++) if (a[i] !== b[i]) return a[i]! - b[i]!;
+  return a.length - b.length;
+}
+
 function describe(error: ErrorObject): { path: string; message: string; own: boolean } {
   const parent = (error.parentSchema ?? {}) as SchemaNode;
   if (error.keyword === 'required') {

@@ -9,12 +9,16 @@
 import type { FastifyError, FastifyRequest, FastifySchemaCompiler } from 'fastify';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import { GatewayError, type ErrorCode } from '../core/errors.js';
-import { fieldIssues, validatorFor } from '../core/schema-validator.js';
+import { fieldIssues, validatorFor, type FieldIssue } from '../core/schema-validator.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
     /** The error code of a request its schemas refuse (default `validation_failed`, 422). */
     invalidInput?: ErrorCode;
+    /** The message of such a refusal, from its field issues (default the catalogue's). */
+    invalidInputMessage?: (issues: FieldIssue[]) => string;
+    /** The order of such a refusal's issues, given the refused value (default the schema's). */
+    invalidInputOrder?: (issues: FieldIssue[], value: unknown) => FieldIssue[];
   }
 }
 
@@ -30,6 +34,23 @@ export const compileResponseSerializer = () => (data: unknown) => JSON.stringify
 
 /** The catalogue error for a request Fastify's validation refused. */
 export function invalidInputError(error: FastifyError, request: FastifyRequest): GatewayError {
-  const code = request.routeOptions.config.invalidInput ?? 'validation_failed';
-  return new GatewayError(code, { details: fieldIssues(error.validation as ErrorObject[]) });
+  const { invalidInput, invalidInputMessage, invalidInputOrder } = request.routeOptions.config;
+  const issues = fieldIssues(error.validation as ErrorObject[]);
+  const details = invalidInputOrder ? invalidInputOrder(issues, refusedValue(error, request)) : issues;
+  const message = invalidInputMessage?.(details);
+  return new GatewayError(invalidInput ?? 'validation_failed', { details, ...(message ? { message } : {}) });
+}
+
+/** The request part Fastify refused, whose field order the issues follow. */
+function refusedValue(error: FastifyError, request: FastifyRequest): unknown {
+  const part = (error as { validationContext?: string }).validationContext;
+  if (part === 'body') return request.body;
+  if (part === 'querystring') return request.query;
+  if (part === 'params') return request.params;
+  return undefined;
+}
+
+/** `Invalid: name, email.`: the message of routes that name their refused fields. */
+export function invalidFieldsMessage(issues: readonly FieldIssue[]): string {
+  return `Invalid: ${issues.map((issue) => issue.path.slice(1) || 'body').join(', ')}.`;
 }

@@ -58,6 +58,25 @@ describe('GET /api/openapi.json', () => {
     expect(body.properties.limits).toBeDefined();
   });
 
+  it("documents the users routes' bodies and params from their schemas", async () => {
+    const document = await fetchDocument();
+    type Operation = {
+      requestBody?: { content: { 'application/json': { schema: Record<string, unknown> } } };
+      parameters?: Array<{ in: string; name: string }>;
+    };
+    const body = (path: string, method: string) =>
+      (document.paths[path]![method] as Operation).requestBody?.content['application/json'].schema;
+    expect(body('/api/users', 'post')).toMatchObject({
+      properties: { name: { type: 'string' }, password: { type: 'string' } },
+      required: ['name', 'role'],
+    });
+    expect(body('/api/users/invite', 'post')).toHaveProperty('if');
+    expect(body('/api/users/{id}', 'patch')).toMatchObject({ minProperties: 1, properties: { disabled: {} } });
+    expect((document.paths['/api/users/{id}']!.patch as Operation).parameters).toContainEqual(
+      expect.objectContaining({ in: 'path', name: 'id' }),
+    );
+  });
+
   it('refuses a stranger with the admin 401', async () => {
     const res = await api(gateway, 'GET', '/api/openapi.json');
     expect(res.status).toBe(401);

@@ -1,7 +1,35 @@
 /** Users: list, create, invite (a one-time link) and change role, models, budget or disabled. */
 import type { FastifyPluginAsync } from 'fastify';
+import { ErrorBody } from '../../admin-api/common.js';
+import {
+  CreatedUser,
+  InviteInput,
+  NewUserInput,
+  UpdatedUser,
+  UserList,
+  UserParams,
+  UserPatch,
+} from '../../admin-api/users.js';
+import { nestedInValueOrder } from '../../core/schema-validator.js';
 import { createUsersHandlers } from '../admin/users-handlers.js';
 import type { AdminServices } from '../admin-services.js';
+import { invalidFieldsMessage } from '../route-schemas.js';
+
+const refused = { '4XX': ErrorBody };
+
+/** The schemas of the user routes, by handler. */
+const USER_ROUTE_SCHEMAS = {
+  list: { response: { 200: UserList, ...refused } },
+  create: { body: NewUserInput, response: { 201: CreatedUser, ...refused } },
+  invite: { body: InviteInput, response: { 200: CreatedUser, 201: CreatedUser, ...refused } },
+  update: { params: UserParams, body: UserPatch, response: { 200: UpdatedUser, ...refused } },
+};
+
+/**
+ * A refused user body names its bad fields in the message, as the handlers' own refusals do, and
+ * lists a budget's problems in the order the body holds them.
+ */
+const config = { invalidInputMessage: invalidFieldsMessage, invalidInputOrder: nestedInValueOrder };
 
 export const usersRoutes =
   ({ deps, admin, trust, users, audited, access }: AdminServices): FastifyPluginAsync =>
@@ -11,8 +39,21 @@ export const usersRoutes =
       origin: (request) => deps.settings.publicUrl ?? trust.origin(request.raw) ?? '',
       keysChanged: () => admin.index.reload(),
     });
-    app.get('/api/users', access.readers, usersApi.list);
-    app.post('/api/users', access.admins, audited('user.create', usersApi.create));
-    app.post('/api/users/invite', access.admins, audited('user.invite', usersApi.invite));
-    app.patch('/api/users/:id', access.admins, audited('user.update', usersApi.update));
+    const schema = USER_ROUTE_SCHEMAS;
+    app.get('/api/users', { ...access.readers, schema: schema.list }, usersApi.list);
+    app.post(
+      '/api/users',
+      { ...access.admins, config, schema: schema.create },
+      audited('user.create', usersApi.create),
+    );
+    app.post(
+      '/api/users/invite',
+      { ...access.admins, config, schema: schema.invite },
+      audited('user.invite', usersApi.invite),
+    );
+    app.patch(
+      '/api/users/:id',
+      { ...access.admins, config, schema: schema.update },
+      audited('user.update', usersApi.update),
+    );
   };
