@@ -15,6 +15,10 @@ export function nullable<T extends TSchema>(schema: T, message: string) {
   return Type.Union([schema, Type.Null()], messages({ anyOf: message }));
 }
 
+/** The ISO 8601 forms `parseIsoTimestamp` reads; whether the date exists is checked there. */
+export const ISO_8601 =
+  '^\\s*\\d{4}-\\d{2}-\\d{2}' + '(?:[Tt ]\\d{2}:\\d{2}(?::\\d{2}(?:\\.\\d{1,9})?)?(?:[Zz]|[+-]\\d{2}:?\\d{2}))?\\s*$';
+
 export const Iso = Type.String({ format: 'date-time', description: 'ISO 8601, UTC' });
 
 /** The admin error shape: `details` holds field issues (`path` is a JSON pointer) or a route's own data. */

@@ -3,7 +3,7 @@
  * The same body schemas check the CLI's `gatehouse keys create|update` (`auth/key-input.ts`).
  */
 import { Type } from 'typebox';
-import { BudgetInput, Iso, KeyBudget, messages, nullable } from './common.js';
+import { BudgetInput, Iso, ISO_8601, KeyBudget, messages, nullable } from './common.js';
 
 const KEY_NAME_MAX = 100;
 const KEY_NOTE_MAX = 2000;
@@ -70,10 +70,6 @@ const models = Type.Array(
     }),
   },
 );
-
-/** The ISO 8601 forms `parseIsoTimestamp` reads; whether the date exists is checked there. */
-const ISO_8601 =
-  '^\\s*\\d{4}-\\d{2}-\\d{2}' + '(?:[Tt ]\\d{2}:\\d{2}(?::\\d{2}(?:\\.\\d{1,9})?)?(?:[Zz]|[+-]\\d{2}:?\\d{2}))?\\s*$';
 
 const expiresAt = nullable(
   Type.String({ format: 'date-time', pattern: ISO_8601 }),

@@ -54,3 +54,8 @@ function refusedValue(error: FastifyError, request: FastifyRequest): unknown {
 export function invalidFieldsMessage(issues: readonly FieldIssue[]): string {
   return `Invalid: ${issues.map((issue) => issue.path.slice(1) || 'body').join(', ')}.`;
 }
+
+/** `Invalid query: limit must be ...; action must be ....`: the message of refused query strings. */
+export function invalidQueryMessage(issues: readonly FieldIssue[]): string {
+  return `Invalid query: ${issues.map((issue) => `${issue.path.slice(1)} ${issue.message}`).join('; ')}.`;
+}

@@ -4,30 +4,27 @@
  * than that entry). Route and admin chain are in the route table.
  */
 import type { FastifyRequest } from 'fastify';
-import type { AuditAction, AuditEntry, AuditPage } from '../../admin-api/types.js';
-import { AUDIT_ACTIONS } from '../../audit/actions.js';
+import type { Static } from 'typebox';
+import type { AuditQuery } from '../../admin-api/audit.js';
+import type { AuditEntry, AuditPage } from '../../admin-api/types.js';
 import { parseIsoTimestamp } from '../../auth/api-keys.js';
+import { GatewayError } from '../../core/errors.js';
 import type { AuditListQuery, AuditStore } from '../../store/store.js';
 import type { AuditRecord } from '../../store/records.js';
 import { usageIdTime } from '../../store/usage-id.js';
-import { checkKnown, Issues, optionalString } from './query-params.js';
+import { invalidQueryMessage } from '../route-schemas.js';
 
 const DEFAULT_LIMIT = 50;
-const MAX_LIMIT = 500;
 
+/** The route schema (`AuditQuery`) checked the parameters' forms; a `before` time must also exist. */
 export function createAuditHandler(store: AuditStore): (request: FastifyRequest) => Promise<AuditPage> {
   return async (request) => {
-    const query = request.query as Record<string, unknown>;
-    const issues = new Issues();
-    checkKnown(query, ['limit', 'before', 'action'], issues);
-    const limit = parseLimit(optionalString(query, 'limit', issues), issues);
-    const before = parseBefore(optionalString(query, 'before', issues), issues);
-    const action = optionalString(query, 'action', issues);
-    if (action !== undefined && !(AUDIT_ACTIONS as readonly string[]).includes(action))
-      issues.add('/action', `must be one of ${AUDIT_ACTIONS.join(', ')}`);
-    issues.throwIfAny();
+    const query = request.query as Static<typeof AuditQuery>;
+    const limit = query.limit ? Number(query.limit) : DEFAULT_LIMIT;
+    const before = query.before ? parseBefore(query.before) : undefined;
+    const action = query.action || undefined;
     // One entry more than asked tells whether there is a next page.
-    const rows = await store.list({ action: action as AuditAction | undefined, before, limit: limit + 1 });
+    const rows = await store.list({ action, before, limit: limit + 1 });
     const page = rows.slice(0, limit);
     return {
       entries: page.map(toEntry),
@@ -36,23 +33,19 @@ export function createAuditHandler(store: AuditStore): (request: FastifyRequest)
   };
 }
 
-function parseLimit(raw: string | undefined, issues: Issues): number {
-  if (raw === undefined) return DEFAULT_LIMIT;
-  const n = /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
-  if (n >= 1 && n <= MAX_LIMIT) return n;
-  issues.add('/limit', `must be a whole number from 1 to ${MAX_LIMIT}`);
-  return DEFAULT_LIMIT;
-}
-
 /** An entry id (it begins with its time) or an ISO 8601 time with `Z` or an offset. */
-function parseBefore(raw: string | undefined, issues: Issues): AuditListQuery['before'] {
-  if (raw === undefined) return undefined;
+function parseBefore(raw: string): AuditListQuery['before'] {
   const idTime = usageIdTime(raw);
   if (idTime !== undefined) return { at: idTime, id: raw };
   const at = parseIsoTimestamp(raw);
   if (at !== undefined) return { at };
-  issues.add('/before', 'must be an ISO 8601 time (2031-01-31T12:00:00Z) or the nextBefore of a previous page');
-  return undefined;
+  const issues = [
+    {
+      path: '/before',
+      message: 'must be an ISO 8601 time (2031-01-31T12:00:00Z) or the nextBefore of a previous page',
+    },
+  ];
+  throw new GatewayError('validation_failed', { message: invalidQueryMessage(issues), details: issues });
 }
 
 function toEntry(record: AuditRecord): AuditEntry {

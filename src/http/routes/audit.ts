@@ -1,10 +1,16 @@
 /** The audit log: who changed what, newest first; like exports, it lists everyone, so not for members. */
 import type { FastifyPluginAsync } from 'fastify';
+import { AuditPage, AuditQuery } from '../../admin-api/audit.js';
+import { ErrorBody } from '../../admin-api/common.js';
 import { createAuditHandler } from '../admin/audit-handlers.js';
 import type { AdminServices } from '../admin-services.js';
+import { invalidQueryMessage } from '../route-schemas.js';
+
+const schema = { querystring: AuditQuery, response: { 200: AuditPage, '4XX': ErrorBody } };
 
 export const auditRoutes =
   ({ admin, access }: AdminServices): FastifyPluginAsync =>
   async (app) => {
-    app.get('/api/audit', access.readers, createAuditHandler(admin.store.audit));
+    const config = { invalidInputMessage: invalidQueryMessage };
+    app.get('/api/audit', { ...access.readers, config, schema }, createAuditHandler(admin.store.audit));
   };
