@@ -1,11 +1,12 @@
 /**
  * The admin API's request and response shapes (docs/admin-api.md), defined once: the handlers in
  * `src/http/admin` and the dashboard in `web/` both import them. Types only, so browser-safe;
- * shapes with a route schema (`keys.ts`, `users.ts`, `common.ts`) are derived from it.
+ * shapes with a route schema (`keys.ts`, `users.ts`, `usage.ts`, `audit.ts`, `common.ts`) are derived from it.
  */
 import type { Static } from 'typebox';
 import type * as common from './common.js';
 import type * as keys from './keys.js';
+import type * as usage from './usage.js';
 import type * as users from './users.js';
 
 export type Iso = string;
@@ -342,104 +343,22 @@ export interface ConfigInvalid {
 
 // ---- Usage (docs/admin-api.md, "Usage") and where key limits are counted -----------------
 
-export type UsageRange = '1h' | '24h' | '30d';
-export type UsageGroupBy = 'key' | 'model';
-
-export interface UsageLatency {
-  avg: number;
-  /** Estimated from a fixed histogram: within about ±20 %. */
-  p50: number;
-  p95: number;
-  p99: number;
-}
-
-export interface UsageStats {
-  requests: number;
-  errors: number;
-  aborted: number;
-  /** Cached tokens included. */
-  inputTokens: number;
-  outputTokens: number;
-  cachedTokens: number;
-  /** null with no calls. */
-  latencyMs: UsageLatency | null;
-}
-
-export interface UsagePoint extends UsageStats {
-  /** Bucket start. */
-  t: Iso;
-}
-
-export interface UsageGroup {
-  /** groupBy=key: `id: null` for calls without a key (open mode, refused keys). */
-  key?: { id: string | null; name: string | null };
-  /** groupBy=model: null for calls that named no model. */
-  model?: string | null;
-  totals: UsageStats;
-  series: UsagePoint[];
-}
-
-export interface UsageSummary {
-  range: UsageRange;
-  groupBy: UsageGroupBy | null;
-  from: Iso;
-  to: Iso;
-  stepMs: number;
-  totals: UsageStats;
-  /** Zero-filled, oldest first; the last bucket holds "now". */
-  series: UsagePoint[];
-  /** Most requests first. */
-  groups: UsageGroup[];
-}
-
-export type TokensSource = 'usage' | 'timings' | 'estimate';
-
-export interface UsageRequest {
-  id: string;
-  at: Iso;
-  requestId: string;
-  key: { id: string; name: string | null } | null;
-  /** The user who owns the call's key (now); null for keys without an owner or calls without a key. */
-  owner: { id: string; name: string } | null;
-  model: string | null;
-  method: string;
-  endpoint: string;
-  /** 499 when the client left before a status was sent. */
-  status: number;
-  streamed: boolean;
-  inputTokens: number | null;
-  outputTokens: number | null;
-  cachedTokens: number | null;
-  tokensSource: TokensSource | null;
-  ttfbMs: number | null;
-  ttftMs: number | null;
-  durationMs: number | null;
-  bytesIn: number | null;
-  bytesOut: number | null;
-  clientAborted: boolean;
-  errorClass: string | null;
-  /** Time the call waited for its turn, ms; null when it never reached the queue. */
-  queueMs: number | null;
-  captured: boolean;
-}
-
-export interface UsageRequestDetail extends UsageRequest {
-  /** Only with GATEHOUSE_USAGE_CAPTURE_BYTES set, and only to admins and the key's owner. */
-  requestBody: string | null;
-  responseBody: string | null;
-  /** Bodies were captured, but the caller's role may not read them (a viewer): both are null. */
-  bodiesWithheld: boolean;
-}
-
+// Usage shapes come from the route schemas Fastify validates with (`usage.ts`).
+export type UsageRange = Static<typeof usage.UsageRange>;
+export type UsageGroupBy = Static<typeof usage.UsageGroupBy>;
+export type UsageLatency = Static<typeof usage.UsageLatency>;
+export type UsageStats = Static<typeof usage.UsageStats>;
+export type UsagePoint = Static<typeof usage.UsagePoint>;
+export type UsageGroup = Static<typeof usage.UsageGroup>;
+/** `GET /api/usage/summary`. */
+export type UsageSummary = Static<typeof usage.UsageSummary>;
+export type TokensSource = Static<typeof usage.TokensSource>;
+export type UsageRequest = Static<typeof usage.UsageRequest>;
+export type UsageRequestDetail = Static<typeof usage.UsageRequestDetail>;
 /** `GET /api/usage/requests/:id`. */
-export interface UsageRequestFound {
-  request: UsageRequestDetail;
-}
-
-export interface UsageRequestPage {
-  requests: UsageRequest[];
-  nextCursor: string | null;
-}
+export type UsageRequestFound = Static<typeof usage.UsageRequestFound>;
+/** `GET /api/usage/requests`. */
+export type UsageRequestPage = Static<typeof usage.UsageRequestPage>;
 
 /** `GET /api/usage/requests` filters; every one optional. */
 export interface UsageRequestFilters {
@@ -454,8 +373,8 @@ export interface UsageRequestFilters {
 }
 
 /** `GET /api/usage/export`: the request log (`call`) or its sums per key, model or UTC day. */
-export type UsageExportGroup = 'call' | 'key' | 'model' | 'day';
-export type UsageExportFormat = 'csv' | 'json';
+export type UsageExportGroup = (typeof usage.USAGE_EXPORT_GROUPS)[number];
+export type UsageExportFormat = (typeof usage.USAGE_EXPORT_FORMATS)[number];
 
 /** `GET /api/limits`: where per-key limits are counted right now. */
 export interface LimitsInfo {

@@ -49,6 +49,39 @@ function ajvFor(part: ValidatedPart): AjvClass {
   return ajvs[part];
 }
 
+/**
+ * A check a schema cannot state (a name's NFKC length, that a cursor decodes, `to` after `from`),
+ * run beside the schema on the value as sent, so one answer lists every problem. It must accept
+ * any value: a field of the wrong type is the schema's to report.
+ */
+export type Refinement = (value: unknown) => FieldIssue[];
+
+const refinements = new WeakMap<object, Refinement>();
+
+/** A copy of `schema` whose validation also runs `check` (`refinementIssues`). */
+export function refined<T extends object>(schema: T, check: Refinement): T {
+  const copy = { ...schema };
+  refinements.set(copy, check);
+  return copy;
+}
+
+/** The issues `schema`'s refinement finds in `value`; none when it has no refinement. */
+export function refinementIssues(schema: object, value: unknown): FieldIssue[] {
+  return refinements.get(schema)?.(value) ?? [];
+}
+
+/**
+ * A refined schema's issues in the order a reader meets the fields: unknown fields first, then
+ * by the schema's properties, each field's own issues (a budget's amounts) in the order they
+ * came. Other schemas' issues stay in Ajv's order.
+ */
+export function inSchemaOrder(issues: FieldIssue[], schema: object | undefined): FieldIssue[] {
+  if (!schema || !refinements.has(schema)) return issues;
+  const fields = Object.keys((schema as { properties?: object } | undefined)?.properties ?? {});
+  const rank = (issue: FieldIssue) => fields.indexOf(issue.path.split('/')[1] ?? '');
+  return [...issues].sort((a, b) => rank(a) - rank(b));
+}
+
 /** The compiled validator of `schema`, compiled once per process. */
 export function validatorFor(schema: object, part: ValidatedPart = 'body'): ValidateFunction {
   let validate = compiled[part].get(schema);
@@ -104,6 +137,12 @@ export function nestedInValueOrder(issues: readonly FieldIssue[], value: unknown
   };
   const places = new Map(issues.map((issue) => [issue, place(issue.path)]));
   return [...issues].sort((a, b) => compare(places.get(a)!, places.get(b)!));
+}
+
+/** Orders issues by `fields` (their top-level names); issues of other fields (unknown ones) first. */
+export function inFieldOrder(fields: readonly string[]): (issues: FieldIssue[]) => FieldIssue[] {
+  const rank = (issue: FieldIssue) => fields.indexOf(issue.path.split('/')[1] ?? '');
+  return (issues) => [...issues].sort((a, b) => rank(a) - rank(b));
 }
 
 function compare(a: readonly number[], b: readonly number[]): number {

@@ -9,7 +9,13 @@
 import type { FastifyError, FastifyRequest, FastifySchemaCompiler } from 'fastify';
 import type { ErrorObject, ValidateFunction } from 'ajv';
 import { GatewayError, type ErrorCode } from '../core/errors.js';
-import { fieldIssues, validatorFor, type FieldIssue } from '../core/schema-validator.js';
+import {
+  fieldIssues,
+  inSchemaOrder,
+  refinementIssues,
+  validatorFor,
+  type FieldIssue,
+} from '../core/schema-validator.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -26,24 +32,36 @@ export const compileRequestValidator: FastifySchemaCompiler<object> = ({ schema,
   let validate: ValidateFunction | undefined;
   return (data: unknown) => {
     validate ??= validatorFor(schema, httpPart === 'body' ? 'body' : 'text');
-    return validate(data) ? { value: data } : { error: validate.errors as unknown as Error };
+    const errors = validate(data) ? [] : [...(validate.errors ?? [])];
+    // A refinement's issues join the schema's as errors of their own keyword, message included.
+    for (const { path, message } of refinementIssues(schema, data))
+      errors.push({ keyword: REFINEMENT, instancePath: path, schemaPath: '#', params: {}, message });
+    return errors.length === 0 ? { value: data } : { error: errors as unknown as Error };
   };
 };
+
+const REFINEMENT = 'x-refinement';
 
 export const compileResponseSerializer = () => (data: unknown) => JSON.stringify(data);
 
 /** The catalogue error for a request Fastify's validation refused. */
 export function invalidInputError(error: FastifyError, request: FastifyRequest): GatewayError {
   const { invalidInput, invalidInputMessage, invalidInputOrder } = request.routeOptions.config;
-  const issues = fieldIssues(error.validation as ErrorObject[]);
-  const details = invalidInputOrder ? invalidInputOrder(issues, refusedValue(error, request)) : issues;
+  const part = (error as { validationContext?: string }).validationContext;
+  const issues = inSchemaOrder(fieldIssues(error.validation as ErrorObject[]), schemaOf(request, part));
+  const details = invalidInputOrder ? invalidInputOrder(issues, refusedValue(part, request)) : issues;
   const message = invalidInputMessage?.(details);
   return new GatewayError(invalidInput ?? 'validation_failed', { details, ...(message ? { message } : {}) });
 }
 
+/** The route's schema of the refused part. */
+function schemaOf(request: FastifyRequest, part: string | undefined): object | undefined {
+  const schemas = request.routeOptions.schema as Record<string, object | undefined> | undefined;
+  return part === undefined ? undefined : schemas?.[part];
+}
+
 /** The request part Fastify refused, whose field order the issues follow. */
-function refusedValue(error: FastifyError, request: FastifyRequest): unknown {
-  const part = (error as { validationContext?: string }).validationContext;
+function refusedValue(part: string | undefined, request: FastifyRequest): unknown {
   if (part === 'body') return request.body;
   if (part === 'querystring') return request.query;
   if (part === 'params') return request.params;

@@ -5,10 +5,10 @@
  */
 import { pipeline, Readable, Transform } from 'node:stream';
 import { stringify } from 'csv-stringify';
+import type { USAGE_EXPORT_FORMATS } from '../admin-api/usage.js';
 import type { ExportRow } from './export-rows.js';
 
-export const EXPORT_FORMATS = ['csv', 'json'] as const;
-export type ExportFormat = (typeof EXPORT_FORMATS)[number];
+export type ExportFormat = (typeof USAGE_EXPORT_FORMATS)[number];
 
 export const EXPORT_CONTENT_TYPES: Record<ExportFormat, string> = {
   csv: 'text/csv; charset=utf-8; header=present',

@@ -4,12 +4,12 @@
  * whatever the range; the sums are made from the log, not the hourly rollups, so every filter
  * and any minute of `from`/`to` applies to them exactly as to the calls.
  */
+import type { USAGE_EXPORT_GROUPS } from '../admin-api/usage.js';
 import type { UsageListQuery, UsageStore } from '../store/store.js';
 import type { UsageListRow } from '../store/records.js';
 import { isErrorCall, LISTED_FIELDS } from '../store/usage-rows.js';
 
-export const EXPORT_GROUPS = ['call', 'key', 'model', 'day'] as const;
-export type ExportGroup = (typeof EXPORT_GROUPS)[number];
+export type ExportGroup = (typeof USAGE_EXPORT_GROUPS)[number];
 
 /** What the export reads: the request log's filters, with an end that is always fixed. */
 export type ExportFilters = Pick<UsageListQuery, 'keyId' | 'model' | 'status' | 'from'> & { to: number };

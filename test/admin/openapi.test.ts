@@ -77,6 +77,18 @@ describe('GET /api/openapi.json', () => {
     );
   });
 
+  it('documents the query parameters of the audit and usage routes from their schemas', async () => {
+    const document = await fetchDocument();
+    const queryOf = (path: string) =>
+      ((document.paths[path]!.get as { parameters?: Array<{ in: string; name: string }> }).parameters ?? [])
+        .filter((parameter) => parameter.in === 'query')
+        .map((parameter) => parameter.name);
+    expect(queryOf('/api/audit')).toEqual(['limit', 'before', 'action']);
+    expect(queryOf('/api/usage/summary')).toEqual(['range', 'groupBy']);
+    expect(queryOf('/api/usage/requests')).toEqual(['key', 'model', 'status', 'from', 'to', 'cursor', 'limit']);
+    expect(queryOf('/api/usage/export')).toEqual(['from', 'to', 'format', 'group', 'key', 'model', 'status']);
+  });
+
   it('refuses a stranger with the admin 401', async () => {
     const res = await api(gateway, 'GET', '/api/openapi.json');
     expect(res.status).toBe(401);

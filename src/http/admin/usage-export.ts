@@ -4,13 +4,13 @@
  * are in the route table; the rows and formats in `usage/export-*.ts`.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Static } from 'typebox';
+import type { UsageExportQuery } from '../../admin-api/usage.js';
 import type { UsageStore } from '../../store/store.js';
-import { EXPORT_CONTENT_TYPES, EXPORT_FORMATS, csvStream, jsonStream } from '../../usage/export-format.js';
-import { EXPORT_GROUPS, exportColumns, exportRows, type ExportGroup } from '../../usage/export-rows.js';
+import { EXPORT_CONTENT_TYPES, csvStream, jsonStream } from '../../usage/export-format.js';
+import { exportColumns, exportRows, type ExportGroup } from '../../usage/export-rows.js';
 import type { UsageAccounting } from '../../usage/usage-accounting.js';
-import { checkKnown, Issues, oneOf, optionalString, parseStatus, parseTime } from './query-params.js';
-
-const PARAMETERS = ['from', 'to', 'format', 'group', 'key', 'model', 'status'];
+import { parseStatus, parseTime } from './query-params.js';
 
 export interface UsageExportDeps {
   usage: Pick<UsageAccounting, 'flush'>;
@@ -20,18 +20,15 @@ export interface UsageExportDeps {
 
 export function createUsageExportHandler({ usage, store, now }: UsageExportDeps) {
   return async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> => {
-    const query = request.query as Record<string, unknown>;
-    const issues = new Issues();
-    checkKnown(query, PARAMETERS, issues);
-    const format = oneOf(query, 'format', EXPORT_FORMATS, 'csv', issues);
-    const group = oneOf(query, 'group', EXPORT_GROUPS, 'call', issues);
-    const keyId = optionalString(query, 'key', issues);
-    const model = optionalString(query, 'model', issues);
-    const status = parseStatus(query.status, issues);
-    const from = parseTime(query, 'from', issues);
-    const to = parseTime(query, 'to', issues);
-    if (from !== undefined && to !== undefined && to <= from) issues.add('/to', 'must be later than from');
-    issues.throwIfAny();
+    // The route schema (`UsageExportQuery`) and its refinement checked each parameter.
+    const query = request.query as Static<typeof UsageExportQuery>;
+    const format = query.format || 'csv';
+    const group = query.group || 'call';
+    const keyId = query.key || undefined;
+    const model = query.model || undefined;
+    const status = parseStatus(query.status);
+    const from = parseTime(query.from);
+    const to = parseTime(query.to);
     // So the calls of the last half second are in (rows are written in batches); without `to`,
     // the export ends now, not wherever the last page happens to be read.
     await usage.flush();

@@ -4,19 +4,19 @@
  * captured bodies). Routes and the admin chain are in the route table.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Static } from 'typebox';
+import type { UsageRequestParams, UsageRequestsQuery, UsageSummaryQuery } from '../../admin-api/usage.js';
 import type { UsageRequest, UsageRequestFound, UsageRequestPage, UsageSummary } from '../../admin-api/types.js';
 import type { UsageListRow, UsageCursor, UsageRecord } from '../../store/records.js';
 import type { UsageStore } from '../../store/store.js';
-import { SUMMARY_RANGES, type SummaryGroupBy, type SummaryRange } from '../../usage/summary.js';
 import type { UsageAccounting } from '../../usage/usage-accounting.js';
 import { roleOf, type AdminIdentity } from '../../auth/admin-identity.js';
 import { GatewayError } from '../../core/errors.js';
-import { checkKnown, Issues, optionalString, parseStatus, parseTime } from './query-params.js';
+import { parseCursor, parseStatus, parseTime } from './query-params.js';
 
 type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>;
 
 const REQUESTS_DEFAULT_LIMIT = 100;
-const REQUESTS_MAX_LIMIT = 500;
 
 export interface UsageHandlerDeps {
   usage: Pick<UsageAccounting, 'summary' | 'flush'>;
@@ -40,37 +40,22 @@ export function createUsageHandlers({ usage, store, ownedKeyIds, keyOwners }: Us
 
   return {
     async summary(request) {
-      const query = request.query as Record<string, unknown>;
-      const issues = new Issues();
-      checkKnown(query, ['range', 'groupBy'], issues);
-      const range = query.range ?? '24h';
-      if (typeof range !== 'string' || !(range in SUMMARY_RANGES))
-        issues.add('/range', `must be one of ${Object.keys(SUMMARY_RANGES).join(', ')}`);
-      const groupBy = query.groupBy;
-      if (groupBy !== undefined && groupBy !== 'key' && groupBy !== 'model')
-        issues.add('/groupBy', 'must be key or model');
-      issues.throwIfAny();
+      const { range = '24h', groupBy = null } = request.query as Static<typeof UsageSummaryQuery>;
       // So the calls of the last half second are in (rows are written in batches).
       await usage.flush();
-      return usage.summary(
-        range as SummaryRange,
-        (groupBy ?? null) as SummaryGroupBy | null,
-        await scope(request),
-      ) satisfies Promise<UsageSummary>;
+      return usage.summary(range, groupBy, await scope(request)) satisfies Promise<UsageSummary>;
     },
 
     async requests(request) {
-      const query = request.query as Record<string, unknown>;
-      const issues = new Issues();
-      checkKnown(query, ['key', 'model', 'status', 'from', 'to', 'cursor', 'limit'], issues);
-      const keyId = optionalString(query, 'key', issues);
-      const model = optionalString(query, 'model', issues);
-      const status = parseStatus(query.status, issues);
-      const from = parseTime(query, 'from', issues);
-      const to = parseTime(query, 'to', issues);
-      const after = parseCursor(query.cursor, issues);
-      const limit = parseLimit(query.limit, issues);
-      issues.throwIfAny();
+      // The route schema (`UsageRequestsQuery`) and its refinement checked each parameter.
+      const query = request.query as Static<typeof UsageRequestsQuery>;
+      const keyId = query.key || undefined;
+      const model = query.model || undefined;
+      const status = parseStatus(query.status);
+      const from = parseTime(query.from);
+      const to = parseTime(query.to);
+      const after = parseCursor(query.cursor);
+      const limit = query.limit ? Number(query.limit) : REQUESTS_DEFAULT_LIMIT;
       await usage.flush();
       // One row more than asked tells whether there is a next page.
       const keyIds = await scope(request);
@@ -85,14 +70,13 @@ export function createUsageHandlers({ usage, store, ownedKeyIds, keyOwners }: Us
     },
 
     async request(request) {
-      const id = (request.params as { id?: unknown } | undefined)?.id;
-      const found = typeof id === 'string' ? await store.get(id) : undefined;
+      const { id } = request.params as Static<typeof UsageRequestParams>;
+      const found = await store.get(id);
       const keyIds = await scope(request);
       // A member asking for another user's call learns only that there is none for them.
       const record =
         found && (keyIds === undefined || (found.keyId !== null && keyIds.includes(found.keyId))) ? found : undefined;
-      if (!record)
-        throw new GatewayError('not_found', { message: `No usage record with id ${JSON.stringify(id ?? '')}.` });
+      if (!record) throw new GatewayError('not_found', { message: `No usage record with id ${JSON.stringify(id)}.` });
       const captured = record.requestBody !== null || record.responseBody !== null;
       const withheld = captured && !mayReadBodies(request.adminIdentity, record.keyId, keyIds);
       return {
@@ -159,25 +143,4 @@ function toRequestView(
 /** Opaque to clients: base64url of `<at>.<id>`. */
 function encodeCursor(cursor: UsageCursor): string {
   return Buffer.from(`${cursor.at}.${cursor.id}`, 'utf8').toString('base64url');
-}
-
-function parseCursor(raw: unknown, issues: Issues): UsageCursor | undefined {
-  if (raw === undefined || raw === '') return undefined;
-  const text = typeof raw === 'string' ? Buffer.from(raw, 'base64url').toString('utf8') : '';
-  const match = /^(\d{1,16})\.([\w-]{1,64})$/.exec(text);
-  if (!match) {
-    issues.add('/cursor', 'is not a cursor from a previous page (nextCursor)');
-    return undefined;
-  }
-  return { at: Number(match[1]), id: match[2]! };
-}
-
-function parseLimit(raw: unknown, issues: Issues): number {
-  if (raw === undefined || raw === '') return REQUESTS_DEFAULT_LIMIT;
-  const n = typeof raw === 'string' && /^\d+$/.test(raw) ? Number(raw) : Number.NaN;
-  if (!Number.isInteger(n) || n < 1 || n > REQUESTS_MAX_LIMIT) {
-    issues.add('/limit', `must be a whole number from 1 to ${REQUESTS_MAX_LIMIT}`);
-    return REQUESTS_DEFAULT_LIMIT;
-  }
-  return n;
 }

@@ -25,7 +25,6 @@ import { GatewayError } from '../../core/errors.js';
 import type { FieldIssue } from '../../core/schema-validator.js';
 import { hasInvisibleCharacters, normalizeUserName } from '../../core/user-names.js';
 import { hasBudget, type KeyBudget, type UserRecord, type UserRole } from '../../store/records.js';
-import { invalidFieldsMessage } from '../route-schemas.js';
 import type { AuditedHandler, AuditScope } from './audited.js';
 
 export interface UsersHandlerDeps {
@@ -155,14 +154,24 @@ function patchAction(change: Pick<PatchBody, 'role' | 'disabled'>): AuditAction 
   return change.role !== undefined ? 'user.role_change' : 'user.update';
 }
 
-/** A name refused after NFKC (too long or empty once trimmed, or with invisible characters). */
-function nameProblem(typed: string, name: string): string | undefined {
-  if (name === '' || name.length > USER_NAME_MAX) return `required: 1 to ${USER_NAME_MAX} characters`;
-  return hasInvisibleCharacters(typed) ? INVISIBLE_IN_NAME : undefined;
-}
-
-function fail(issues: FieldIssue[]): never {
-  throw new GatewayError('validation_failed', { message: invalidFieldsMessage(issues), details: issues });
+/**
+ * What the user route schemas cannot check (their refinement): a name's length once in NFKC and
+ * trimmed, its invisible characters, and a new password's strength. Fields of the wrong type are
+ * the schema's to report.
+ */
+export function userFieldIssues(body: unknown): FieldIssue[] {
+  if (typeof body !== 'object' || body === null) return [];
+  const { name, password } = body as Record<string, unknown>;
+  const issues: FieldIssue[] = [];
+  if (typeof name === 'string') {
+    const normalized = normalizeUserName(name);
+    if (normalized === '' || normalized.length > USER_NAME_MAX)
+      issues.push({ path: '/name', message: `required: 1 to ${USER_NAME_MAX} characters` });
+    else if (hasInvisibleCharacters(name)) issues.push({ path: '/name', message: INVISIBLE_IN_NAME });
+  }
+  const weak = typeof password === 'string' ? passwordProblem(password) : undefined;
+  if (weak) issues.push({ path: '/password', message: weak });
+  return issues;
 }
 
 function emptyCap(base: KeyBudget | null): KeyBudget {
@@ -173,7 +182,7 @@ function toCap(budget: KeyBudget | null): KeyBudget | null {
   return budget && hasBudget(budget) ? budget : null;
 }
 
-/** The new user from a body the route schema accepted; the name and password are checked here. */
+/** The new user from a body the route schema and its refinement accepted. */
 function parseNewUser(body: NewUserBody): {
   name: string;
   email: string | null;
@@ -182,16 +191,9 @@ function parseNewUser(body: NewUserBody): {
   maxBudget: KeyBudget | null;
   password?: string;
 } {
-  const issues: FieldIssue[] = [];
-  const name = normalizeUserName(body.name);
-  const problem = nameProblem(body.name, name);
-  if (problem) issues.push({ path: '/name', message: problem });
-  const weak = body.password === undefined ? undefined : passwordProblem(body.password);
-  if (weak) issues.push({ path: '/password', message: weak });
-  if (issues.length > 0) fail(issues);
   const cap = body.maxBudget ? toCap({ ...emptyCap(null), ...body.maxBudget }) : null;
   return {
-    name,
+    name: normalizeUserName(body.name),
     email: body.email || null,
     role: body.role,
     allowedModels: distinctModels(body.allowedModels ?? []),

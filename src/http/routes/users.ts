@@ -10,8 +10,8 @@ import {
   UserParams,
   UserPatch,
 } from '../../admin-api/users.js';
-import { nestedInValueOrder } from '../../core/schema-validator.js';
-import { createUsersHandlers } from '../admin/users-handlers.js';
+import { nestedInValueOrder, refined } from '../../core/schema-validator.js';
+import { createUsersHandlers, userFieldIssues } from '../admin/users-handlers.js';
 import type { AdminServices } from '../admin-services.js';
 import { invalidFieldsMessage } from '../route-schemas.js';
 
@@ -20,10 +20,16 @@ const refused = { '4XX': ErrorBody };
 /** The schemas of the user routes, by handler. */
 const USER_ROUTE_SCHEMAS = {
   list: { response: { 200: UserList, ...refused } },
-  create: { body: NewUserInput, response: { 201: CreatedUser, ...refused } },
-  invite: { body: InviteInput, response: { 200: CreatedUser, 201: CreatedUser, ...refused } },
+  create: { body: refined(NewUserInput, userFieldIssues), response: { 201: CreatedUser, ...refused } },
+  invite: {
+    body: refined(InviteInput, (body) => (isReinvite(body) ? [] : userFieldIssues(body))),
+    response: { 200: CreatedUser, 201: CreatedUser, ...refused },
+  },
   update: { params: UserParams, body: UserPatch, response: { 200: UpdatedUser, ...refused } },
 };
+
+/** `{userId}`: a new link for a user who exists; its other fields are not read. */
+const isReinvite = (body: unknown) => typeof body === 'object' && body !== null && 'userId' in body;
 
 /**
  * A refused user body names its bad fields in the message, as the handlers' own refusals do, and
