@@ -1,11 +1,13 @@
 /**
  * The admin API's request and response shapes (docs/admin-api.md), defined once: the handlers in
  * `src/http/admin` and the dashboard in `web/` both import them. Types only, so browser-safe;
- * shapes with a route schema (`keys.ts`, `users.ts`, `usage.ts`, `audit.ts`, `common.ts`) are derived from it.
+ * shapes with a route schema (`common.ts` and one file per feature) are derived from it.
  */
 import type { Static } from 'typebox';
 import type * as common from './common.js';
 import type * as keys from './keys.js';
+import type * as limits from './limits.js';
+import type * as queue from './queue.js';
 import type * as usage from './usage.js';
 import type * as users from './users.js';
 
@@ -62,27 +64,11 @@ export type BudgetPeriod = Static<typeof common.BudgetPeriod>;
 /** A key's budget per calendar period (`GATEHOUSE_TIMEZONE`); null: no budget of that kind. */
 export type KeyBudget = Static<typeof common.KeyBudget>;
 
-/** One budget's use in the current period; reservations of calls in flight count as used. */
-export interface BudgetUse {
-  kind: 'tokens' | 'requests' | 'gpuSeconds';
-  limit: number;
-  used: number;
-}
-
-/** A key's use of each of its budgets in the current period. */
-export interface KeyBudgetUse {
-  id: string;
-  period: BudgetPeriod;
-  /** Start and end (the reset) of the current period. */
-  periodStart: Iso;
-  resetsAt: Iso;
-  budgets: BudgetUse[];
-}
-
+// Budget and limit shapes come from their route schemas (`limits.ts`).
+export type BudgetUse = Static<typeof limits.BudgetUse>;
+export type KeyBudgetUse = Static<typeof limits.KeyBudgetUse>;
 /** `GET /api/budgets`: every active key with a budget. */
-export interface BudgetList {
-  keys: KeyBudgetUse[];
-}
+export type BudgetList = Static<typeof limits.BudgetList>;
 
 export type ApiKey = Static<typeof keys.ApiKey>;
 /** `POST /api/keys`. */
@@ -377,42 +363,11 @@ export type UsageExportGroup = (typeof usage.USAGE_EXPORT_GROUPS)[number];
 export type UsageExportFormat = (typeof usage.USAGE_EXPORT_FORMATS)[number];
 
 /** `GET /api/limits`: where per-key limits are counted right now. */
-export interface LimitsInfo {
-  /** `shared`: in Redis, for every replica together; `replica`: by each gateway process alone. */
-  limitsScope: 'replica' | 'shared';
-  redis: 'off' | 'connected' | 'unavailable';
-  unavailableSince: Iso | null;
-}
-
-/** One call in `GET /api/queue`. */
-export interface QueuedCallView {
-  /** The call's request id (`x-request-id`). */
-  id: string;
-  model: string | null;
-  key: { id: string; name: string } | null;
-  /** `queued`: waiting here; `loading`: forwarded while its model loads; `generating`: the model is up. */
-  phase: 'queued' | 'loading' | 'generating';
-  /** When it arrived (`queued`) or was forwarded. */
-  since: Iso;
-  /** 1 = next; null once forwarded, or while it waits for one of its key's `concurrent` slots. */
-  position: number | null;
-  priority: number;
-  /** What a queued call waits for: its turn under the caps, or one of its key's `concurrent` slots. */
-  waitingFor?: 'turn' | 'key';
-}
-
+export type LimitsInfo = Static<typeof limits.LimitsInfo>;
+// Queue shapes come from the route schema (`queue.ts`).
+export type QueuedCallView = Static<typeof queue.QueuedCallView>;
 /** `GET /api/queue`. */
-export interface QueueView {
-  /**
-   * Whose calls are listed: `replica`, this Gatehouse process's only (each replica keeps its own
-   * queue in memory, even when the caps are shared), or `everyone`'s.
-   */
-  scope: 'replica' | 'everyone';
-  /** Whose calls the caps count: `shared` by every replica (Redis), or this `replica`'s alone. */
-  caps: 'shared' | 'replica';
-  inflight: QueuedCallView[];
-  waiting: QueuedCallView[];
-}
+export type QueueView = Static<typeof queue.QueueView>;
 
 // ---- Audit log (docs/admin-api.md, "Audit log") ----------------------------------------------
 

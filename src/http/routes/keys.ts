@@ -11,6 +11,7 @@ import {
   NewKeyInput,
   UpdatedKey,
 } from '../../admin-api/keys.js';
+import { BudgetList, LimitsInfo } from '../../admin-api/limits.js';
 import { createBudgetsHandler } from '../admin/budgets-handler.js';
 import { createKeyHandlers } from '../admin/keys-handlers.js';
 import { createLimitsHandler } from '../admin/limits-handlers.js';
@@ -35,6 +36,14 @@ export const keysRoutes =
     app.post('/api/keys', { ...access.keyOwners, schema: schema.create }, audited('key.create', keys.create));
     app.patch('/api/keys/:id', { ...access.keyOwners, schema: schema.update }, audited('key.update', keys.update));
     app.delete('/api/keys/:id', { ...access.keyOwners, schema: schema.remove }, audited('key.delete', keys.remove));
-    app.get('/api/limits', access.everyone, createLimitsHandler(deps.usage.limits));
-    app.get('/api/budgets', access.everyone, createBudgetsHandler(admin.store, deps.usage, deps.now));
+    app.get(
+      '/api/limits',
+      { ...access.everyone, schema: { response: { 200: LimitsInfo, ...refused } } },
+      createLimitsHandler(deps.usage.limits),
+    );
+    app.get(
+      '/api/budgets',
+      { ...access.everyone, schema: { response: { 200: BudgetList, ...refused } } },
+      createBudgetsHandler(admin.store, deps.usage, deps.now),
+    );
   };
