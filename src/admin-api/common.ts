@@ -38,7 +38,7 @@ export const ErrorBody = Type.Object({
 export const BudgetPeriod = Type.Union([Type.Literal('day'), Type.Literal('week'), Type.Literal('month')]);
 
 /** Budgets are per month at most: a trillion tokens is beyond any one GPU box. */
-export const BUDGET_MAX = 1_000_000_000_000;
+const BUDGET_MAX = 1_000_000_000_000;
 
 const budgetAmount = nullable(
   Type.Integer({ minimum: 1, maximum: BUDGET_MAX }),

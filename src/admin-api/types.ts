@@ -16,8 +16,6 @@ export type Iso = string;
 // User shapes come from the route schemas Fastify validates with (`users.ts`).
 export type UserRole = Static<typeof users.UserRole>;
 export type User = Static<typeof users.User>;
-/** `invited`: has not set a password yet (OIDC users never need one). */
-export type UserStatus = User['status'];
 
 export interface SessionInfo {
   authenticated: boolean;
@@ -332,13 +330,11 @@ export interface ConfigInvalid {
 // Usage shapes come from the route schemas Fastify validates with (`usage.ts`).
 export type UsageRange = Static<typeof usage.UsageRange>;
 export type UsageGroupBy = Static<typeof usage.UsageGroupBy>;
-export type UsageLatency = Static<typeof usage.UsageLatency>;
 export type UsageStats = Static<typeof usage.UsageStats>;
 export type UsagePoint = Static<typeof usage.UsagePoint>;
 export type UsageGroup = Static<typeof usage.UsageGroup>;
 /** `GET /api/usage/summary`. */
 export type UsageSummary = Static<typeof usage.UsageSummary>;
-export type TokensSource = Static<typeof usage.TokensSource>;
 export type UsageRequest = Static<typeof usage.UsageRequest>;
 export type UsageRequestDetail = Static<typeof usage.UsageRequestDetail>;
 /** `GET /api/usage/requests/:id`. */

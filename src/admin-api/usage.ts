@@ -15,7 +15,7 @@ const nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null
 export const UsageRange = literals(['1h', '24h', '30d']);
 export const UsageGroupBy = literals(['key', 'model']);
 
-export const UsageLatency = Type.Object({
+const UsageLatency = Type.Object({
   avg: Type.Number(),
   p50: Type.Number({ description: 'Estimated from a fixed histogram: within about ±20 %.' }),
   p95: Type.Number(),
@@ -60,7 +60,7 @@ export const UsageSummary = Type.Object({
   groups: Type.Array(UsageGroup, { description: 'Most requests first.' }),
 });
 
-export const TokensSource = literals(['usage', 'timings', 'estimate']);
+const TokensSource = literals(['usage', 'timings', 'estimate']);
 
 const requestFields = {
   id: Type.String(),
