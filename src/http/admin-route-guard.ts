@@ -1,9 +1,11 @@
 /**
  * The start-up guard of the admin API: every `/api/*` route carries the cross-site checks, and
- * either the admin session with exactly one role declaration or a place in PUBLIC_ADMIN_ROUTES.
+ * either the admin session with exactly one role declaration or a place in PUBLIC_ADMIN_ROUTES;
+ * an audited route receives its validation failure in the handler, which records it.
  */
 import type { FastifyInstance, RouteOptions } from 'fastify';
 import { declaredRoles } from './hooks/admin-role.js';
+import { isAuditedHandler } from './admin/audited.js';
 import type { UserRole } from '../store/records.js';
 
 /** The only `/api/*` routes reachable without an admin session or token. */
@@ -43,6 +45,8 @@ export function guardAdminRoutes(app: FastifyInstance, session: Hook, checks: re
   routeAccess.set(app, seen);
   app.addHook('onRoute', (route: RouteOptions) => {
     if (route.url !== '/api' && !route.url.startsWith('/api/')) return;
+    // An audited action records a request its schema refuses too: the wrapper answers it.
+    if (isAuditedHandler(route.handler)) route.attachValidation = true;
     const hooks: unknown[] =
       route.onRequest === undefined ? [] : Array.isArray(route.onRequest) ? route.onRequest : [route.onRequest];
     const what = `${String(route.method)} ${route.url}`;

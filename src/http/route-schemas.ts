@@ -45,9 +45,12 @@ const REFINEMENT = 'x-refinement';
 export const compileResponseSerializer = () => (data: unknown) => JSON.stringify(data);
 
 /** The catalogue error for a request Fastify's validation refused. */
-export function invalidInputError(error: FastifyError, request: FastifyRequest): GatewayError {
+export function invalidInputError(
+  error: { validation?: FastifyError['validation']; validationContext?: string },
+  request: FastifyRequest,
+): GatewayError {
   const { invalidInput, invalidInputMessage, invalidInputOrder } = request.routeOptions.config;
-  const part = (error as { validationContext?: string }).validationContext;
+  const part = error.validationContext;
   const issues = inSchemaOrder(fieldIssues(error.validation as ErrorObject[]), schemaOf(request, part));
   const details = invalidInputOrder ? invalidInputOrder(issues, refusedValue(part, request)) : issues;
   const message = invalidInputMessage?.(details);

@@ -188,6 +188,23 @@ describe('the audit entry of every admin action', () => {
     ]);
   });
 
+  it('records a request the route schema refuses as a failure of its action, validation_failed', async () => {
+    const before = await entryCount();
+    const badKey = await api(gateway, 'POST', '/api/keys', {
+      cookie: sessionB,
+      body: { name: 'x', limits: { rpm: -1 } },
+    });
+    expect([badKey.status, errorCode(badKey)]).toEqual([422, 'validation_failed']);
+    const badUser = await api(gateway, 'POST', '/api/users', { cookie: sessionB, body: { name: '', role: 'owner' } });
+    expect([badUser.status, errorCode(badUser)]).toEqual([422, 'validation_failed']);
+
+    const session = await firstAdmin();
+    expect((await entriesSince(before)).map((e) => [e.action, e.actor, e.target, e.outcome, e.reason])).toEqual([
+      ['key.create', session, null, 'failure', 'validation_failed'],
+      ['user.create', session, null, 'failure', 'validation_failed'],
+    ]);
+  });
+
   it('records config format and save with the file and the version written, and a stale save', async () => {
     const before = await entryCount();
     const loaded = json((await asToken('GET', '/api/config')).body) as { version: string };

@@ -10,6 +10,7 @@ import { actorOf } from '../../audit/actor.js';
 import { isAuditWriteFailure, type AuditLog } from '../../audit/audit-log.js';
 import { isGatewayError } from '../../core/errors.js';
 import type { StoreTransaction } from '../../store/store.js';
+import { invalidInputError } from '../route-schemas.js';
 
 /** What an audited handler may say about its entry. */
 export interface AuditScope {
@@ -32,12 +33,22 @@ export interface AuditedOptions {
   failureAction?: AuditAction;
 }
 
+const auditedHandlers = new WeakSet<Handler>();
+
+/**
+ * Whether `handler` is an audited action. Its route is given `attachValidation`, so a request its
+ * schema refuses still reaches the wrapper and leaves a failure entry (`validation_failed`).
+ */
+export function isAuditedHandler(handler: unknown): boolean {
+  return typeof handler === 'function' && auditedHandlers.has(handler as Handler);
+}
+
 /** Wraps handlers of one app: `audited('key.create', handler)`. */
 export type Audited = (action: AuditAction, handler: AuditedHandler, options?: AuditedOptions) => Handler;
 
 export function createAudited(log: AuditLog, clientAddress: (request: FastifyRequest) => string): Audited {
-  return (action, handler, options = {}) =>
-    async (request, reply) => {
+  return (action, handler, options = {}) => {
+    const wrapped: Handler = async (request, reply) => {
       let settled = false;
       const scope: AuditScope = {
         action,
@@ -61,6 +72,7 @@ export function createAudited(log: AuditLog, clientAddress: (request: FastifyReq
       });
       let answer: unknown;
       try {
+        if (request.validationError) throw invalidInputError(request.validationError, request);
         answer = await handler(request, reply, scope);
       } catch (error) {
         if (!settled && !isAuditWriteFailure(error))
@@ -70,4 +82,7 @@ export function createAudited(log: AuditLog, clientAddress: (request: FastifyReq
       if (!settled) await log.record(entry('success', null));
       return answer;
     };
+    auditedHandlers.add(wrapped);
+    return wrapped;
+  };
 }
